@@ -1,0 +1,53 @@
+"""The one place where skprivreg touches private scikit-learn names.
+
+scikit-learn keeps its parameter-validation classes and ``_fit_context`` in
+private modules. Everything else in skprivreg imports them from here, so a
+scikit-learn release that moves them breaks one file, not the package
+(diffprivlib broke on nearly every release by importing private symbols all
+over and subclassing concrete estimators).
+"""
+
+from numbers import Integral, Real
+
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+try:  # scikit-learn >= 1.3
+    from sklearn.utils._param_validation import (
+        HasMethods,
+        Interval,
+        Options,
+        StrOptions,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only on a broken install
+    raise ImportError(
+        "skprivreg needs scikit-learn >= 1.6 (parameter validation API)."
+    ) from exc
+
+try:
+    from sklearn.base import _fit_context as fit_context
+except ImportError:  # pragma: no cover - fallback for a release that moves it
+
+    def fit_context(prefer_skip_nested_validation):
+        def decorator(fit_method):
+            def wrapper(estimator, *args, **kwargs):
+                estimator._validate_params()
+                return fit_method(estimator, *args, **kwargs)
+
+            wrapper.__name__ = fit_method.__name__
+            wrapper.__doc__ = fit_method.__doc__
+            return wrapper
+
+        return decorator
+
+
+__all__ = [
+    "HasMethods",
+    "Integral",
+    "Interval",
+    "Options",
+    "Real",
+    "StrOptions",
+    "check_is_fitted",
+    "fit_context",
+    "validate_data",
+]

@@ -1,0 +1,92 @@
+"""Numerical pieces shared by the linear estimators (pure functions + a predict mixin)."""
+
+import numpy as np
+from scipy import linalg
+
+from .._compat import check_is_fitted, validate_data
+
+__all__ = [
+    "augment_intercept",
+    "split_intercept",
+    "solve_psd_repaired",
+    "LinearPredictMixin",
+]
+
+
+def augment_intercept(X, intercept_scaling=1.0):
+    """Append a constant column of value ``intercept_scaling`` to ``X``.
+
+    This is a fixed per-row map, so neighbouring datasets stay neighbours
+    (centering with data means would not: it changes every row).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    return np.hstack([X, np.full((X.shape[0], 1), float(intercept_scaling))])
+
+
+def split_intercept(W, fit_intercept, intercept_scaling=1.0, single_output=True):
+    """Turn a (p, l) solution on the (possibly augmented) design into ``coef_, intercept_``.
+
+    ``coef_`` has shape (d,) for single output, (l, d) otherwise (like
+    ``LinearRegression``); ``intercept_`` is a float or shape (l,).
+    """
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim == 1:
+        W = W[:, None]
+    if fit_intercept:
+        coef, intercept = W[:-1].T, intercept_scaling * W[-1]
+    else:
+        coef, intercept = W.T, np.zeros(W.shape[1])
+    if single_output:
+        return coef[0].copy(), float(intercept[0])
+    return coef.copy(), intercept.copy()
+
+
+def solve_psd_repaired(M, B, floor):
+    """Solve ``M W = B`` after projecting symmetric ``M`` onto ``{M >= floor I}``.
+
+    ``M`` is a noisy (ridge-regularised) Gram matrix. Its eigenvalues are
+    clipped at ``floor > 0``: the exact Frobenius projection onto the convex
+    set ``{M >= floor I}``, which contains the noiseless ``X^T X + floor I``;
+    it is post-processing and never increases the distance to it. It keeps
+    the estimate from exploding when noise makes ``M`` indefinite (the
+    failure that gives diffprivlib's LinearRegression MSE ~1e7).
+
+    Parameters
+    ----------
+    M : ndarray (p, p)
+    B : ndarray (p,) or (p, l)
+    floor : float > 0
+
+    Returns
+    -------
+    W : ndarray, shape of ``B``
+    """
+    if not floor > 0:
+        raise ValueError("floor must be > 0.")
+    M = 0.5 * (M + M.T)
+    eigvals, eigvecs = linalg.eigh(M)
+    eigvals = np.maximum(eigvals, floor)
+    return eigvecs @ ((eigvecs.T @ B) / (eigvals if B.ndim == 1 else eigvals[:, None]))
+
+
+class LinearPredictMixin:
+    """``predict(X) = X @ coef_.T + intercept_``, with sklearn's input checks.
+
+    Prediction is post-processing of the released coefficients: inputs are
+    not clipped and nothing is spent.
+    """
+
+    def predict(self, X):
+        """Predict with the private linear model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ np.asarray(self.coef_).T + self.intercept_
