@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ._compat import Interval, Real
+from ._compat import Interval, Options, Real
 from .accounting import BudgetAccountant, PrivacyLedger
 from .exceptions import PrivacyLeakWarning
 
@@ -93,7 +93,8 @@ class DPEstimatorMixin:
     """
 
     _privacy_parameter_constraints = {
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        # np.inf is the non-private test mode (with a PrivacyLeakWarning).
+        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "accountant": [BudgetAccountant, None],
         "random_state": ["random_state", np.random.Generator],

@@ -14,7 +14,7 @@ import numpy as np
 
 from .accounting import PrivacyEvent
 from .exceptions import ClippingWarning, PrivacyLeakWarning
-from .mechanisms import private_quantile_bin
+from .mechanisms import geometric_bins, private_quantile_bin, reliable_quantile
 
 __all__ = [
     "clip_rows_l2",
@@ -49,7 +49,7 @@ def clip_rows_l2(X, bound, *, warn=True):
     scale[over] = bound / norms[over]
     if warn:
         warnings.warn(
-            "Some rows of X were clipped to the declared row-norm bound x_bound.",
+            "Some rows of X were clipped to the row-norm bound x_bound.",
             ClippingWarning,
             stacklevel=3,
         )
@@ -62,7 +62,7 @@ def clip_values(y, bound, *, name="y", warn=True):
     clipped = np.clip(y, -bound, bound)
     if warn and np.any(clipped != y):
         warnings.warn(
-            f"Some entries of {name} were clipped to the declared bound {name}_bound.",
+            f"Some entries of {name} were clipped to the bound {name}_bound.",
             ClippingWarning,
             stacklevel=3,
         )
@@ -75,7 +75,7 @@ def private_norm_bound(
     rng,
     *,
     name,
-    quantile=0.99,
+    quantile="auto",
     notion="full",
     source="private",
     bins=None,
@@ -83,6 +83,7 @@ def private_norm_bound(
     """Resolve a missing bound on non-negative ``values`` (norms or |labels|).
 
     ``source='private'`` releases a private upper ``quantile`` of the values
+    (``'auto'``: :func:`~skprivreg.mechanisms.reliable_quantile`)
     on public geometric bins (:func:`~skprivreg.mechanisms.private_quantile_bin`,
     epsilon-DP under replace-one) and returns it with its
     :class:`~skprivreg.accounting.PrivacyEvent`. Rows above the bound are
@@ -111,6 +112,9 @@ def private_norm_bound(
         return (bound if bound > 0 else 1.0), None
     if source != "private":
         raise ValueError(f"bounds must be one of {BOUND_SOURCES}.")
+    bins = geometric_bins() if bins is None else np.asarray(bins, dtype=np.float64)
+    if quantile == "auto":
+        quantile = reliable_quantile(values.shape[0], epsilon, bins.shape[0])
     bound = private_quantile_bin(values, quantile, epsilon, rng, bins=bins)
     event = PrivacyEvent(
         name=name, epsilon=float(epsilon), delta=0.0, notion=notion

@@ -48,6 +48,7 @@ __all__ = [
     "stability_histogram",
     "exponential_mechanism",
     "private_quantile_bin",
+    "reliable_quantile",
     "geometric_bins",
 ]
 
@@ -112,10 +113,16 @@ def gaussian_event(
     """
     sigma = gaussian_sigma(sensitivity, epsilon, delta, method=method)
     mu = sensitivity / sigma if sigma > 0 else None
+    if sigma > 0:
+        event_epsilon, event_delta = float(epsilon), float(delta)
+    elif sensitivity > 0:  # noiseless release of a non-constant statistic
+        event_epsilon, event_delta = math.inf, 0.0
+    else:  # a constant statistic reveals nothing
+        event_epsilon, event_delta = 0.0, 0.0
     return PrivacyEvent(
         name=name,
-        epsilon=float(epsilon) if sigma > 0 else 0.0,
-        delta=float(delta) if sigma > 0 else 0.0,
+        epsilon=event_epsilon,
+        delta=event_delta,
         notion=notion,
         neighbouring=neighbouring,
         sensitivity=float(sensitivity),
@@ -140,7 +147,7 @@ def gaussian_event_from_mu(
     if math.isinf(mu) or sensitivity == 0:
         return PrivacyEvent(
             name=name,
-            epsilon=0.0,
+            epsilon=math.inf if sensitivity > 0 else 0.0,
             delta=0.0,
             notion=notion,
             neighbouring=neighbouring,
@@ -360,6 +367,23 @@ def geometric_bins(low=2.0**-20, high=2.0**40, per_octave=4):
     """Public, data-independent candidate bounds ``low * 2^(j/per_octave)``."""
     n_bins = int(round(per_octave * math.log2(high / low))) + 1
     return low * 2.0 ** (np.arange(n_bins) / per_octave)
+
+
+def reliable_quantile(n, epsilon, n_bins, failure_prob=0.01):
+    """The highest quantile :func:`private_quantile_bin` can target reliably.
+
+    The exponential mechanism returns a bin whose rank is within
+    ``r = (2/epsilon)(ln(n_bins) + ln(1/failure_prob))`` of the target with
+    probability ``1 - failure_prob`` (Dwork & Roth 2014, Thm. 3.11). Aiming
+    at rank ``n - 2r`` keeps the returned bound below the top of the data
+    only with that margin, so bins far above the data (which all tie at the
+    worst utility and are many) are not picked. Public: uses n, epsilon and
+    the number of bins only. Returns a value in [0.5, 1).
+    """
+    if math.isinf(epsilon):
+        return 1.0
+    slack = 2.0 * (2.0 / epsilon) * (math.log(n_bins) + math.log(1.0 / failure_prob))
+    return float(min(max(1.0 - slack / max(n, 1), 0.5), 1.0 - 1.0 / max(n, 2)))
 
 
 def private_quantile_bin(values, quantile, epsilon, rng, bins=None):

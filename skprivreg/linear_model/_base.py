@@ -55,18 +55,29 @@ def solve_psd_repaired(M, B, floor):
     ----------
     M : ndarray (p, p)
     B : ndarray (p,) or (p, l)
-    floor : float > 0
+    floor : float >= 0
+        ``0`` is allowed only for noiseless statistics: the minimum-norm
+        solution (pseudo-inverse) is returned, as ``lstsq`` would.
 
     Returns
     -------
     W : ndarray, shape of ``B``
     """
-    if not floor > 0:
-        raise ValueError("floor must be > 0.")
+    if floor < 0:
+        raise ValueError("floor must be >= 0.")
     M = 0.5 * (M + M.T)
     eigvals, eigvecs = linalg.eigh(M)
-    eigvals = np.maximum(eigvals, floor)
-    return eigvecs @ ((eigvecs.T @ B) / (eigvals if B.ndim == 1 else eigvals[:, None]))
+    if floor > 0:
+        inv = 1.0 / np.maximum(eigvals, floor)
+    else:
+        # Noiseless statistics and no ridge: the minimum-norm least-squares
+        # solution, with lstsq's cut-off for numerically zero eigenvalues.
+        cutoff = max(M.shape) * np.finfo(np.float64).eps * max(eigvals.max(), 0.0)
+        keep = eigvals > cutoff
+        inv = np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
+    projected = eigvecs.T @ B
+    projected = projected * (inv if B.ndim == 1 else inv[:, None])
+    return eigvecs @ projected
 
 
 class LinearPredictMixin:

@@ -1,0 +1,407 @@
+"""Sufficient statistics perturbation (SSP): the Gaussian-mechanism baseline.
+
+Also holds the machinery that AdaSSP shares with it: declared or private
+bounds, clipping, intercept augmentation, the replace-one sensitivities of
+``X^T X`` and ``X^T Y``, and the PSD-repaired solve.
+"""
+
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from .._compat import Interval, StrOptions, fit_context, validate_data
+from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..base import DPEstimatorMixin
+from ..bounds import clip_rows_l2, clip_values, private_norm_bound, row_norms
+from ..mechanisms import (
+    add_gaussian,
+    gaussian_event,
+    gaussian_event_from_mu,
+    symmetric_gaussian_matrix,
+)
+from ._base import (
+    LinearPredictMixin,
+    augment_intercept,
+    solve_psd_repaired,
+    split_intercept,
+)
+
+__all__ = ["SSPRegressor", "gram_sensitivity", "cross_sensitivity", "gram_statistics"]
+
+
+def gram_sensitivity(x_bound_eff):
+    """Replace-one L2-sensitivity of the upper triangle of ``X^T X``: ``sqrt(2) B^2``.
+
+    For rows with ``||x|| <= B``, the upper-triangle vector of
+    ``x x^T - x' x'^T`` has squared norm ``(||D||_F^2 + sum_i D_ii^2)/2 <= 2 B^4``,
+    with equality at ``x = B e_1``, ``x' = B e_2``.
+    """
+    return math.sqrt(2.0) * x_bound_eff**2
+
+
+def cross_sensitivity(x_bound_eff, y_bound, n_outputs=1):
+    """Replace-one L2 (Frobenius) sensitivity of ``X^T Y``: ``2 B sqrt(l) y_bound``.
+
+    ``||x y^T - x' y'^T||_F <= 2 B sqrt(l) y_bound`` for ``|y_j| <= y_bound``,
+    with equality at ``x' = -x``, ``y' = y``.
+    """
+    return 2.0 * x_bound_eff * math.sqrt(n_outputs) * y_bound
+
+
+def gram_statistics(X, Y, chunk_size=None):
+    """``X^T X`` and ``X^T Y``, accumulated over row blocks of ``chunk_size``."""
+    n = X.shape[0]
+    step = n if not chunk_size else int(chunk_size)
+    XtX = np.zeros((X.shape[1], X.shape[1]))
+    XtY = np.zeros((X.shape[1], Y.shape[1]))
+    for start in range(0, n, max(step, 1)):
+        block = np.asarray(X[start : start + step], dtype=np.float64)
+        XtX += block.T @ block
+        XtY += block.T @ np.asarray(Y[start : start + step], dtype=np.float64)
+    return XtX, XtY
+
+
+class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
+    """Shared ``fit`` of the SSP family: bounds, clipping, statistics, ledger.
+
+    Subclasses define ``_n_gaussian_releases`` and ``_release_and_solve``.
+    """
+
+    _parameter_constraints = {
+        **DPEstimatorMixin._privacy_parameter_constraints,
+        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
+        "bounds_quantile": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "composition": [StrOptions({"gdp", "basic"})],
+    }
+
+    _release_names = ()
+
+    # -- planning (public facts only) ------------------------------------
+    def _bound_epsilons(self, private):
+        """Epsilon for each bound estimated privately (``{}`` when declared)."""
+        missing = [
+            name
+            for name, value in (("x_bound", self.x_bound), ("y_bound", self.y_bound))
+            if value is None
+        ]
+        if not private or not missing or self.bounds == "data":
+            return {}
+        share = self.bounds_budget * self.epsilon / len(missing)
+        return {name: share for name in missing}
+
+    def _release_events(self, sensitivities, epsilon, delta):
+        """One Gaussian event per release, calibrated at the total (epsilon, delta)."""
+        names = self._release_names
+        if math.isinf(epsilon):
+            return [
+                gaussian_event(name, sens, np.inf, 0.5)
+                for name, sens in zip(names, sensitivities)
+            ]
+        k = len(names)
+        if self.composition == "gdp":
+            mu = gdp_mu(epsilon, delta) / math.sqrt(k)
+            return [
+                gaussian_event_from_mu(name, sens, mu, delta / k)
+                for name, sens in zip(names, sensitivities)
+            ]
+        return [
+            gaussian_event(name, sens, epsilon / k, delta / k)
+            for name, sens in zip(names, sensitivities)
+        ]
+
+    def _planned_ledger(self, private, n_outputs, x_bound=1.0, y_bound=1.0, bound_events=None):
+        """The ledger of one ``fit``.
+
+        Its (epsilon, delta) does not depend on the bounds, so the check
+        before data access can use placeholder bounds.
+        """
+        bound_eps = self._bound_epsilons(private)
+        if bound_events is None:
+            bound_events = [
+                PrivacyEvent(name=name, epsilon=eps, delta=0.0)
+                for name, eps in bound_eps.items()
+            ]
+        epsilon_ssp = self.epsilon - sum(bound_eps.values())
+        x_eff = self._x_bound_eff(x_bound)
+        sensitivities = self._sensitivities(x_eff, y_bound, n_outputs)
+        events = self._release_events(sensitivities, epsilon_ssp, self.delta)
+        composition = self.composition if private else "basic"
+        return PrivacyLedger(
+            [*bound_events, *events],
+            composition=composition,
+            delta=self.delta if private else 0.0,
+        )
+
+    def _x_bound_eff(self, x_bound):
+        if self.fit_intercept:
+            return math.hypot(x_bound, self.intercept_scaling)
+        return x_bound
+
+    # -- fit -------------------------------------------------------------
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the private linear model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(
+            self, X, y, dtype=np.float64, multi_output=True, y_numeric=True
+        )
+        private = self._validate_privacy_params()
+        single_output = y.ndim == 1
+        Y = y[:, None] if single_output else y
+        n_outputs = Y.shape[1]
+
+        self._check_budget(self._planned_ledger(private, n_outputs))
+
+        rngs = self._rngs("bounds", "noise")
+        x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"])
+        if x_bound is not None:
+            X = clip_rows_l2(X, x_bound)
+        if y_bound is not None:
+            Y = clip_values(Y, y_bound)
+        if self.fit_intercept:
+            X = augment_intercept(X, self.intercept_scaling)
+        XtX, XtY = gram_statistics(X, Y)
+
+        ledger = self._planned_ledger(
+            private,
+            n_outputs,
+            x_bound=1.0 if x_bound is None else x_bound,
+            y_bound=1.0 if y_bound is None else y_bound,
+            bound_events=bound_events,
+        )
+        W = self._release_and_solve(XtX, XtY, ledger, rngs["noise"])
+        self._charge(ledger)
+
+        self.coef_, self.intercept_ = split_intercept(
+            W, self.fit_intercept, self.intercept_scaling, single_output
+        )
+        self.x_bound_ = x_bound
+        self.y_bound_ = y_bound
+        self.n_outputs_ = n_outputs
+        return self
+
+    def _resolve_bounds(self, X, Y, private, rng):
+        """Declared bounds, or private estimates (which spend), or data maxima (which leak)."""
+        if not private:
+            return self.x_bound, self.y_bound, []
+        bound_eps = self._bound_epsilons(private)
+        events = []
+        resolved = {"x_bound": self.x_bound, "y_bound": self.y_bound}
+        values = {
+            "x_bound": lambda: row_norms(X),
+            # One value per row, so one row changes one value (sensitivity 1).
+            "y_bound": lambda: np.abs(Y).max(axis=1),
+        }
+        for name in ("x_bound", "y_bound"):
+            if resolved[name] is not None:
+                continue
+            bound, event = private_norm_bound(
+                values[name](),
+                bound_eps.get(name, 0.0),
+                rng,
+                name=name,
+                quantile=self.bounds_quantile,
+                source=self.bounds,
+            )
+            resolved[name] = bound
+            if event is not None:
+                events.append(event)
+        return resolved["x_bound"], resolved["y_bound"], events
+
+    def _noisy_statistics(self, XtX, XtY, gram_event, cross_event, rng):
+        noisy_XtX = XtX + symmetric_gaussian_matrix(XtX.shape[0], gram_event.sigma, rng)
+        noisy_XtY = add_gaussian(XtY, cross_event.sigma, rng)
+        return noisy_XtX, noisy_XtY
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+
+class SSPRegressor(_BaseSSP):
+    """Private linear regression by Gaussian sufficient statistics perturbation.
+
+    Releases :math:`\\widehat{X^\\top X} = X^\\top X + E` (symmetric, i.i.d.
+    Gaussian on and above the diagonal) and
+    :math:`\\widehat{X^\\top Y} = X^\\top Y + Z`, then solves the ridge system
+
+    .. math::
+        \\hat W = \\Pi_{\\succeq \\lambda}\\left(\\widehat{X^\\top X} + \\lambda I\\right)^{-1}
+        \\widehat{X^\\top Y},
+
+    where :math:`\\Pi_{\\succeq \\lambda}` clips eigenvalues at
+    :math:`\\lambda` (the Frobenius projection onto :math:`\\{M \\succeq \\lambda I\\}`;
+    post-processing). Rows are clipped to the bounds before any statistic is
+    computed.
+
+    **Guarantee.** Full DP (the whole row ``(x_i, y_i)`` is protected) under
+    replace-one neighbouring (same n, one row replaced): ``(epsilon, delta)``-DP.
+    Budget split: if a bound is missing and ``bounds='private'``, a share
+    ``bounds_budget * epsilon`` is spent on the private bound estimates
+    (pure DP, exponential mechanism on public geometric bins, split equally
+    between the missing bounds); the rest, ``(epsilon', delta)``, goes to the
+    two Gaussian releases. With ``composition='gdp'`` the releases get
+    ``mu' / sqrt(2)`` each, where ``mu'`` is the GDP parameter of
+    ``(epsilon', delta)`` (exact composition); with ``'basic'`` each gets
+    ``(epsilon'/2, delta/2)``, calibrated by the analytic Gaussian mechanism.
+
+    Sensitivities (replace-one, ``B = sqrt(x_bound^2 + intercept_scaling^2)``
+    with an intercept): ``sqrt(2) B^2`` for the upper triangle of
+    :math:`X^\\top X`, ``2 B sqrt(l) y_bound`` for :math:`X^\\top Y` with
+    ``l`` outputs.
+
+    **Sample size.** The Gram noise has operator norm about
+    ``2 sigma_XX sqrt(p)`` (``p`` = number of columns including the
+    intercept); the fit is useful when ``n lambda_min(Sigma)`` is much larger,
+    i.e. ``n >> 2 sqrt(2 p) B^2 / (mu' lambda_min(Sigma))``.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Total privacy budget; ``np.inf`` is the non-private test mode (no noise,
+        no clipping when bounds are missing, :class:`PrivacyLeakWarning`).
+    delta : float, default=1e-5
+        Total delta, in (0, 1). Should be well below ``1/n``.
+    x_bound : float or None, default=None
+        Public bound on the L2 norm of a row of X. Rows above it are clipped.
+    y_bound : float or None, default=None
+        Public bound on ``|y|``. Labels above it are clipped.
+    bounds : {'private', 'data'}, default='private'
+        How a missing bound is obtained: a private estimate that spends
+        ``bounds_budget * epsilon``, or (``'data'``) the data maximum, which
+        is **not private** and emits a :class:`PrivacyLeakWarning`.
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on the missing bounds (``bounds='private'``).
+    bounds_quantile : float in (0, 1] or 'auto', default='auto'
+        Quantile of the row norms (of ``|y|``) that a private bound targets;
+        rows above it are clipped. ``'auto'`` is the highest quantile the
+        exponential mechanism can target reliably at this n and budget
+        (:func:`~skprivreg.mechanisms.reliable_quantile`; public).
+    fit_intercept : bool, default=True
+        Append a constant column of value ``intercept_scaling`` (never
+        centering by data means, which would break the neighbouring relation).
+        The intercept is ridge-penalised like the other coefficients.
+    intercept_scaling : float, default=1.0
+        Value of the constant column.
+    ridge : float >= 0 or 'auto', default='auto'
+        Ridge :math:`\\lambda` added to the noisy Gram matrix.
+        ``'auto'`` is ``2 sigma_XX sqrt(p)`` (public: the high-probability
+        norm of the Gram noise), ``0`` in the non-private mode.
+    composition : {'gdp', 'basic'}, default='gdp'
+        How the two Gaussian releases share the budget.
+    accountant : BudgetAccountant or None, default=None
+        A shared budget charged by every fit.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the noise. A fixed seed reproduces the noise: never publish
+        a seed used on private data.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
+    intercept_ : float or ndarray of shape (n_outputs,)
+    ridge_ : float
+        The ridge used (public).
+    x_bound_, y_bound_ : float or None
+        The bounds used (declared, or released privately).
+    privacy_spent_ : PrivacyLedger
+        Every release of the last fit.
+    n_outputs_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined only when X has feature names that are all strings.
+
+    See Also
+    --------
+    AdaSSPRegressor : SSP with a private, adaptive ridge.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.linear_model import SSPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20000, 5)); y = X @ np.ones(5) + rng.normal(size=20000)
+    >>> est = SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=6.0, y_bound=12.0,
+    ...                    random_state=0).fit(X, y)
+    >>> est.coef_.round(1)
+    array([1., 1., 1., 1., 1.])
+    """
+
+    _parameter_constraints = {
+        **_BaseSSP._parameter_constraints,
+        "ridge": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    }
+    _release_names = ("XtX", "XtY")
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=1e-5,
+        *,
+        x_bound=None,
+        y_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
+        bounds_quantile="auto",
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        ridge="auto",
+        composition="gdp",
+        accountant=None,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
+        self.bounds_quantile = bounds_quantile
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.ridge = ridge
+        self.composition = composition
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _sensitivities(self, x_bound_eff, y_bound, n_outputs):
+        return (
+            gram_sensitivity(x_bound_eff),
+            cross_sensitivity(x_bound_eff, y_bound, n_outputs),
+        )
+
+    def _release_and_solve(self, XtX, XtY, ledger, rng):
+        gram_event, cross_event = ledger.events[-2:]
+        noisy_XtX, noisy_XtY = self._noisy_statistics(XtX, XtY, gram_event, cross_event, rng)
+        p = XtX.shape[0]
+        if self.ridge == "auto":
+            self.ridge_ = 2.0 * gram_event.sigma * math.sqrt(p)
+        else:
+            self.ridge_ = float(self.ridge)
+        M = noisy_XtX + self.ridge_ * np.eye(p)
+        return solve_psd_repaired(M, noisy_XtY, floor=self._floor(gram_event.sigma))
+
+    def _floor(self, gram_sigma):
+        if self.ridge_ > 0:
+            return self.ridge_
+        # No ridge: guard against an indefinite noisy Gram matrix with the
+        # noise scale itself (public); noiseless statistics get the
+        # minimum-norm solution.
+        return gram_sigma
