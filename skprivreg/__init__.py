@@ -8,10 +8,13 @@ from .exceptions import (
     PrivacyLeakWarning,
     PrivateTestFailed,
 )
+from .linear_model import AdaSSPRegressor, SSPRegressor
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AdaSSPRegressor",
+    "SSPRegressor",
     "BudgetAccountant",
     "PrivacyEvent",
     "PrivacyLedger",

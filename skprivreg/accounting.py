@@ -41,6 +41,7 @@ __all__ = [
     "gdp_delta",
     "gdp_mu",
     "gdp_epsilon",
+    "compose_ledgers",
 ]
 
 NOTIONS = ("full", "label", "feature")
@@ -280,7 +281,10 @@ class PrivacyLedger:
         return eps_gauss + sum(event.epsilon for event in others), self.delta
 
     def __repr__(self):
-        header = f"{'event':<24}{'notion':<9}{'neighbours':<13}{'epsilon':>10}{'delta':>11}{'mu':>9}"
+        header = (
+            f"{'event':<24}{'notion':<9}{'neighbours':<13}"
+            f"{'epsilon':>10}{'delta':>11}{'mu':>9}"
+        )
         lines = [f"PrivacyLedger(composition={self.composition!r})", header]
         for event in self.events:
             mu = "" if event.mu is None else f"{event.mu:9.4f}"
@@ -291,6 +295,25 @@ class PrivacyLedger:
         if self.events:
             lines.append(f"{'total':<46}{self.epsilon:10.4g}{self.delta:11.3g}")
         return "\n".join(lines)
+
+
+def compose_ledgers(ledgers, composition="basic"):
+    """``(epsilon, delta)`` of several ledgers run one after the other.
+
+    ``'basic'`` adds each ledger's own (epsilon, delta). ``'gdp'`` composes
+    the Gaussian events of all ledgers by their mu (the rest basically) at the
+    summed delta, and keeps the basic total when that is smaller (both are
+    valid at the same delta).
+    """
+    ledgers = list(ledgers)
+    basic_eps = sum(ledger.epsilon for ledger in ledgers)
+    delta = min(sum(ledger.delta for ledger in ledgers), 1.0)
+    if composition == "basic" or not ledgers:
+        return basic_eps, delta
+    if composition != "gdp":
+        raise ValueError(f"composition must be one of {COMPOSITIONS}.")
+    combined = PrivacyLedger.concatenate(ledgers, composition="gdp")
+    return min(combined.epsilon, basic_eps), delta
 
 
 # ---------------------------------------------------------------------------
@@ -340,22 +363,21 @@ class BudgetAccountant:
         self._spent = []
         self._lock = threading.Lock()
 
-    def _combined(self, extra=()):
-        return PrivacyLedger.concatenate(
-            [*self._spent, *extra], composition=self.composition
-        )
+    def _total(self, extra=()):
+        return compose_ledgers([*self._spent, *extra], self.composition)
 
     def _raise_if_over(self, ledger):
-        total = self._combined([ledger])
-        eps_over = total.epsilon > self.epsilon * (1 + _BUDGET_RTOL)
-        delta_over = total.delta > self.delta * (1 + _BUDGET_RTOL)
+        eps, delta = self._total([ledger])
+        eps_over = eps > self.epsilon * (1 + _BUDGET_RTOL)
+        delta_over = delta > self.delta * (1 + _BUDGET_RTOL)
         if eps_over or delta_over:
+            spent_eps, spent_delta = self._total()
             raise BudgetExceededError(
                 "This fit would exceed the privacy budget: it plans "
                 f"(epsilon={ledger.epsilon:.6g}, delta={ledger.delta:.3g}) and the "
                 f"accountant has (epsilon={self.epsilon:.6g}, delta={self.delta:.3g}) "
-                f"of which (epsilon={self._combined().epsilon:.6g}, "
-                f"delta={self._combined().delta:.3g}) is spent. Nothing was spent."
+                f"of which (epsilon={spent_eps:.6g}, delta={spent_delta:.3g}) is "
+                "spent. Nothing was spent."
             )
 
     def check(self, ledger):
@@ -374,8 +396,7 @@ class BudgetAccountant:
     def total(self):
         """``(epsilon, delta)`` spent so far, under the accountant's composition."""
         with self._lock:
-            combined = self._combined()
-        return combined.epsilon, combined.delta
+            return self._total()
 
     def remaining(self):
         """``(epsilon, delta)`` left.
@@ -388,10 +409,10 @@ class BudgetAccountant:
         return max(self.epsilon - eps, 0.0), max(self.delta - delta, 0.0)
 
     @property
-    def ledger(self):
-        """All spends so far, as one :class:`PrivacyLedger`."""
+    def ledgers(self):
+        """The ledgers spent so far, one per fit, in order."""
         with self._lock:
-            return self._combined()
+            return list(self._spent)
 
     @property
     def n_spends(self):
@@ -422,3 +443,57 @@ class BudgetAccountant:
             f"composition={self.composition!r}; spent epsilon={eps:.6g}, "
             f"delta={delta:.3g} in {self.n_spends} fits)"
         )
+
+
+# ---------------------------------------------------------------------------
+# Amplification by subsampling (appended for ReuseCov's sketched covariance)
+# ---------------------------------------------------------------------------
+def subsampled_guarantee(epsilon, delta, sampling_ratio):
+    """Guarantee on the full data of a mechanism run on a secret uniform subsample.
+
+    A mechanism that is (epsilon, delta)-DP (replace-one) on its input, run on
+    a uniformly random subsample of size ``s`` drawn *without replacement*
+    from ``n`` rows, is ``(epsilon', delta')``-DP (replace-one) on the ``n``
+    rows with ``q = s/n`` and
+
+    .. math::
+        \\varepsilon' = \\log\\left(1 + q (e^{\\varepsilon} - 1)\\right),
+        \\qquad \\delta' = q\\,\\delta
+
+    (Balle, Barthe & Gaboardi 2018, "Privacy amplification by subsampling:
+    tight analyses via couplings and divergences", Thm. 9, substitution
+    relation, sampling without replacement).
+    """
+    q = float(sampling_ratio)
+    if not 0 < q <= 1:
+        raise ValueError("sampling_ratio must lie in (0, 1].")
+    if math.isinf(epsilon):
+        return math.inf, q * float(delta)
+    return math.log1p(q * math.expm1(float(epsilon))), q * float(delta)
+
+
+def subsample_budget(epsilon, delta, sampling_ratio):
+    """The budget a mechanism on a subsample may use so that the whole is (epsilon, delta)-DP.
+
+    The inverse of :func:`subsampled_guarantee`: with ``q = s/n``,
+
+    .. math::
+        \\varepsilon_1 = \\log\\left(1 + (e^{\\varepsilon} - 1)/q\\right),
+        \\qquad \\delta_1 = \\delta / q.
+
+    Example: ``epsilon = 2.5`` and ``n/s = 10`` give ``epsilon_1 = 4.725837``
+    (PRIMO's Algorithm 4 would use the first-order ``(n/s) epsilon = 25``,
+    which is unsound for epsilon of order 1). ``delta_1`` must stay below 1;
+    this function raises ``ValueError`` otherwise.
+    """
+    q = float(sampling_ratio)
+    if not 0 < q <= 1:
+        raise ValueError("sampling_ratio must lie in (0, 1].")
+    delta_1 = float(delta) / q
+    if not delta_1 < 1:
+        raise ValueError(
+            "delta / sampling_ratio must be < 1 for the subsampled release."
+        )
+    if math.isinf(epsilon):
+        return math.inf, delta_1
+    return math.log1p(math.expm1(float(epsilon)) / q), delta_1

@@ -1,0 +1,215 @@
+"""AdaSSPRegressor and SSPRegressor."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LinearRegression
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skprivreg import BudgetAccountant, ClippingWarning, PrivacyLeakWarning
+from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor
+from skprivreg.linear_model._ssp import cross_sensitivity, gram_sensitivity
+
+ESTIMATORS = [AdaSSPRegressor, SSPRegressor]
+
+
+def _simulate(n, d, seed, noise=1.0):
+    rng = np.random.default_rng(seed)
+    beta = np.linspace(-1.5, 1.5, d)
+    X = rng.normal(size=(n, d))
+    return X, X @ beta + 0.5 + noise * rng.normal(size=n)
+
+
+def _mse(est, X, y):
+    return float(np.mean((est.predict(X) - y) ** 2))
+
+
+def test_adassp_accuracy_anchor():
+    """eps=1, delta=1e-5, X ~ N(0, I_10), n=1e4: close to OLS, far below the mean."""
+    X, y = _simulate(10_000, 10, seed=0)
+    Xt, yt = _simulate(20_000, 10, seed=1)
+    ols = _mse(LinearRegression().fit(X, y), Xt, yt)
+    mean = float(np.mean((yt - y.mean()) ** 2))
+    errors = []
+    for seed in range(5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClippingWarning)
+            est = AdaSSPRegressor(1.0, 1e-5, random_state=seed).fit(X, y)
+        errors.append(_mse(est, Xt, yt))
+    assert np.median(errors) < 1.5 * ols
+    assert np.median(errors) < 0.25 * mean
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_non_private_mode_is_ols_on_clipped_data(Estimator):
+    """epsilon=inf adds no noise, so the statistics must be exactly those of the clipped data."""
+    X, y = _simulate(500, 3, seed=2)
+    x_bound, y_bound = 1.5, 2.0
+    with pytest.warns(PrivacyLeakWarning):
+        est = Estimator(np.inf, x_bound=x_bound, y_bound=y_bound).fit(X, y)
+    norms = np.linalg.norm(X, axis=1)
+    Xc = X * np.minimum(1, x_bound / norms)[:, None]
+    yc = np.clip(y, -y_bound, y_bound)
+    ref = LinearRegression().fit(Xc, yc)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8)
+    assert est.intercept_ == pytest.approx(ref.intercept_, rel=1e-8)
+    assert math.isinf(est.privacy_spent_.epsilon)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_rows_beyond_the_bound_act_exactly_as_their_clipped_versions(Estimator):
+    """Clipping happens before any statistic: the noisy output depends only on clipped data."""
+    X, y = _simulate(400, 3, seed=3)
+    X[:20] *= 50
+    y[:10] *= 40
+    x_bound, y_bound = 3.0, 5.0
+    Xc = X * np.minimum(1, x_bound / np.linalg.norm(X, axis=1))[:, None]
+    yc = np.clip(y, -y_bound, y_bound)
+    params = dict(epsilon=1.0, delta=1e-5, x_bound=x_bound, y_bound=y_bound, random_state=7)
+    with pytest.warns(ClippingWarning) as record:
+        a = Estimator(**params).fit(X, y)
+    assert not any(ch.isdigit() for w in record for ch in str(w.message))
+    with warnings.catch_warnings():
+        # Xc's norms equal the bound up to round-off, so it may be re-clipped by one ulp.
+        warnings.simplefilter("ignore", ClippingWarning)
+        b = Estimator(**params).fit(Xc, yc)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10)
+    assert a.intercept_ == pytest.approx(b.intercept_, rel=1e-10)
+
+
+def test_sensitivities_are_attained():
+    B, yb = 2.0, 3.0
+    x, x2 = B * np.eye(2)[0], B * np.eye(2)[1]
+    diff = np.outer(x, x) - np.outer(x2, x2)
+    upper = diff[np.triu_indices(2)]
+    assert np.linalg.norm(upper) == pytest.approx(gram_sensitivity(B))
+    assert np.linalg.norm(np.outer(x, [yb, yb]) - np.outer(-x, [yb, yb])) == pytest.approx(
+        cross_sensitivity(B, yb, 2)
+    )
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("composition", ["gdp", "basic"])
+@pytest.mark.parametrize("declared", [True, False])
+def test_ledger_totals_equal_the_budget(Estimator, composition, declared):
+    X, y = _simulate(2000, 4, seed=4)
+    bounds = dict(x_bound=4.0, y_bound=8.0) if declared else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        est = Estimator(0.7, 1e-6, composition=composition, random_state=0, **bounds).fit(X, y)
+    ledger = est.privacy_spent_
+    assert ledger.epsilon == pytest.approx(0.7, rel=1e-6)
+    assert ledger.delta == pytest.approx(1e-6)
+    assert ledger.epsilon <= 0.7 * (1 + 1e-9)
+    names = [event.name for event in ledger]
+    assert ("x_bound" in names) == (not declared)
+    for event in ledger:
+        if event.sigma:
+            assert event.mu == pytest.approx(event.sensitivity / event.sigma)
+
+
+def test_ledger_sigmas_use_the_released_bounds():
+    X, y = _simulate(2000, 4, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        est = SSPRegressor(1.0, 1e-6, random_state=0).fit(X, y)
+    gram = next(e for e in est.privacy_spent_ if e.name == "XtX")
+    cross = next(e for e in est.privacy_spent_ if e.name == "XtY")
+    B = math.hypot(est.x_bound_, 1.0)
+    assert gram.sensitivity == pytest.approx(gram_sensitivity(B))
+    assert cross.sensitivity == pytest.approx(cross_sensitivity(B, est.y_bound_))
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_multi_output_shapes(Estimator):
+    X, y = _simulate(3000, 4, seed=6)
+    Y = np.column_stack([y, -y, 2 * y])
+    est = Estimator(2.0, 1e-6, x_bound=4.0, y_bound=20.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        est.fit(X, Y)
+    assert est.coef_.shape == (3, 4)
+    assert est.intercept_.shape == (3,)
+    assert est.predict(X).shape == (3000, 3)
+    single = Estimator(2.0, 1e-6, x_bound=4.0, y_bound=20.0, random_state=0).fit(X, y)
+    assert single.coef_.shape == (4,)
+    assert isinstance(single.intercept_, float)
+    cross = next(e for e in est.privacy_spent_ if e.name == "XtY")
+    assert cross.sensitivity == pytest.approx(
+        cross_sensitivity(math.hypot(4.0, 1.0), 20.0, n_outputs=3)
+    )
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_psd_repair_keeps_tiny_samples_near_the_mean_predictor(Estimator):
+    """Noise dominates at n=100, eps=0.1; the repaired solve must not explode."""
+    X, y = _simulate(100, 10, seed=8)
+    Xt, yt = _simulate(5000, 10, seed=9)
+    mean_mse = float(np.mean((yt - y.mean()) ** 2))
+    ratios = []
+    for seed in range(10):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClippingWarning)
+            est = Estimator(0.1, 1e-5, x_bound=5.0, y_bound=10.0, random_state=seed).fit(X, y)
+        ratios.append(_mse(est, Xt, yt) / mean_mse)
+    assert max(ratios) < 5.0
+
+
+def test_bounds_from_data_warn():
+    X, y = _simulate(500, 3, seed=10)
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        AdaSSPRegressor(1.0, 1e-5, bounds="data", random_state=0).fit(X, y)
+
+
+def test_paper_constants_warn_and_record_add_remove():
+    X, y = _simulate(2000, 3, seed=11)
+    with pytest.warns(PrivacyLeakWarning, match="could not verify"):
+        est = AdaSSPRegressor(1.0, 1e-5, x_bound=4.0, y_bound=8.0, constants="paper",
+                              random_state=0).fit(X, y)
+    releases = [e for e in est.privacy_spent_ if e.name in ("lambda_min", "XtX", "XtY")]
+    assert all(e.neighbouring == "add-remove" for e in releases)
+    assert est.privacy_spent_.epsilon == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_bad_input_fails_before_spending(Estimator):
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    X, y = _simulate(200, 3, seed=12)
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Estimator(1.0, 1e-5, accountant=acc).fit(X_nan, y)
+    with pytest.raises(ValueError):
+        Estimator(1.0, 1e-5, accountant=acc).fit(X, y[:-1])
+    for bad in (dict(epsilon=0.0), dict(epsilon=-1.0), dict(delta=1.0), dict(delta=0.0)):
+        with pytest.raises(InvalidParameterError):
+            Estimator(**{"epsilon": 1.0, "delta": 1e-5, **bad}, accountant=acc).fit(X, y)
+    assert acc.n_spends == 0
+
+
+def test_budget_exceeded_spends_nothing():
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-4)
+    X, y = _simulate(500, 3, seed=13)
+    AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+    from skprivreg import BudgetExceededError
+
+    with pytest.raises(BudgetExceededError):
+        AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+    assert acc.n_spends == 1
+    assert acc.total()[0] == pytest.approx(1.0)
+
+
+def test_same_seed_same_output_and_fit_does_not_touch_params():
+    X, y = _simulate(500, 3, seed=14)
+    est = AdaSSPRegressor(1.0, 1e-5, random_state=3)
+    params = est.get_params()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        a = est.fit(X, y).coef_.copy()
+        b = est.fit(X, y).coef_.copy()
+    np.testing.assert_array_equal(a, b)
+    assert est.get_params() == params
+    fresh = [AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0).fit(X, y).coef_ for _ in range(2)]
+    assert not np.array_equal(*fresh)

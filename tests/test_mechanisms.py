@@ -1,0 +1,197 @@
+"""Statistical tests of the mechanisms: fixed seeds, bands derived from the math."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from skprivreg.accounting import gdp_delta
+from skprivreg.mechanisms import (
+    add_gaussian,
+    add_laplace,
+    exponential_mechanism,
+    gaussian_event,
+    gaussian_event_from_mu,
+    gaussian_sigma,
+    private_quantile_bin,
+    ptr_calibration,
+    ptr_test,
+    reliable_quantile,
+    stability_histogram,
+    stability_mode,
+    symmetric_gaussian_matrix,
+    truncated_laplace,
+)
+
+# Two-sided band of a chi-square variance test: fails a correct sampler with
+# probability 1e-4.
+ALPHA = 1e-4
+
+
+def _assert_variance(samples, variance):
+    n = samples.size
+    statistic = np.sum(samples**2) / variance  # mean is known to be 0
+    lo, hi = stats.chi2.ppf([ALPHA / 2, 1 - ALPHA / 2], df=n)
+    assert lo <= statistic <= hi
+
+
+def test_gaussian_noise_matches_calibrated_sigma():
+    rng = np.random.default_rng(0)
+    sigma = gaussian_sigma(2.0, 1.0, 1e-5)
+    noise = add_gaussian(np.zeros(50_000), sigma, rng)
+    _assert_variance(noise, sigma**2)
+
+
+def test_gaussian_noise_detects_a_miscalibration():
+    rng = np.random.default_rng(0)
+    sigma = gaussian_sigma(2.0, 1.0, 1e-5)
+    noise = add_gaussian(np.zeros(50_000), 1.05 * sigma, rng)
+    with pytest.raises(AssertionError):
+        _assert_variance(noise, sigma**2)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0, 3.0, 10.0])
+def test_analytic_sigma_is_the_smallest_valid(epsilon):
+    delta, sens = 1e-6, 3.0
+    sigma = gaussian_sigma(sens, epsilon, delta)
+    # Balle & Wang (2018) Thm 8 condition, written as GDP with mu = sens/sigma.
+    assert gdp_delta(sens / sigma, epsilon) <= delta
+    assert gdp_delta(sens / (sigma * (1 - 1e-7)), epsilon) > delta
+
+
+def test_classical_is_larger_and_refuses_large_epsilon():
+    assert gaussian_sigma(1.0, 0.5, 1e-5, "classical") > gaussian_sigma(1.0, 0.5, 1e-5)
+    with pytest.raises(ValueError, match="epsilon < 1"):
+        gaussian_sigma(1.0, 1.0, 1e-5, "classical")
+
+
+def test_gaussian_events_carry_the_noise_they_calibrate():
+    event = gaussian_event("XtX", 2.0, 1.0, 1e-5)
+    assert event.sigma == pytest.approx(gaussian_sigma(2.0, 1.0, 1e-5))
+    assert event.mu == pytest.approx(2.0 / event.sigma)
+    from_mu = gaussian_event_from_mu("XtY", 2.0, 0.5, 1e-6)
+    assert from_mu.sigma == pytest.approx(4.0)
+    assert gdp_delta(0.5, from_mu.epsilon) <= 1e-6
+    noiseless = gaussian_event("x", 1.0, np.inf, 1e-5)
+    assert noiseless.sigma == 0 and math.isinf(noiseless.epsilon)
+
+
+def test_laplace_noise_variance():
+    rng = np.random.default_rng(1)
+    scale = 0.7
+    noise = add_laplace(np.zeros(200_000), scale, rng)
+    # Var = 2 b^2; the sample variance of 2e5 Laplace draws has relative SE
+    # sqrt((kurtosis - 1)/n) = sqrt(5/n) ~ 0.005; 5 SE band.
+    assert np.var(noise) == pytest.approx(2 * scale**2, rel=5 * math.sqrt(5 / 2e5))
+
+
+def test_symmetric_gaussian_matrix():
+    rng = np.random.default_rng(2)
+    m = symmetric_gaussian_matrix(300, 1.5, rng)
+    np.testing.assert_array_equal(m, m.T)
+    _assert_variance(m[np.triu_indices(300)], 1.5**2)
+
+
+def _truncated_laplace_cdf(z, scale, half_width):
+    m = math.exp(-half_width / scale)
+    z = np.asarray(z)
+    below = (np.exp(z / scale) - m) / (2 * (1 - m))
+    above = 1 - (np.exp(-z / scale) - m) / (2 * (1 - m))
+    return np.where(z <= 0, below, above)
+
+
+def test_truncated_laplace_distribution():
+    rng = np.random.default_rng(3)
+    scale, half_width = 2.0, 5.0
+    z = truncated_laplace(scale, half_width, rng, size=100_000)
+    assert np.all(np.abs(z) <= half_width)
+    ks = stats.kstest(z, lambda t: _truncated_laplace_cdf(t, scale, half_width))
+    assert ks.pvalue > ALPHA
+
+
+def test_ptr_k_table_of_the_issp_spec():
+    # k = floor(tau + A) + 1 with sensitivity 4 and the paper split (eps/3, delta/3).
+    table = {(0.5, 1e-5): 491, (1, 1e-6): 320, (1, 1e-9): 485, (8, 1e-6): 51}
+    for (eps, delta), k in table.items():
+        cal = ptr_calibration(4.0, eps / 3, delta / 3)
+        assert math.floor(cal.fail_threshold) + 1 == k
+
+
+def test_ptr_deterministic_pass_at_zero_and_fail_above_threshold():
+    rng = np.random.default_rng(4)
+    passes = [ptr_test(0.0, 4.0, 0.5, 1e-6, rng)[0] for _ in range(2000)]
+    assert all(passes)
+    threshold = ptr_calibration(4.0, 0.5, 1e-6).fail_threshold
+    fails = [not ptr_test(threshold + 1e-9, 4.0, 0.5, 1e-6, rng)[0] for _ in range(2000)]
+    assert all(fails)
+
+
+def test_ptr_fail_prob_at_zero():
+    rng = np.random.default_rng(5)
+    beta = 0.05
+    results = [ptr_test(0.0, 1.0, 1.0, 1e-3, rng, fail_prob=beta)[0] for _ in range(20_000)]
+    fail_rate = 1 - np.mean(results)
+    assert fail_rate == pytest.approx(beta, abs=5 * math.sqrt(beta * (1 - beta) / 20_000))
+
+
+def test_ptr_empirical_pass_probabilities_satisfy_dp():
+    """P[out | s] <= e^eps P[out | s'] + delta for |s - s'| <= Delta, both outcomes."""
+    eps, delta, sens = 1.0, 0.05, 1.0
+    cal = ptr_calibration(sens, eps, delta)
+    rng = np.random.default_rng(6)
+    n = 200_000
+    z = truncated_laplace(cal.scale, cal.half_width, rng, size=n)
+    scores = np.arange(0.0, cal.fail_threshold + 2 * sens, sens / 2)
+    p_pass = np.array([np.mean(s + z <= cal.tau) for s in scores])
+    se = math.sqrt(0.25 / n)
+    step = 2  # scores[i + 2] - scores[i] == sens
+    for i in range(len(scores) - step):
+        a, b = p_pass[i], p_pass[i + step]
+        for pa, pb in ((a, b), (b, a), (1 - a, 1 - b), (1 - b, 1 - a)):
+            assert pa <= math.exp(eps) * pb + delta + 5 * se * (1 + math.exp(eps))
+    # Tightness: P[FAIL | 0] = 0 and P[FAIL | Delta] = delta exactly, so the
+    # delta of the guarantee is used up at the edge and a narrower truncation
+    # would break DP.
+    p_fail_delta = 1 - _truncated_laplace_cdf(cal.tau - sens, cal.scale, cal.half_width)
+    assert float(p_fail_delta) == pytest.approx(delta, rel=1e-9)
+    assert p_pass[0] == 1.0
+
+
+def test_stability_histogram_lonely_bin_survives_with_delta_over_4():
+    rng = np.random.default_rng(7)
+    eps, delta = 1.0, 0.2
+    trials = 40_000
+    survived = sum(bool(stability_histogram(["a"], eps, delta, rng)) for _ in range(trials))
+    rate = survived / trials
+    assert rate == pytest.approx(delta / 4, abs=5 * math.sqrt(delta / 4 / trials))
+
+
+def test_stability_mode_finds_the_populated_bin():
+    rng = np.random.default_rng(8)
+    labels = [3] * 400 + [4] * 100 + [7]
+    assert stability_mode(labels, 1.0, 1e-6, rng) == 3
+    assert stability_mode([1, 2, 3], 1.0, 1e-6, rng) is None
+
+
+def test_exponential_mechanism_frequencies():
+    rng = np.random.default_rng(9)
+    utilities = np.array([0.0, -1.0, -2.0, -4.0])
+    eps = 2.0
+    probs = np.exp(eps * utilities / 2)
+    probs /= probs.sum()
+    draws = np.array([exponential_mechanism(utilities, 1.0, eps, rng) for _ in range(20_000)])
+    counts = np.bincount(draws, minlength=4)
+    chi2 = stats.chisquare(counts, probs * draws.size)
+    assert chi2.pvalue > ALPHA
+
+
+def test_private_quantile_lands_near_the_target_rank():
+    rng = np.random.default_rng(10)
+    values = np.abs(rng.normal(size=20_000))
+    q = reliable_quantile(values.size, 0.5, 241)
+    assert 0.9 < q < 1
+    bound = private_quantile_bin(values, q, 0.5, rng)
+    rank = np.mean(values <= bound)
+    slack = 2 * (2 / 0.5) * (math.log(241) + math.log(100)) / values.size
+    assert q - slack - 0.03 <= rank <= 1.0  # 0.03: one geometric bin (2^(1/4)) of rank

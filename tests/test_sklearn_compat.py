@@ -1,0 +1,113 @@
+"""scikit-learn compliance of every public estimator, and the meta-estimator contract."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skprivreg import AdaSSPRegressor, BudgetAccountant, ClippingWarning, PrivacyLeakWarning
+from skprivreg.linear_model import SSPRegressor
+
+# Each estimator in a documented test configuration: a real privacy budget
+# (noise on), bounds estimated privately, fixed seed.
+COMPAT_ESTIMATORS = [
+    AdaSSPRegressor(epsilon=1.0, delta=1e-5, random_state=0),
+    SSPRegressor(epsilon=1.0, delta=1e-5, random_state=0),
+]
+
+# check name -> reason, per estimator class
+EXPECTED_FAILED_CHECKS = {}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(COMPAT_ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        check(estimator)
+
+
+def _data(n=3000, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X @ np.arange(1, d + 1) + rng.normal(size=n)
+
+
+@pytest.mark.parametrize("estimator", COMPAT_ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_pipeline_and_cross_val_score(estimator):
+    X, y = _data()
+    pipe = make_pipeline(StandardScaler(), estimator)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,)
+    assert np.all(scores > 0.8)
+
+
+def test_grid_search_charges_every_fit_to_a_shared_accountant():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    est = AdaSSPRegressor(delta=1e-6, x_bound=5.0, y_bound=20.0, accountant=acc, random_state=0)
+    search = GridSearchCV(est, {"epsilon": [0.5, 1.0, 2.0]}, cv=5, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        search.fit(X, y)
+    # 3 candidates x 5 folds + 1 refit
+    assert acc.n_spends == 16
+    refit_eps = search.best_params_["epsilon"]
+    expected = 5 * (0.5 + 1.0 + 2.0) + refit_eps
+    assert acc.total()[0] == pytest.approx(expected, rel=1e-6)
+    assert acc.total()[1] == pytest.approx(16e-6)
+    assert search.best_estimator_.accountant is acc
+
+
+def test_grid_search_with_processes_fails_loudly_instead_of_losing_spends():
+    X, y = _data(n=600)
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    est = AdaSSPRegressor(delta=1e-6, x_bound=5.0, y_bound=20.0, accountant=acc)
+    search = GridSearchCV(est, {"epsilon": [0.5, 1.0]}, cv=2, n_jobs=2)
+    with pytest.raises(Exception) as info:
+        search.fit(X, y)
+    # joblib wraps the accountant's refusal; the traceback carries its fix.
+    chain, error = [], info.value
+    while error is not None:
+        chain.append(str(error))
+        error = error.__cause__ or error.__context__
+    assert any("n_jobs=1" in message for message in chain)
+    assert acc.n_spends == 0
+
+
+def test_grid_search_budget_runs_out_with_a_clear_error():
+    from skprivreg import BudgetExceededError
+
+    X, y = _data(n=600)
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-2)
+    est = AdaSSPRegressor(delta=1e-6, x_bound=5.0, y_bound=20.0, accountant=acc)
+    search = GridSearchCV(est, {"epsilon": [0.5, 1.0]}, cv=3, error_score="raise")
+    with pytest.raises(BudgetExceededError):
+        search.fit(X, y)
+    assert acc.total()[0] <= 2.0
+
+
+def test_non_private_mode_warns():
+    X, y = _data(n=200)
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        AdaSSPRegressor(epsilon=np.inf).fit(X, y)
+
+
+def test_feature_names_are_kept():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(n=500)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        est = AdaSSPRegressor(random_state=0).fit(frame, y)
+    assert list(est.feature_names_in_) == list(frame.columns)
+    assert est.n_features_in_ == 4
