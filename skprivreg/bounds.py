@@ -8,19 +8,22 @@ Clipping to a bound is a fixed per-row map, so neighbouring datasets stay
 neighbours and the guarantee computed with the bound holds.
 """
 
+import math
 import warnings
 
 import numpy as np
 
 from .accounting import PrivacyEvent
-from .exceptions import ClippingWarning, PrivacyLeakWarning
-from .mechanisms import geometric_bins, private_quantile_bin, reliable_quantile
+from .exceptions import ClippingWarning, ConfigurationError, PrivacyLeakWarning
+from .mechanisms import private_upper_bound, upper_bound_margin
 
 __all__ = [
     "clip_rows_l2",
     "clip_values",
     "row_norms",
     "private_norm_bound",
+    "min_samples_for_private_bound",
+    "check_private_bound_feasible",
     "BOUND_SOURCES",
 ]
 
@@ -69,6 +72,26 @@ def clip_values(y, bound, *, name="y", warn=True):
     return clipped
 
 
+def min_samples_for_private_bound(epsilon):
+    """Smallest n at which a private bound leaves at most a quarter of the rows above it.
+
+    ``4 * upper_bound_margin(epsilon)``; below it the bound would sit at or
+    under the median and clipping would dominate the fit. Public.
+    """
+    return math.ceil(4.0 * upper_bound_margin(epsilon))
+
+
+def check_private_bound_feasible(n_samples, epsilon, name):
+    """Raise :class:`ConfigurationError` (public facts only) if n is too small."""
+    needed = min_samples_for_private_bound(epsilon)
+    if n_samples < needed:
+        raise ConfigurationError(
+            f"Estimating {name} privately with epsilon={epsilon:.4g} needs at least "
+            f"{needed} samples (got n={n_samples}): the bound would clip most rows. "
+            f"Declare {name}, raise bounds_budget, or use bounds='data' (not private)."
+        )
+
+
 def private_norm_bound(
     values,
     epsilon,
@@ -78,17 +101,18 @@ def private_norm_bound(
     quantile="auto",
     notion="full",
     source="private",
-    bins=None,
 ):
     """Resolve a missing bound on non-negative ``values`` (norms or |labels|).
 
-    ``source='private'`` releases a private upper ``quantile`` of the values
-    (``'auto'``: :func:`~skprivreg.mechanisms.reliable_quantile`)
-    on public geometric bins (:func:`~skprivreg.mechanisms.private_quantile_bin`,
-    epsilon-DP under replace-one) and returns it with its
-    :class:`~skprivreg.accounting.PrivacyEvent`. Rows above the bound are
-    clipped later, which biases the fit slightly and is what makes the
-    sensitivity finite.
+    ``source='private'`` releases a private upper bound of the values
+    (:func:`~skprivreg.mechanisms.private_upper_bound`, epsilon-DP under
+    replace-one) and returns it with its
+    :class:`~skprivreg.accounting.PrivacyEvent`. With ``quantile='auto'``
+    about ``upper_bound_margin(epsilon) = (6/epsilon) ln(2000)`` values are
+    left above the bound, the fewest that keep it below the data maximum
+    with probability 0.999; a float ``quantile`` leaves ``(1 - quantile) n``.
+    Rows above the bound are clipped later, which biases the fit and is what
+    makes the sensitivity finite.
 
     ``source='data'`` returns ``max(values)`` with a
     :class:`~skprivreg.exceptions.PrivacyLeakWarning` and no event: the
@@ -112,10 +136,11 @@ def private_norm_bound(
         return (bound if bound > 0 else 1.0), None
     if source != "private":
         raise ValueError(f"bounds must be one of {BOUND_SOURCES}.")
-    bins = geometric_bins() if bins is None else np.asarray(bins, dtype=np.float64)
     if quantile == "auto":
-        quantile = reliable_quantile(values.shape[0], epsilon, bins.shape[0])
-    bound = private_quantile_bin(values, quantile, epsilon, rng, bins=bins)
+        n_above = None
+    else:
+        n_above = (1.0 - quantile) * values.shape[0]
+    bound = private_upper_bound(values, epsilon, rng, n_above=n_above)
     event = PrivacyEvent(
         name=name, epsilon=float(epsilon), delta=0.0, notion=notion
     )

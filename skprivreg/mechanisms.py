@@ -47,9 +47,10 @@ __all__ = [
     "ptr_test",
     "stability_histogram",
     "exponential_mechanism",
-    "private_quantile_bin",
-    "reliable_quantile",
-    "geometric_bins",
+    "above_threshold",
+    "bound_bins",
+    "upper_bound_margin",
+    "private_upper_bound",
 ]
 
 
@@ -363,58 +364,279 @@ def exponential_mechanism(utilities, sensitivity, epsilon, rng):
     return int(np.argmax(logits + rng.gumbel(size=logits.shape)))
 
 
-def geometric_bins(low=2.0**-20, high=2.0**40, per_octave=4):
-    """Public, data-independent candidate bounds ``low * 2^(j/per_octave)``."""
-    n_bins = int(round(per_octave * math.log2(high / low))) + 1
-    return low * 2.0 ** (np.arange(n_bins) / per_octave)
+def above_threshold(queries, threshold, epsilon, rng):
+    """Index of the first query whose noisy value reaches the noisy threshold.
 
-
-def reliable_quantile(n, epsilon, n_bins, failure_prob=0.01):
-    """The highest quantile :func:`private_quantile_bin` can target reliably.
-
-    The exponential mechanism returns a bin whose rank is within
-    ``r = (2/epsilon)(ln(n_bins) + ln(1/failure_prob))`` of the target with
-    probability ``1 - failure_prob`` (Dwork & Roth 2014, Thm. 3.11). Aiming
-    at rank ``n - 2r`` keeps the returned bound below the top of the data
-    only with that margin, so bins far above the data (which all tie at the
-    worst utility and are many) are not picked. Public: uses n, epsilon and
-    the number of bins only. Returns a value in [0.5, 1).
+    The sparse vector technique's AboveThreshold (Dwork & Roth 2014,
+    Algorithm 1 and Theorem 3.23): with ``rho ~ Lap(2/epsilon)`` once and
+    ``nu_i ~ Lap(4/epsilon)`` per query, return the first ``i`` with
+    ``q_i + nu_i >= threshold + rho`` (``None`` if there is none). It is
+    epsilon-DP for any number of queries whose values each change by at most
+    1 between neighbours; only the index is released.
     """
+    if not epsilon > 0 or math.isinf(epsilon):
+        raise ValueError("above_threshold needs a finite epsilon > 0.")
+    queries = np.asarray(queries, dtype=np.float64)
+    noisy_threshold = threshold + rng.laplace(0.0, 2.0 / epsilon)
+    noisy_queries = queries + rng.laplace(0.0, 4.0 / epsilon, size=queries.shape)
+    hits = np.flatnonzero(noisy_queries >= noisy_threshold)
+    return int(hits[0]) if hits.size else None
+
+
+def bound_bins(lower=2.0**-20, upper=2.0**40, per_octave=8):
+    """Public candidate bounds ``lower * 2^(j/per_octave)`` up to ``upper``."""
+    n_bins = int(round(per_octave * math.log2(upper / lower))) + 1
+    return lower * 2.0 ** (np.arange(n_bins) / per_octave)
+
+
+def upper_bound_margin(epsilon, failure_prob=1e-3):
+    """Rows allowed above a private upper bound: ``(6/epsilon) ln(2/failure_prob)``.
+
+    With this many values left above the target, the noise of
+    :func:`private_upper_bound` (``nu - rho``, Laplace of scales 4/epsilon
+    and 2/epsilon) carries the bound past the data's maximum with
+    probability at most ``failure_prob``. Public.
+    """
+    return (6.0 / epsilon) * math.log(2.0 / failure_prob)
+
+
+def private_upper_bound(values, epsilon, rng, n_above=None, bins=None):
+    """A private bound that all but about ``n_above`` of ``values`` lie below.
+
+    :func:`above_threshold` over public increasing candidates ``b_j``
+    (:func:`bound_bins`) with queries ``-#{i : values_i > b_j}`` and threshold
+    ``-n_above``: the first candidate whose noisy count of values above it
+    drops to ``n_above``. Each count changes by at most 1 when one value is
+    replaced, so the result is epsilon-DP (replace-one, n public). Counts are
+    exact at any scale and with ties (one-hot rows all have the same norm),
+    so the bound stays within one bin (9%) of the value it targets; it
+    overshoots the data maximum only with probability ``failure_prob`` when
+    ``n_above = upper_bound_margin(epsilon, failure_prob)`` (the default).
+    If no candidate stops, the top candidate is returned.
+    """
+    values = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    bins = bound_bins() if bins is None else np.asarray(bins, dtype=np.float64)
+    if n_above is None:
+        n_above = upper_bound_margin(epsilon)
+    n_above_each = values.size - np.searchsorted(values, bins, side="right")
+    index = above_threshold(-n_above_each, -float(n_above), epsilon, rng)
+    return float(bins[-1] if index is None else bins[index])
+
+
+# ---------------------------------------------------------------------------
+# Laplace distance test (propose-test-release with a distance proxy) and
+# one-shot Gumbel top-k (appended for the private Lasso support selector)
+# ---------------------------------------------------------------------------
+def laplace_distance_threshold(epsilon, delta, sensitivity=1.0, offset=0.0):
+    """Threshold ``T = offset + sensitivity * ln(1/delta) / epsilon`` of the Laplace distance test.
+
+    Smith & Thakurta (2013), Prop. 3 and Alg. 1 use ``sensitivity = 1`` and
+    ``offset = 0``. A distance proxy that may be as large as ``offset`` on a
+    dataset whose output differs from a neighbour's (``offset = 1`` for a
+    replace-one neighbour built from two add/remove steps) needs the offset
+    so that the release probability there stays below ``delta / 2``.
+    """
+    if not epsilon > 0 or math.isinf(epsilon):
+        raise ValueError("The distance test needs a finite epsilon > 0.")
+    if not 0 < delta < 1:
+        raise ValueError("The distance test needs delta in (0, 1).")
+    if not sensitivity > 0:
+        raise ValueError("sensitivity must be > 0.")
+    return float(offset) + float(sensitivity) * math.log(1.0 / delta) / float(epsilon)
+
+
+def laplace_distance_test(distance, epsilon, delta, rng, sensitivity=1.0, offset=0.0):
+    """Propose-test-release on a distance proxy: ``(passed, noisy_distance, threshold)``.
+
+    .. math::
+        \\tilde d = \\hat d + \\mathrm{Lap}(\\Delta/\\varepsilon), \\qquad
+        \\text{PASS} \\iff \\tilde d > T, \\qquad
+        T = c + \\Delta \\ln(1/\\delta)/\\varepsilon
+
+    (strict inequality; ``Delta = sensitivity``, ``c = offset``). If the
+    proxy ``d_hat`` has global sensitivity ``Delta`` and is ``<= c`` on both
+    sides of every neighbouring pair whose proposed outputs differ, releasing
+    the proposal on PASS (and ``bottom`` otherwise), together with
+    ``noisy_distance``, is ``(epsilon, delta/2)``-DP: the noisy distance
+    alone is a Laplace mechanism, and where the outputs differ each side
+    passes with probability at most ``Pr[Lap(Delta/eps) > T - c] = delta/2``
+    (Smith & Thakurta 2013, Prop. 3; Dwork & Roth 2014, Sec. 7.3). Callers
+    record ``(epsilon, delta/2)``.
+
+    ``distance = -inf`` (a deterministic failure) never passes.
+    """
+    threshold = laplace_distance_threshold(epsilon, delta, sensitivity, offset)
+    noisy = float(distance) + float(rng.laplace(0.0, float(sensitivity) / float(epsilon)))
+    return bool(noisy > threshold), noisy, threshold
+
+
+def laplace_release_probability(distance, epsilon, delta, sensitivity=1.0, offset=0.0):
+    """Exact PASS probability of :func:`laplace_distance_test` for proxy value ``distance``.
+
+    With ``b = Delta/epsilon`` and threshold ``T``:
+    ``1 - exp(-(d - T)/b)/2`` if ``d >= T``, else ``exp(-(T - d)/b)/2``.
+    """
+    threshold = laplace_distance_threshold(epsilon, delta, sensitivity, offset)
+    if distance == -math.inf:
+        return 0.0
+    scale = float(sensitivity) / float(epsilon)
+    gap = (float(distance) - threshold) / scale
+    if gap >= 0:
+        return 1.0 - 0.5 * math.exp(-gap)
+    return 0.5 * math.exp(gap)
+
+
+def gumbel_top_k(utilities, k, sensitivity, epsilon, rng):
+    """Indices of the ``k`` largest ``u_j + Gumbel(2 k Delta / epsilon)``, in selection order.
+
+    One-shot top-k (Durfee & Rogers 2019, "Practical differentially private
+    top-k selection with pay-what-you-get composition", Lemma 4.2): its output
+    has the distribution of ``k`` rounds of peeling exponential mechanism,
+    each ``(epsilon/k)``-DP for utilities that change by at most ``Delta``
+    (in l_inf) between neighbours (McSherry & Talwar 2007). By basic
+    composition the ordered set is ``epsilon``-DP (pure; monotonicity is not
+    assumed).
+    """
+    utilities = np.asarray(utilities, dtype=np.float64)
+    k = int(k)
+    if not 1 <= k <= utilities.shape[0]:
+        raise ValueError("k must lie in [1, len(utilities)].")
+    if not epsilon > 0 or math.isinf(epsilon):
+        raise ValueError("gumbel_top_k needs a finite epsilon > 0.")
+    if not sensitivity > 0:
+        raise ValueError("sensitivity must be > 0.")
+    scale = 2.0 * k * float(sensitivity) / float(epsilon)
+    noisy = utilities + rng.gumbel(0.0, scale, size=utilities.shape)
+    order = np.argsort(-noisy, kind="stable")
+    return order[:k]
+
+
+# ---------------------------------------------------------------------------
+# PRIMO / ReuseCov calibrations (appended)
+# ---------------------------------------------------------------------------
+def primo_constant(epsilon, delta):
+    """Neel's Gaussian-mechanism constant ``c(epsilon, delta)`` (PRIMO, Lemma 1).
+
+    .. math::
+        c(\\varepsilon, \\delta) = \\sqrt{2\\left(\\frac{1}{\\varepsilon}
+            + \\frac{\\log(1/\\delta)}{\\varepsilon^2}\\right)},
+
+    and ``sigma = c(epsilon, delta) * sensitivity`` is (epsilon, delta)-DP for
+    every epsilon > 0: the Gaussian mechanism is
+    :math:`(\\alpha, \\alpha/(2c^2))`-RDP (Mironov 2017), and converting at
+    order :math:`\\alpha = 1 + 2\\log(1/\\delta)/\\varepsilon` gives
+    :math:`\\varepsilon(\\varepsilon + 2\\log(1/\\delta)) / (4(\\varepsilon +
+    \\log(1/\\delta))) + \\varepsilon/2 \\le \\varepsilon`. Looser than the
+    analytic calibration (about 1.65x more noise at epsilon=5,
+    delta=1/5008^2); kept to reproduce the paper.
+
+    Reference values: ``c(5, 1/5008**2) = 1.327783``,
+    ``c(2.5, 0.5/5008**2) = 2.544373``.
+    """
+    epsilon = float(epsilon)
+    delta = float(delta)
+    if not epsilon > 0:
+        raise ValueError("epsilon must be > 0.")
+    if not 0 < delta < 1:
+        raise ValueError("delta must lie in (0, 1).")
     if math.isinf(epsilon):
-        return 1.0
-    slack = 2.0 * (2.0 / epsilon) * (math.log(n_bins) + math.log(1.0 / failure_prob))
-    return float(min(max(1.0 - slack / max(n, 1), 0.5), 1.0 - 1.0 / max(n, 2)))
+        return 0.0
+    return math.sqrt(2.0 * (1.0 / epsilon + math.log(1.0 / delta) / epsilon**2))
 
 
-def private_quantile_bin(values, quantile, epsilon, rng, bins=None):
-    """A private upper ``quantile`` of ``values`` among public candidate ``bins``.
+def primo_gaussian_event(
+    name, sensitivity, epsilon, delta, *, notion="full", neighbouring="replace-one"
+):
+    """A Gaussian release calibrated with PRIMO's Lemma 1: ``sigma = c(eps, delta) sensitivity``.
 
-    Exponential mechanism with utility
-    ``u(b) = -| #{i : values_i <= b} - quantile * n |``, which changes by at
-    most 1 when one value is replaced (replace-one neighbours, n public), so
-    the returned bin is epsilon-DP. With probability at least ``1 - beta``
-    the rank of the returned bin is within
-    ``(2/epsilon) ln(len(bins)/beta)`` of ``quantile * n``.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n,)
-        Non-negative values (row norms, absolute labels).
-    quantile : float in (0, 1]
-    epsilon : float
-    rng : numpy.random.Generator
-    bins : ndarray or None
-        Sorted public candidates; :func:`geometric_bins` by default.
-
-    Returns
-    -------
-    bound : float
-        One of ``bins``.
+    The event's ``mu = sensitivity / sigma = 1/c`` is the exact GDP parameter
+    of that Gaussian release, so a GDP ledger may compose it; a basic ledger
+    adds its (epsilon, delta). ``epsilon=np.inf`` means no noise.
     """
-    values = np.asarray(values, dtype=np.float64)
-    bins = geometric_bins() if bins is None else np.asarray(bins, dtype=np.float64)
-    if not 0 < quantile <= 1:
-        raise ValueError("quantile must lie in (0, 1].")
-    counts = np.searchsorted(np.sort(values), bins, side="right")
-    utilities = -np.abs(counts - quantile * values.shape[0])
-    return float(bins[exponential_mechanism(utilities, 1.0, epsilon, rng)])
+    c = primo_constant(epsilon, delta)
+    sigma = c * float(sensitivity)
+    noiseless = sigma == 0
+    return PrivacyEvent(
+        name=name,
+        epsilon=0.0 if noiseless else float(epsilon),
+        delta=0.0 if noiseless else float(delta),
+        notion=notion,
+        neighbouring=neighbouring,
+        sensitivity=float(sensitivity),
+        sigma=float(sigma),
+        mu=None if noiseless else float(sensitivity) / sigma,
+    )
+
+
+def subsampled_gaussian_event(
+    name,
+    sensitivity,
+    epsilon,
+    delta,
+    sampling_ratio,
+    *,
+    method="analytic",
+    notion="full",
+    neighbouring="replace-one",
+):
+    """A Gaussian release computed on a secret uniform subsample (without replacement).
+
+    ``sensitivity`` is the replace-one sensitivity of the statistic *on the
+    subsample* (for ``X_S^T X_S / s``: ``sqrt(2) B^2 / s``). The subsample
+    release is calibrated at the amplified budget
+    ``(epsilon_1, delta_1) = accounting.subsample_budget(epsilon, delta, q)``,
+    ``q = s/n`` (Balle, Barthe & Gaboardi 2018, Thm. 9), with the analytic
+    Gaussian mechanism (``method='analytic'``) or PRIMO's Lemma 1 constant
+    (``method='primo'``). The event records the guarantee on the full data,
+    ``(epsilon, delta)``, and ``mu=None``: a subsampled Gaussian is not
+    ``Delta/sigma``-GDP, so ledgers compose it by basic composition.
+    """
+    from .accounting import subsample_budget
+
+    if method not in ("analytic", "primo"):
+        raise ValueError("method must be 'analytic' or 'primo'.")
+    eps_1, delta_1 = subsample_budget(epsilon, delta, sampling_ratio)
+    if method == "analytic":
+        sigma = gaussian_sigma(sensitivity, eps_1, delta_1)
+    else:
+        sigma = primo_constant(eps_1, delta_1) * float(sensitivity)
+    noiseless = sigma == 0
+    return PrivacyEvent(
+        name=name,
+        epsilon=0.0 if noiseless else float(epsilon),
+        delta=0.0 if noiseless else float(delta),
+        notion=notion,
+        neighbouring=neighbouring,
+        sensitivity=float(sensitivity),
+        sigma=float(sigma),
+        mu=None,
+    )
+
+
+# ---------------------------------------------------------------------------
+# ISSP: Gaussian release shaped by a precision matrix (appended for ISSP)
+# ---------------------------------------------------------------------------
+def gaussian_precision_shaped(mean, precision_factor, scale, rng, size=None):
+    """Draw ``N(mean, scale^2 (G G^T)^{-1})`` without forming an inverse.
+
+    ``precision_factor`` is a lower-triangular ``G`` with ``G G^T = S`` (for
+    ISSP, ``S = S_v = X~^T diag(v) X~``, Brown et al. 2024, Algorithm 1). With
+    ``xi ~ N(0, I_p)``, ``mean + scale G^{-T} xi`` has covariance
+    ``scale^2 G^{-T} G^{-1} = scale^2 S^{-1}`` (one triangular solve). The
+    scale ``c`` is calibrated by the caller through :func:`gaussian_sigma`
+    (analytic Gaussian mechanism on the ``S``-metric sensitivity).
+
+    ``size=None`` returns one draw of shape (p,), else ``size`` draws as rows.
+    """
+    from scipy.linalg import solve_triangular
+
+    mean = np.asarray(mean, dtype=np.float64)
+    p = mean.shape[0]
+    m = 1 if size is None else int(size)
+    xi = rng.standard_normal((p, m))
+    noise = solve_triangular(
+        np.asarray(precision_factor, dtype=np.float64), xi, lower=True, trans="T",
+        check_finite=False,
+    )
+    out = mean[None, :] + float(scale) * noise.T
+    return out[0] if size is None else out

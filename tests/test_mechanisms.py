@@ -8,20 +8,21 @@ from scipy import stats
 
 from skprivreg.accounting import gdp_delta
 from skprivreg.mechanisms import (
+    above_threshold,
     add_gaussian,
     add_laplace,
     exponential_mechanism,
     gaussian_event,
     gaussian_event_from_mu,
     gaussian_sigma,
-    private_quantile_bin,
+    private_upper_bound,
     ptr_calibration,
     ptr_test,
-    reliable_quantile,
     stability_histogram,
     stability_mode,
     symmetric_gaussian_matrix,
     truncated_laplace,
+    upper_bound_margin,
 )
 
 # Two-sided band of a chi-square variance test: fails a correct sampler with
@@ -186,12 +187,46 @@ def test_exponential_mechanism_frequencies():
     assert chi2.pvalue > ALPHA
 
 
-def test_private_quantile_lands_near_the_target_rank():
+@pytest.mark.parametrize("n", [2_000, 100_000])
+@pytest.mark.parametrize("epsilon", [0.05, 0.5])
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e6])
+def test_private_upper_bound_leaves_about_the_margin_above(n, epsilon, scale):
     rng = np.random.default_rng(10)
-    values = np.abs(rng.normal(size=20_000))
-    q = reliable_quantile(values.size, 0.5, 241)
-    assert 0.9 < q < 1
-    bound = private_quantile_bin(values, q, 0.5, rng)
-    rank = np.mean(values <= bound)
-    slack = 2 * (2 / 0.5) * (math.log(241) + math.log(100)) / values.size
-    assert q - slack - 0.03 <= rank <= 1.0  # 0.03: one geometric bin (2^(1/4)) of rank
+    values = scale * np.linalg.norm(rng.normal(size=(n, 10)), axis=1)
+    margin = upper_bound_margin(epsilon)
+    # Both Laplace draws stay within ln(4k/beta) of their scale w.p. 1 - beta.
+    k, beta = 481, 1e-4
+    slack = (4 / epsilon + 2 / epsilon) * np.log(4 * k / beta)
+    for seed in range(20):
+        bound = private_upper_bound(values, epsilon, np.random.default_rng(seed))
+        above = np.sum(values > bound)
+        assert bound <= values.max() * 2 ** (1 / 8) or above == 0
+        assert above <= margin + slack
+        if margin < n:
+            # one bin (2^(1/8)) below the bound there are at least margin - slack values
+            assert np.sum(values > bound / 2 ** (1 / 8)) >= min(margin - slack, n) - 1
+
+
+def test_private_upper_bound_handles_ties():
+    """One-hot rows all have norm 1: the bound must be 1 (one bin), not far above."""
+    values = np.ones(5_000)
+    bounds = [private_upper_bound(values, 0.5, np.random.default_rng(s)) for s in range(50)]
+    assert all(1.0 <= b <= 2 ** (1 / 8) * 1.0000001 for b in bounds)
+
+
+def test_above_threshold_output_frequencies_on_neighbours():
+    """P[index = i] on neighbouring query vectors within e^eps (5 SE)."""
+    eps = 1.0
+    queries = np.array([-5.0, -3.0, -1.0, 0.0, 1.0])
+    neighbour = queries + np.array([1.0, 1.0, 1.0, 0.0, -1.0])
+    n_draws = 40_000
+    freqs = []
+    for q, seed in ((queries, 13), (neighbour, 14)):
+        rng = np.random.default_rng(seed)
+        idx = [above_threshold(q, 0.0, eps, rng) for _ in range(n_draws)]
+        idx = np.array([len(q) if i is None else i for i in idx])
+        freqs.append(np.bincount(idx, minlength=len(q) + 1) / n_draws)
+    p, p2 = freqs
+    for a, b in ((p, p2), (p2, p)):
+        se = np.sqrt(np.maximum(a, b) / n_draws)
+        assert np.all(a <= np.exp(eps) * b + 5 * se * (1 + np.exp(eps)))

@@ -95,11 +95,18 @@ class AdaSSPRegressor(_BaseSSP):
         :class:`PrivacyLeakWarning`).
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon for the missing bounds.
+        A private bound needs ``n >= 4 (6/epsilon_b) ln(2000)`` rows,
+        ``epsilon_b`` its share of the budget (3,649 rows for each of two
+        missing bounds at ``epsilon=1``); fewer raise
+        :class:`~skprivreg.exceptions.ConfigurationError` before any budget
+        is spent (:func:`~skprivreg.bounds.min_samples_for_private_bound`).
     bounds_quantile : float in (0, 1] or 'auto', default='auto'
         Quantile of the row norms (of ``|y|``) that a private bound targets;
-        rows above it are clipped. ``'auto'`` is the highest quantile the
-        exponential mechanism can target reliably at this n and budget
-        (:func:`~skprivreg.mechanisms.reliable_quantile`; public).
+        rows above it are clipped. ``'auto'`` leaves about
+        ``(6/epsilon_b) ln(2000)`` rows above the bound (``epsilon_b`` the
+        bound's budget): the fewest that keep the bound below the data
+        maximum with probability 0.999
+        (:func:`~skprivreg.mechanisms.upper_bound_margin`; public).
     fit_intercept : bool, default=True
         Append a constant column of value ``intercept_scaling``.
     intercept_scaling : float, default=1.0

@@ -36,7 +36,7 @@ def _report(estimator, args):
     private = not math.isinf(args.epsilon)
     x_bound = 1.0 if args.x_bound is None else args.x_bound
     y_bound = 1.0 if args.y_bound is None else args.y_bound
-    ledger = estimator._planned_ledger(private, args.n_outputs, x_bound, y_bound)
+    ledger = estimator._plan_ledger(private, args.n_outputs, x_bound, y_bound)
     p = args.d + (0 if args.no_intercept else 1)
     print(f"{type(estimator).__name__}: n={args.n}, d={args.d} (p={p} columns), "
           f"epsilon={args.epsilon}, delta={args.delta}")

@@ -14,7 +14,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import clip_rows_l2, clip_values, private_norm_bound, row_norms
+from ..bounds import (
+    check_private_bound_feasible,
+    clip_rows_l2,
+    clip_values,
+    private_norm_bound,
+    row_norms,
+)
 from ..mechanisms import (
     add_gaussian,
     gaussian_event,
@@ -116,7 +122,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             for name, sens in zip(names, sensitivities)
         ]
 
-    def _planned_ledger(self, private, n_outputs, x_bound=1.0, y_bound=1.0, bound_events=None):
+    def _plan_ledger(self, private, n_outputs, x_bound=1.0, y_bound=1.0, bound_events=None):
         """The ledger of one ``fit``.
 
         Its (epsilon, delta) does not depend on the bounds, so the check
@@ -166,7 +172,10 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         Y = y[:, None] if single_output else y
         n_outputs = Y.shape[1]
 
-        self._check_budget(self._planned_ledger(private, n_outputs))
+        for name, eps in self._bound_epsilons(private).items():
+            if self.bounds_quantile == "auto":
+                check_private_bound_feasible(X.shape[0], eps, name)
+        self._check_budget(self._plan_ledger(private, n_outputs))
 
         rngs = self._rngs("bounds", "noise")
         x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"])
@@ -178,7 +187,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             X = augment_intercept(X, self.intercept_scaling)
         XtX, XtY = gram_statistics(X, Y)
 
-        ledger = self._planned_ledger(
+        ledger = self._plan_ledger(
             private,
             n_outputs,
             x_bound=1.0 if x_bound is None else x_bound,
@@ -290,11 +299,18 @@ class SSPRegressor(_BaseSSP):
         is **not private** and emits a :class:`PrivacyLeakWarning`.
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on the missing bounds (``bounds='private'``).
+        A private bound needs ``n >= 4 (6/epsilon_b) ln(2000)`` rows,
+        ``epsilon_b`` its share of the budget (3,649 rows for each of two
+        missing bounds at ``epsilon=1``); fewer raise
+        :class:`~skprivreg.exceptions.ConfigurationError` before any budget
+        is spent (:func:`~skprivreg.bounds.min_samples_for_private_bound`).
     bounds_quantile : float in (0, 1] or 'auto', default='auto'
         Quantile of the row norms (of ``|y|``) that a private bound targets;
-        rows above it are clipped. ``'auto'`` is the highest quantile the
-        exponential mechanism can target reliably at this n and budget
-        (:func:`~skprivreg.mechanisms.reliable_quantile`; public).
+        rows above it are clipped. ``'auto'`` leaves about
+        ``(6/epsilon_b) ln(2000)`` rows above the bound (``epsilon_b`` the
+        bound's budget): the fewest that keep the bound below the data
+        maximum with probability 0.999
+        (:func:`~skprivreg.mechanisms.upper_bound_margin`; public).
     fit_intercept : bool, default=True
         Append a constant column of value ``intercept_scaling`` (never
         centering by data means, which would break the neighbouring relation).

@@ -94,7 +94,7 @@ def test_sensitivities_are_attained():
 @pytest.mark.parametrize("composition", ["gdp", "basic"])
 @pytest.mark.parametrize("declared", [True, False])
 def test_ledger_totals_equal_the_budget(Estimator, composition, declared):
-    X, y = _simulate(2000, 4, seed=4)
+    X, y = _simulate(6000, 4, seed=4)
     bounds = dict(x_bound=4.0, y_bound=8.0) if declared else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClippingWarning)
@@ -111,7 +111,7 @@ def test_ledger_totals_equal_the_budget(Estimator, composition, declared):
 
 
 def test_ledger_sigmas_use_the_released_bounds():
-    X, y = _simulate(2000, 4, seed=5)
+    X, y = _simulate(4000, 4, seed=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClippingWarning)
         est = SSPRegressor(1.0, 1e-6, random_state=0).fit(X, y)
@@ -155,6 +155,24 @@ def test_psd_repair_keeps_tiny_samples_near_the_mean_predictor(Estimator):
             est = Estimator(0.1, 1e-5, x_bound=5.0, y_bound=10.0, random_state=seed).fit(X, y)
         ratios.append(_mse(est, Xt, yt) / mean_mse)
     assert max(ratios) < 5.0
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_private_bounds_on_too_few_rows_raise_before_spending(Estimator):
+    from skprivreg import ConfigurationError
+    from skprivreg.bounds import min_samples_for_private_bound
+
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    needed = min_samples_for_private_bound(0.05)
+    X, y = _simulate(needed - 1, 3, seed=15)
+    with pytest.raises(ConfigurationError, match=str(needed)):
+        Estimator(1.0, 1e-5, accountant=acc).fit(X, y)
+    assert acc.n_spends == 0
+    X, y = _simulate(needed, 3, seed=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        Estimator(1.0, 1e-5, accountant=acc, random_state=0).fit(X, y)
+    assert acc.n_spends == 1
 
 
 def test_bounds_from_data_warn():
@@ -202,7 +220,7 @@ def test_budget_exceeded_spends_nothing():
 
 
 def test_same_seed_same_output_and_fit_does_not_touch_params():
-    X, y = _simulate(500, 3, seed=14)
+    X, y = _simulate(4000, 3, seed=14)
     est = AdaSSPRegressor(1.0, 1e-5, random_state=3)
     params = est.get_params()
     with warnings.catch_warnings():
