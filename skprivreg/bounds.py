@@ -115,13 +115,14 @@ def private_norm_bound(
     makes the sensitivity finite.
 
     ``source='data'`` returns ``max(values)`` with a
-    :class:`~skprivreg.exceptions.PrivacyLeakWarning` and no event: the
-    bound, and everything computed from it, is then *not* private.
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning` and an event of
+    infinite epsilon: the bound, and everything computed from it, is then
+    *not* private, and the ledger says so.
 
     Returns
     -------
     bound : float
-    event : PrivacyEvent or None
+    event : PrivacyEvent
     """
     values = np.asarray(values, dtype=np.float64)
     if source == "data":
@@ -133,7 +134,9 @@ def private_norm_bound(
             stacklevel=3,
         )
         bound = float(values.max()) if values.size else 1.0
-        return (bound if bound > 0 else 1.0), None
+        # Recorded as an infinite-epsilon release, so no ledger understates it.
+        event = PrivacyEvent(name=name, epsilon=math.inf, delta=0.0, notion=notion)
+        return (bound if bound > 0 else 1.0), event
     if source != "private":
         raise ValueError(f"bounds must be one of {BOUND_SOURCES}.")
     if quantile == "auto":

@@ -91,14 +91,16 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
     # -- planning (public facts only) ------------------------------------
     def _bound_epsilons(self, private):
-        """Epsilon for each bound estimated privately (``{}`` when declared)."""
+        """Epsilon of each missing bound: a budget share, or inf when read from data."""
         missing = [
             name
             for name, value in (("x_bound", self.x_bound), ("y_bound", self.y_bound))
             if value is None
         ]
-        if not private or not missing or self.bounds == "data":
+        if not private or not missing:
             return {}
+        if self.bounds == "data":
+            return {name: math.inf for name in missing}
         share = self.bounds_budget * self.epsilon / len(missing)
         return {name: share for name in missing}
 
@@ -134,7 +136,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
                 PrivacyEvent(name=name, epsilon=eps, delta=0.0)
                 for name, eps in bound_eps.items()
             ]
-        epsilon_ssp = self.epsilon - sum(bound_eps.values())
+        epsilon_ssp = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
         x_eff = self._x_bound_eff(x_bound)
         sensitivities = self._sensitivities(x_eff, y_bound, n_outputs)
         events = self._release_events(sensitivities, epsilon_ssp, self.delta)
@@ -173,7 +175,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         n_outputs = Y.shape[1]
 
         for name, eps in self._bound_epsilons(private).items():
-            if self.bounds_quantile == "auto":
+            if self.bounds_quantile == "auto" and math.isfinite(eps):
                 check_private_bound_feasible(X.shape[0], eps, name)
         self._check_budget(self._plan_ledger(private, n_outputs))
 

@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LinearRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skprivreg import BudgetAccountant, ClippingWarning, PrivacyLeakWarning
+from skprivreg import BudgetAccountant, BudgetExceededError, ClippingWarning, PrivacyLeakWarning
 from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor
 from skprivreg.linear_model._ssp import cross_sensitivity, gram_sensitivity
 
@@ -178,7 +178,10 @@ def test_private_bounds_on_too_few_rows_raise_before_spending(Estimator):
 def test_bounds_from_data_warn():
     X, y = _simulate(500, 3, seed=10)
     with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
-        AdaSSPRegressor(1.0, 1e-5, bounds="data", random_state=0).fit(X, y)
+        est = AdaSSPRegressor(1.0, 1e-5, bounds="data", random_state=0).fit(X, y)
+    assert math.isinf(est.privacy_spent_.epsilon)
+    with pytest.raises(BudgetExceededError):
+        AdaSSPRegressor(1.0, 1e-5, bounds="data", accountant=BudgetAccountant(5.0, 1e-3)).fit(X, y)
 
 
 def test_paper_constants_warn_and_record_add_remove():
@@ -211,8 +214,6 @@ def test_budget_exceeded_spends_nothing():
     acc = BudgetAccountant(epsilon=1.5, delta=1e-4)
     X, y = _simulate(500, 3, seed=13)
     AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
-    from skprivreg import BudgetExceededError
-
     with pytest.raises(BudgetExceededError):
         AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
     assert acc.n_spends == 1
