@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ..datasets import make_linear_regression
 from ._adassp import AdaSSPRegressor
 from ._ssp import SSPRegressor
 
@@ -75,19 +76,12 @@ def plan_ssp(argv):
     return _report(est, args)
 
 
-def _simulated(n, d, seed):
-    rng = np.random.default_rng(seed)
-    beta = rng.normal(scale=0.75, size=d)
-    X = rng.normal(size=(2 * n, d))
-    y = X @ beta + 1.0 + rng.normal(size=2 * n)
-    return X[:n], y[:n], X[n:], y[n:]
-
-
 def demo_cases():
     """AdaSSP and SSP on simulated data (n=10,000) and on sklearn's diabetes (n=442)."""
     from sklearn.datasets import load_diabetes
 
-    X, y, X_test, y_test = _simulated(10_000, 10, seed=0)
+    X_all, y_all = make_linear_regression(20_000, 10, intercept=1.0, random_state=0)
+    X, y, X_test, y_test = X_all[:10_000], y_all[:10_000], X_all[10_000:], y_all[10_000:]
     common = {"X_train": X, "y_train": y, "X_test": X_test, "y_test": y_test, "notion": "full"}
     yield {"name": "AdaSSP, simulated n=1e4 d=10, private bounds",
            "estimator": AdaSSPRegressor(1.0, 1e-5, random_state=0), **common}
