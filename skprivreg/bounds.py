@@ -15,11 +15,15 @@ import numpy as np
 
 from .accounting import PrivacyEvent
 from .exceptions import ClippingWarning, ConfigurationError, PrivacyLeakWarning
-from .mechanisms import private_upper_bound, upper_bound_margin
+from .mechanisms import bound_bins, private_upper_bound, upper_bound_margin
 
 __all__ = [
+    "clip_rows",
+    "clip_entries",
+    "warn_clipped",
     "clip_rows_l2",
     "clip_values",
+    "data_norm_bound",
     "row_norms",
     "private_norm_bound",
     "min_samples_for_private_bound",
@@ -35,11 +39,11 @@ def row_norms(X):
     return np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
 
 
-def clip_rows_l2(X, bound, *, warn=True):
-    """Scale every row to L2 norm at most ``bound``: ``x <- x min(1, bound/||x||)``.
+def clip_rows(X, bound):
+    """``(X * min(1, bound/||x||) row by row, whether any row changed)``; no warning.
 
-    Returns a new array; emits a :class:`ClippingWarning` without any count
-    when some row was clipped (``warn=True``).
+    The warning-free form, for block functions that may run on workers;
+    the caller warns once (:func:`warn_clipped`).
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
@@ -47,28 +51,46 @@ def clip_rows_l2(X, bound, *, warn=True):
     norms = row_norms(X)
     over = norms > bound
     if not over.any():
-        return X.copy()
+        return X.copy(), False
     scale = np.ones_like(norms)
     scale[over] = bound / norms[over]
-    if warn:
-        warnings.warn(
-            "Some rows of X were clipped to the row-norm bound x_bound.",
-            ClippingWarning,
-            stacklevel=3,
-        )
-    return X * scale[:, None]
+    return X * scale[:, None], True
+
+
+def clip_entries(y, bound):
+    """``(clip(y, -bound, bound), whether any entry changed)``; no warning."""
+    y = np.asarray(y, dtype=np.float64)
+    clipped = np.clip(y, -bound, bound)
+    return clipped, bool(np.any(clipped != y))
+
+
+def warn_clipped(name):
+    """The one :class:`ClippingWarning` of a fit for ``name``; it carries no count."""
+    warnings.warn(
+        f"Some {'rows' if name == 'X' else 'entries'} of {name} were clipped to the "
+        f"bound {'x_bound' if name == 'X' else name + '_bound'}.",
+        ClippingWarning,
+        stacklevel=4,
+    )
+
+
+def clip_rows_l2(X, bound, *, warn=True):
+    """Scale every row to L2 norm at most ``bound``: ``x <- x min(1, bound/||x||)``.
+
+    Returns a new array; emits a :class:`ClippingWarning` without any count
+    when some row was clipped (``warn=True``).
+    """
+    clipped, changed = clip_rows(X, bound)
+    if warn and changed:
+        warn_clipped("X")
+    return clipped
 
 
 def clip_values(y, bound, *, name="y", warn=True):
     """Clip entries to ``[-bound, bound]``; :class:`ClippingWarning` without a count."""
-    y = np.asarray(y, dtype=np.float64)
-    clipped = np.clip(y, -bound, bound)
-    if warn and np.any(clipped != y):
-        warnings.warn(
-            f"Some entries of {name} were clipped to the bound {name}_bound.",
-            ClippingWarning,
-            stacklevel=3,
-        )
+    clipped, changed = clip_entries(y, bound)
+    if warn and changed:
+        warn_clipped(name)
     return clipped
 
 
@@ -93,58 +115,44 @@ def check_private_bound_feasible(n_samples, epsilon, name):
 
 
 def private_norm_bound(
-    values,
-    epsilon,
-    rng,
-    *,
-    name,
-    quantile="auto",
-    notion="full",
-    source="private",
+    counts, n_samples, epsilon, rng, *, name, quantile="auto", notion="full", bins=None
 ):
-    """Resolve a missing bound on non-negative ``values`` (norms or |labels|).
+    """A private bound on non-negative per-row values (norms or max |label|).
 
-    ``source='private'`` releases a private upper bound of the values
-    (:func:`~skprivreg.mechanisms.private_upper_bound`, epsilon-DP under
-    replace-one) and returns it with its
+    ``counts[j]`` is the number of rows whose value exceeds ``bins[j]``
+    (:func:`~skprivreg.mechanisms.counts_above`, summed over row blocks);
+    the bound is :func:`~skprivreg.mechanisms.private_upper_bound`,
+    epsilon-DP under replace-one, returned with its
     :class:`~skprivreg.accounting.PrivacyEvent`. With ``quantile='auto'``
-    about ``upper_bound_margin(epsilon) = (6/epsilon) ln(2000)`` values are
+    about ``upper_bound_margin(epsilon) = (6/epsilon) ln(2000)`` rows are
     left above the bound, the fewest that keep it below the data maximum
-    with probability 0.999; a float ``quantile`` leaves ``(1 - quantile) n``.
-    Rows above the bound are clipped later, which biases the fit and is what
-    makes the sensitivity finite.
-
-    ``source='data'`` returns ``max(values)`` with a
-    :class:`~skprivreg.exceptions.PrivacyLeakWarning` and an event of
-    infinite epsilon: the bound, and everything computed from it, is then
-    *not* private, and the ledger says so.
+    with probability 0.999; a float ``quantile`` leaves
+    ``(1 - quantile) n``. Rows above the bound are clipped later, which
+    biases the fit and is what makes the sensitivity finite.
 
     Returns
     -------
     bound : float
     event : PrivacyEvent
     """
-    values = np.asarray(values, dtype=np.float64)
-    if source == "data":
-        warnings.warn(
-            f"{name} was read from the data (bounds='data'): the result is not "
-            "differentially private. Declare the bound, or let it be estimated "
-            "privately (bounds='private').",
-            PrivacyLeakWarning,
-            stacklevel=3,
-        )
-        bound = float(values.max()) if values.size else 1.0
-        # Recorded as an infinite-epsilon release, so no ledger understates it.
-        event = PrivacyEvent(name=name, epsilon=math.inf, delta=0.0, notion=notion)
-        return (bound if bound > 0 else 1.0), event
-    if source != "private":
-        raise ValueError(f"bounds must be one of {BOUND_SOURCES}.")
-    if quantile == "auto":
-        n_above = None
-    else:
-        n_above = (1.0 - quantile) * values.shape[0]
-    bound = private_upper_bound(values, epsilon, rng, n_above=n_above)
-    event = PrivacyEvent(
-        name=name, epsilon=float(epsilon), delta=0.0, notion=notion
+    bins = bound_bins() if bins is None else bins
+    n_above = None if quantile == "auto" else (1.0 - quantile) * n_samples
+    bound = private_upper_bound(counts, bins, epsilon, rng, n_above=n_above)
+    return bound, PrivacyEvent(name=name, epsilon=float(epsilon), delta=0.0, notion=notion)
+
+
+def data_norm_bound(maximum, *, name, notion="full"):
+    """The data maximum as a bound (``bounds='data'``): **not private**.
+
+    Emits a :class:`~skprivreg.exceptions.PrivacyLeakWarning` and returns an
+    event of infinite epsilon, so no ledger or accountant understates it.
+    """
+    warnings.warn(
+        f"{name} was read from the data (bounds='data'): the result is not "
+        "differentially private. Declare the bound, or let it be estimated "
+        "privately (bounds='private').",
+        PrivacyLeakWarning,
+        stacklevel=3,
     )
-    return bound, event
+    bound = float(maximum) if maximum > 0 else 1.0
+    return bound, PrivacyEvent(name=name, epsilon=math.inf, delta=0.0, notion=notion)

@@ -50,6 +50,7 @@ __all__ = [
     "above_threshold",
     "bound_bins",
     "upper_bound_margin",
+    "counts_above",
     "private_upper_bound",
 ]
 
@@ -400,26 +401,36 @@ def upper_bound_margin(epsilon, failure_prob=1e-3):
     return (6.0 / epsilon) * math.log(2.0 / failure_prob)
 
 
-def private_upper_bound(values, epsilon, rng, n_above=None, bins=None):
-    """A private bound that all but about ``n_above`` of ``values`` lie below.
+def counts_above(values, bins):
+    """``#{i : values_i > b}`` for each public candidate ``b`` in ``bins``.
 
-    :func:`above_threshold` over public increasing candidates ``b_j``
-    (:func:`bound_bins`) with queries ``-#{i : values_i > b_j}`` and threshold
-    ``-n_above``: the first candidate whose noisy count of values above it
-    drops to ``n_above``. Each count changes by at most 1 when one value is
-    replaced, so the result is epsilon-DP (replace-one, n public). Counts are
-    exact at any scale and with ties (one-hot rows all have the same norm),
-    so the bound stays within one bin (9%) of the value it targets; it
-    overshoots the data maximum only with probability ``failure_prob`` when
-    ``n_above = upper_bound_margin(epsilon, failure_prob)`` (the default).
-    If no candidate stops, the top candidate is returned.
+    Counts of row blocks add up, so this is the per-block statistic of
+    :func:`private_upper_bound` on data processed in chunks.
     """
     values = np.sort(np.asarray(values, dtype=np.float64).ravel())
-    bins = bound_bins() if bins is None else np.asarray(bins, dtype=np.float64)
+    return values.size - np.searchsorted(values, bins, side="right")
+
+
+def private_upper_bound(counts, bins, epsilon, rng, n_above=None):
+    """A private bound that all but about ``n_above`` values lie below.
+
+    :func:`above_threshold` over the public increasing candidates ``bins``
+    (:func:`bound_bins`) with queries ``-counts[j]``, where
+    ``counts[j] = #{i : values_i > bins[j]}`` (:func:`counts_above`), and
+    threshold ``-n_above``: the first candidate whose noisy count of values
+    above it drops to ``n_above``. Each count changes by at most 1 when one
+    value is replaced, so the result is epsilon-DP (replace-one, n public).
+    Counts are exact at any scale and with ties (one-hot rows all have the
+    same norm), so the bound stays within one bin (9%) of the value it
+    targets; it overshoots the data maximum only with probability
+    ``failure_prob`` when ``n_above = upper_bound_margin(epsilon,
+    failure_prob)`` (the default). If no candidate stops, the top candidate
+    is returned.
+    """
+    bins = np.asarray(bins, dtype=np.float64)
     if n_above is None:
         n_above = upper_bound_margin(epsilon)
-    n_above_each = values.size - np.searchsorted(values, bins, side="right")
-    index = above_threshold(-n_above_each, -float(n_above), epsilon, rng)
+    index = above_threshold(-np.asarray(counts, dtype=np.float64), -float(n_above), epsilon, rng)
     return float(bins[-1] if index is None else bins[index])
 
 

@@ -11,6 +11,8 @@ from skprivreg.mechanisms import (
     above_threshold,
     add_gaussian,
     add_laplace,
+    bound_bins,
+    counts_above,
     exponential_mechanism,
     gaussian_event,
     gaussian_event_from_mu,
@@ -198,7 +200,10 @@ def test_private_upper_bound_leaves_about_the_margin_above(n, epsilon, scale):
     k, beta = 481, 1e-4
     slack = (4 / epsilon + 2 / epsilon) * np.log(4 * k / beta)
     for seed in range(20):
-        bound = private_upper_bound(values, epsilon, np.random.default_rng(seed))
+        bins = bound_bins()
+        bound = private_upper_bound(
+            counts_above(values, bins), bins, epsilon, np.random.default_rng(seed)
+        )
         above = np.sum(values > bound)
         assert bound <= values.max() * 2 ** (1 / 8) or above == 0
         assert above <= margin + slack
@@ -210,7 +215,9 @@ def test_private_upper_bound_leaves_about_the_margin_above(n, epsilon, scale):
 def test_private_upper_bound_handles_ties():
     """One-hot rows all have norm 1: the bound must be 1 (one bin), not far above."""
     values = np.ones(5_000)
-    bounds = [private_upper_bound(values, 0.5, np.random.default_rng(s)) for s in range(50)]
+    bins = bound_bins()
+    counts = counts_above(values, bins)
+    bounds = [private_upper_bound(counts, bins, 0.5, np.random.default_rng(s)) for s in range(50)]
     assert all(1.0 <= b <= 2 ** (1 / 8) * 1.0000001 for b in bounds)
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 from scipy import linalg
 
+from .._blockwise import is_dask_collection, set_dask_feature_names
 from .._compat import check_is_fitted, validate_data
 
 __all__ = [
@@ -99,5 +100,12 @@ class LinearPredictMixin:
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
         check_is_fitted(self)
+        if is_dask_collection(X):
+            # Lazy, blockwise: the prediction of each row depends on that row only.
+            validate_data(self, X, skip_check_array=True, reset=False)
+            set_dask_feature_names(self, X, reset=False)
+            if hasattr(X, "to_dask_array"):
+                X = X.to_dask_array(lengths=True)
+            return X.astype(np.float64) @ np.asarray(self.coef_).T + self.intercept_
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return X @ np.asarray(self.coef_).T + self.intercept_

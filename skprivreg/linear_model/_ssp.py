@@ -6,23 +6,29 @@ bounds, clipping, intercept augmentation, the replace-one sensitivities of
 """
 
 import math
+from functools import partial
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._blockwise import check_block_finite, sum_over_row_blocks, validate_blockwise_data
+from .._compat import Interval, StrOptions, fit_context
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import (
     check_private_bound_feasible,
-    clip_rows_l2,
-    clip_values,
+    clip_entries,
+    clip_rows,
+    data_norm_bound,
     private_norm_bound,
     row_norms,
+    warn_clipped,
 )
 from ..mechanisms import (
     add_gaussian,
+    bound_bins,
+    counts_above,
     gaussian_event,
     gaussian_event_from_mu,
     symmetric_gaussian_matrix,
@@ -34,7 +40,13 @@ from ._base import (
     split_intercept,
 )
 
-__all__ = ["SSPRegressor", "gram_sensitivity", "cross_sensitivity", "gram_statistics"]
+__all__ = [
+    "SSPRegressor",
+    "gram_sensitivity",
+    "cross_sensitivity",
+    "bound_block_counts",
+    "clipped_gram_block",
+]
 
 
 def gram_sensitivity(x_bound_eff):
@@ -56,17 +68,42 @@ def cross_sensitivity(x_bound_eff, y_bound, n_outputs=1):
     return 2.0 * x_bound_eff * math.sqrt(n_outputs) * y_bound
 
 
-def gram_statistics(X, Y, chunk_size=None):
-    """``X^T X`` and ``X^T Y``, accumulated over row blocks of ``chunk_size``."""
-    n = X.shape[0]
-    step = n if not chunk_size else int(chunk_size)
-    XtX = np.zeros((X.shape[1], X.shape[1]))
-    XtY = np.zeros((X.shape[1], Y.shape[1]))
-    for start in range(0, n, max(step, 1)):
-        block = np.asarray(X[start : start + step], dtype=np.float64)
-        XtX += block.T @ block
-        XtY += block.T @ np.asarray(Y[start : start + step], dtype=np.float64)
-    return XtX, XtY
+def bound_block_counts(X_block, Y_block, bins):
+    """Block statistic of the private bounds: rows whose norm (max |y|) exceeds each bin.
+
+    One value per row, so replacing a row changes each count by at most 1.
+    Also checks the block for NaN or infinity (this is the first pass).
+    """
+    check_block_finite(X_block, "X")
+    check_block_finite(Y_block, "y")
+    return (
+        counts_above(row_norms(X_block), bins),
+        counts_above(np.abs(Y_block).max(axis=1), bins),
+    )
+
+
+def clipped_gram_block(X_block, Y_block, x_bound, y_bound, intercept_scaling):
+    """``(X^T X, X^T Y, [X clipped?, Y clipped?])`` of one block after clipping.
+
+    Rows are clipped to ``x_bound``, entries of Y to ``y_bound`` (``None``:
+    no clipping), then the constant column ``intercept_scaling`` is appended
+    (``None``: no intercept). Pure, so it may run on a Dask worker; the
+    flags are summed and turned into one warning on the driver.
+    """
+    check_block_finite(X_block, "X")
+    check_block_finite(Y_block, "y")
+    x_clipped = y_clipped = False
+    if x_bound is not None:
+        X_block, x_clipped = clip_rows(X_block, x_bound)
+    if y_bound is not None:
+        Y_block, y_clipped = clip_entries(Y_block, y_bound)
+    if intercept_scaling is not None:
+        X_block = augment_intercept(X_block, intercept_scaling)
+    return (
+        X_block.T @ X_block,
+        X_block.T @ Y_block,
+        np.array([x_clipped, y_clipped], dtype=np.int64),
+    )
 
 
 class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
@@ -166,9 +203,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         -------
         self : object
         """
-        X, y = validate_data(
-            self, X, y, dtype=np.float64, multi_output=True, y_numeric=True
-        )
+        X, y = validate_blockwise_data(self, X, y)
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y
@@ -181,13 +216,19 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
         rngs = self._rngs("bounds", "noise")
         x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"])
-        if x_bound is not None:
-            X = clip_rows_l2(X, x_bound)
-        if y_bound is not None:
-            Y = clip_values(Y, y_bound)
-        if self.fit_intercept:
-            X = augment_intercept(X, self.intercept_scaling)
-        XtX, XtY = gram_statistics(X, Y)
+        XtX, XtY, clipped = sum_over_row_blocks(
+            partial(
+                clipped_gram_block,
+                x_bound=x_bound,
+                y_bound=y_bound,
+                intercept_scaling=self.intercept_scaling if self.fit_intercept else None,
+            ),
+            X,
+            Y,
+        )
+        for name, count in zip(("X", "y"), clipped):
+            if count:
+                warn_clipped(name)
 
         ledger = self._plan_ledger(
             private,
@@ -209,30 +250,29 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
     def _resolve_bounds(self, X, Y, private, rng):
         """Declared bounds, or private estimates (which spend), or data maxima (which leak)."""
-        if not private:
-            return self.x_bound, self.y_bound, []
-        bound_eps = self._bound_epsilons(private)
-        events = []
         resolved = {"x_bound": self.x_bound, "y_bound": self.y_bound}
-        values = {
-            "x_bound": lambda: row_norms(X),
-            # One value per row, so one row changes one value (sensitivity 1).
-            "y_bound": lambda: np.abs(Y).max(axis=1),
-        }
-        for name in ("x_bound", "y_bound"):
-            if resolved[name] is not None:
-                continue
-            bound, event = private_norm_bound(
-                values[name](),
-                bound_eps.get(name, 0.0),
-                rng,
-                name=name,
-                quantile=self.bounds_quantile,
-                source=self.bounds,
-            )
+        bound_eps = self._bound_epsilons(private)
+        if not bound_eps:
+            return resolved["x_bound"], resolved["y_bound"], []
+        bins = bound_bins()
+        counts = dict(
+            zip(("x_bound", "y_bound"),
+                sum_over_row_blocks(partial(bound_block_counts, bins=bins), X, Y))
+        )
+        events = []
+        for name, eps in bound_eps.items():
+            if math.isinf(eps):
+                # the smallest public bin at or above the data maximum
+                if counts[name][-1] > 0:
+                    raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
+                bound, event = data_norm_bound(bins[np.argmax(counts[name] == 0)], name=name)
+            else:
+                bound, event = private_norm_bound(
+                    counts[name], X.shape[0], eps, rng, name=name,
+                    quantile=self.bounds_quantile, bins=bins,
+                )
             resolved[name] = bound
-            if event is not None:
-                events.append(event)
+            events.append(event)
         return resolved["x_bound"], resolved["y_bound"], events
 
     def _noisy_statistics(self, XtX, XtY, gram_event, cross_event, rng):

@@ -1,0 +1,100 @@
+"""Estimators built on sufficient statistics run on Dask without collecting the data.
+
+A LocalCluster with two worker processes; results must match the NumPy path
+for the same random_state within float64 round-off (the blockwise sums add
+in another order), and noise is drawn once, on the driver.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from skprivreg import BudgetAccountant, ClippingWarning  # noqa: E402
+from skprivreg.datasets import make_linear_regression  # noqa: E402
+from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor  # noqa: E402
+
+# Round-off of block sums in another order, propagated through the solve.
+RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def client():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        with distributed.Client(cluster) as client:
+            yield client
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_linear_regression(12_000, 5, intercept=1.0, random_state=0)
+    return X, y
+
+
+def _fit(estimator, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClippingWarning)
+        return estimator.fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [AdaSSPRegressor, SSPRegressor])
+@pytest.mark.parametrize("declared", [True, False])
+def test_dask_matches_numpy(client, data, Estimator, declared):
+    X, y = data
+    bounds = dict(x_bound=3.0, y_bound=5.0) if declared else {}
+    params = dict(epsilon=1.0, delta=1e-6, random_state=3, **bounds)
+    ref = _fit(Estimator(**params), X, y)
+    lazy = _fit(Estimator(**params), da.from_array(X, chunks=(2_500, 5)),
+                da.from_array(y, chunks=2_500))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=RTOL)
+    assert lazy.intercept_ == pytest.approx(ref.intercept_, rel=RTOL)
+    assert lazy.x_bound_ == ref.x_bound_ and lazy.y_bound_ == ref.y_bound_
+    assert lazy.privacy_spent_.epsilon == pytest.approx(ref.privacy_spent_.epsilon)
+    assert lazy.n_features_in_ == 5
+
+
+def test_dask_multi_output_and_lazy_predict(client, data):
+    X, y = data
+    Y = np.column_stack([y, -y])
+    params = dict(epsilon=2.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=1)
+    ref = _fit(AdaSSPRegressor(**params), X, Y)
+    Xd = da.from_array(X, chunks=(3_000, 5))
+    lazy = _fit(AdaSSPRegressor(**params), Xd, da.from_array(Y, chunks=(3_000, 2)))
+    assert lazy.coef_.shape == (2, 5)
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=RTOL)
+    pred = lazy.predict(Xd)
+    assert isinstance(pred, da.Array)
+    np.testing.assert_allclose(pred.compute(), ref.predict(X), rtol=1e-8)
+
+
+def test_dask_dataframe_keeps_feature_names(client, data):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    ddf = dd.from_pandas(frame, npartitions=4)
+    dy = dd.from_pandas(pd.Series(y), npartitions=4)
+    est = _fit(SSPRegressor(1.0, 1e-6, x_bound=3.0, y_bound=5.0, random_state=0), ddf, dy)
+    assert list(est.feature_names_in_) == list(frame.columns)
+    ref = _fit(SSPRegressor(1.0, 1e-6, x_bound=3.0, y_bound=5.0, random_state=0), frame, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=RTOL)
+
+
+def test_nan_in_a_dask_block_fails_before_spending(client, data):
+    X, y = data
+    X = X.copy()
+    X[9_000, 2] = np.nan
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="NaN"):
+        AdaSSPRegressor(1.0, 1e-6, accountant=acc).fit(
+            da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
+        )
+    assert acc.n_spends == 0
