@@ -8,6 +8,7 @@ from .exceptions import (
     PrivacyLeakWarning,
     PrivateTestFailed,
 )
+from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
 from .linear_model import AdaSSPRegressor, SSPRegressor
 
 __version__ = "0.1.0.dev0"
@@ -15,6 +16,8 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AdaSSPRegressor",
     "SSPRegressor",
+    "WeightedLBARegressor",
+    "GaussianLabelNoiseRegressor",
     "BudgetAccountant",
     "PrivacyEvent",
     "PrivacyLedger",

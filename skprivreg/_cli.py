@@ -19,21 +19,27 @@ import numpy as np
 PLANNERS = {
     "adassp": "skprivreg.linear_model._plan_ssp:plan_adassp",
     "ssp": "skprivreg.linear_model._plan_ssp:plan_ssp",
+    "lba": "skprivreg.label_dp:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
 DEMO_MODULES = [
     "skprivreg.linear_model._plan_ssp",
+    "skprivreg.label_dp",
 ]
 
 
 def _demo_cases():
     for module_name in DEMO_MODULES:
         module = importlib.import_module(module_name)
-        if hasattr(module, "demo_cases"):
-            yield from module.demo_cases()
-        else:
-            yield module.demo_case()
+        cases = module.demo_cases() if hasattr(module, "demo_cases") else [module.demo_case()]
+        for case in cases:
+            yield case
+            if "baseline" in case:
+                # The baseline users should compare against, on the same data.
+                baseline = case["baseline"]
+                yield {**case, "name": f"  baseline: {type(baseline).__name__}",
+                       "estimator": baseline}
 
 
 def _score_row(case):

@@ -1,0 +1,486 @@
+"""WeightedLBARegressor: label-DP regression by randomly weighted bag aggregation."""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+
+from .._compat import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    check_is_fitted,
+    fit_context,
+    validate_data,
+)
+from ..accounting import PrivacyLedger
+from ..base import DPEstimatorMixin, get_rng
+from ..linear_model._base import solve_psd_repaired
+from ._aggregate import (
+    RNG_PURPOSES,
+    AggregatedDataset,
+    LLPDataset,
+    plan_aggregation,
+    plan_warnings,
+    run_aggregation,
+)
+from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
+from ._exceptions import PrivacyCheckFailedError
+
+__all__ = ["WeightedLBARegressor", "fit_on_aggregates"]
+
+
+def _is_mlp(estimator):
+    if isinstance(estimator, str):
+        return estimator == "mlp"
+    return type(estimator).__name__ == "MLPRegressor"
+
+
+def _penalises(estimator):
+    params = estimator.get_params(deep=False)
+    return any(
+        isinstance(params.get(name), Real) and params.get(name) > 0
+        for name in ("alpha", "l1_ratio", "C")
+    )
+
+
+def fit_on_aggregates(Zbar, ybar, *, estimator="ols", alpha=0.0, fit_intercept=True):
+    """Linear coefficients ``beta`` (p,) minimising ``sum_j (ybar_j - beta^T zbar_j)^2``.
+
+    - ``'ols'``: the minimum-norm least-squares solution (LAPACK ``gelsd``):
+      the exact unconstrained minimiser of the paper's loss on aggregates.
+    - ``'ridge'``: ``(Zbar^T Zbar + alpha P) beta = Zbar^T ybar`` with
+      ``P = diag(1, ..., 1, 0)`` when the last column is the intercept
+      aggregate, which stays unpenalised. Since
+      ``E[Zbar^T Zbar] = sum_{bagged} z z^T``, ``alpha`` means what
+      ``Ridge(alpha)`` means on the ``m k`` bagged instances.
+    - an sklearn linear regressor: cloned, ``fit_intercept=False``, fitted on
+      ``(Zbar, ybar)``; the intercept aggregate is then an ordinary column,
+      which a penalised model penalises too (a ``UserWarning`` says so).
+
+    All of this is post-processing of the released aggregates.
+    """
+    Zbar = np.asarray(Zbar, dtype=np.float64)
+    ybar = np.asarray(ybar, dtype=np.float64)
+    if isinstance(estimator, str):
+        if estimator == "ols":
+            return linalg.lstsq(Zbar, ybar, lapack_driver="gelsd")[0]
+        if estimator == "ridge":
+            penalty = np.full(Zbar.shape[1], float(alpha))
+            if fit_intercept:
+                penalty[-1] = 0.0
+            gram = Zbar.T @ Zbar + np.diag(penalty)
+            return solve_psd_repaired(gram, Zbar.T @ ybar, 0.0)
+        raise ValueError("estimator must be 'ols', 'ridge' or an sklearn regressor.")
+    model = clone(estimator)
+    if "fit_intercept" in model.get_params(deep=False):
+        model.set_params(fit_intercept=False)
+    if fit_intercept and _penalises(model):
+        warnings.warn(
+            f"{type(model).__name__} penalises the intercept aggregate column too; use "
+            "estimator='ridge' for an unpenalised intercept.",
+            UserWarning,
+            stacklevel=3,
+        )
+    model.fit(Zbar, ybar)
+    return np.ravel(model.coef_).astype(np.float64)
+
+
+class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Label-DP linear (or, for LLP, neural) regression from weighted bag aggregates.
+
+    Brahmbhatt, Saket, Havaldar, Nasery & Raghuveer (2023), *Label
+    Differential Privacy via Aggregation* (arXiv:2310.10092), with the exact
+    per-bag accountant of the skprivreg spec (``weighted_lba.md`` §1.4, §1.7).
+
+    **Mechanism** (``mode='lba'``, paper Fig. 1). The rows are split into
+    ``m`` disjoint uniformly random bags of size ``k`` (public); each bag is
+    released as :math:`\\bar z_j = \\sum_r w_{jr} z_{i_{jr}}`,
+    :math:`\\bar y_j = \\sum_r w_{jr} y_{i_{jr}}` with secret i.i.d.
+    :math:`w_{jr}\\sim N(0,1)` (``z = [x, 1]`` with an intercept), and the
+    model is fitted on the ``m`` aggregates: OLS, ridge with unpenalised
+    intercept, or any sklearn linear regressor (``estimator``). Since
+    :math:`E_w[(\\bar y_j - \\beta^\\top\\bar z_j)^2] = \\sum_{i\\in S_j}(y_i-\\beta^\\top z_i)^2`,
+    this is least squares on an unbiased sketch; the relative excess loss
+    is about ``p / (m - p - 1)``.
+
+    ``mode='llp'`` (paper Fig. 2): a fraction ``noise_fraction`` of the
+    labels gets ``N(0, noise_scale^2)`` noise, only the label sums are
+    aggregated, bags and weights are released, and a linear model
+    (identical to the LBA fit on ``Zbar``) or a small ReLU network
+    (``estimator='mlp'``, trained on the bag loss) is fitted.
+
+    **Privacy notion.** Label-DP (Chaudhuri & Hsu 2011): features are public,
+    neighbouring datasets differ in one label (replace-one, labels in the
+    public ``label_bounds``, range ``Delta = b - a``). Reported as
+    ``epsilon_, delta_`` (never above the target ``epsilon, delta``) and
+    ``privacy_spent_``.
+
+    **Guarantees** (``assumption``, LBA):
+
+    - ``'ptr'`` (default): ``(epsilon, delta)`` for *every* dataset. Budget
+      split: ``eps_test = ptr_epsilon_fraction * epsilon`` and ``delta/2``
+      for a private propose-test-release check that every bag has least
+      squares residual ``sqrt(RSS_j) >= s`` (truncated-Laplace PTR,
+      sensitivity ``Delta``); ``eps_agg = epsilon - eps_test`` and
+      ``delta_LBA(eps_agg; c*) <= delta/2`` for the aggregation, with
+      ``s = Delta / c*`` and ``c* = lba_c_star(eps_agg, delta/2)``. On
+      failure :class:`PrivacyCheckFailedError` is raised after the budget is
+      recorded; nothing is released.
+    - ``'declared'`` (the paper's setting): the user asserts that every bag
+      has ``RSS_j >= residual_var_lower_bound * k``; the guarantee is
+      ``(epsilon, delta_LBA(epsilon; Delta/sqrt(alpha k)) + declared_failure_prob)``
+      *if the assertion holds*. Not checked.
+    - ``'none'``: no guarantee (``epsilon_ = inf``, ``delta_ = 1``), for
+      utility studies and API checks.
+
+    ``mode='llp'`` needs no assumption: ``(epsilon, delta_LLP)`` with the
+    exact accountant :func:`llp_privacy_profile`.
+
+    **Bag size.** ``bag_size='auto'`` solves the accountant for the smallest
+    ``k`` (``'declared'``: :func:`lba_min_bag_size`; ``'ptr'``:
+    :func:`lba_ptr_bag_size` from ``expected_residual_var``, a public utility
+    guess, else ``n // n_bags_min``; LLP: :func:`llp_min_bag_size`).
+    Roughly ``k ~ 4 Delta^2 ln^2(1/delta) / (alpha epsilon^2)``: meaningful
+    privacy needs large ``n``, and ``m = n // k >= n_bags_min``
+    (``max(20, 4p)``) bags, else :class:`InsufficientDataError` is raised
+    from public facts before any label is read. The feature-only pre-check
+    raises :class:`PrivacyInfeasibleError` when some bag's design has rank
+    ``k``.
+
+    **Secrecy.** The weights (LBA), label noise and PTR draw come from
+    streams independent of the released partition and are never stored,
+    logged or returned. A fixed ``random_state`` reproduces them: a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning` is emitted when one is
+    used with privacy on. Fitting inside ``GridSearchCV`` or cross-validation
+    composes budgets and scores on raw labels: not private.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float, default=1e-6
+    mode : {'lba', 'llp'}, default='lba'
+    bag_size : int or 'auto', default='auto'
+    n_bags : int or None, default=None
+        ``None`` means ``n // bag_size``; leftover rows are dropped at random.
+    label_bounds : tuple (a, b) or None, default=None
+        Public label bounds; required unless ``assumption='none'``.
+    assumption : {'ptr', 'declared', 'none'}, default='ptr'
+    residual_var_lower_bound : float or None
+        alpha of ``'declared'``.
+    declared_failure_prob : float, default=0.0
+        Probability that the random partition breaks the declared bound
+        (``delta_partition``); added to ``delta_``.
+    expected_residual_var : float or None
+        Public guess of the residual variance used to plan ``k`` in
+        ``'ptr'`` mode (utility only).
+    ptr_epsilon_fraction : float, default=0.4
+    ptr_target_failure : float, default=0.05
+    n_bags_min : int or 'auto', default='auto'
+    noise_fraction : float, default=0.1
+        LLP: fraction rho of noised labels.
+    noise_scale : float, default=1.0
+        LLP: label noise standard deviation in label units.
+    noise_allocation : {'per_bag', 'global'}, default='per_bag'
+    estimator : 'ols', 'ridge', 'mlp' or an sklearn regressor, default='ols'
+    alpha : float, default=0.0
+        Ridge penalty of ``estimator='ridge'``.
+    mlp_params : dict or None
+        Overrides of the :class:`_BagMLP` defaults.
+    fit_intercept : bool, default=True
+    accountant : BudgetAccountant or None
+    random_state : None, int or Generator, default=None
+
+    Attributes
+    ----------
+    coef_ : ndarray (n_features,)
+    intercept_ : float
+    mlp_ : _BagMLP
+        LLP with an MLP only.
+    bag_size_, n_bags_, n_samples_used_, n_dropped_ : int
+    bag_indices_ : ndarray of int (n_bags_, bag_size_)
+        The public partition.
+    epsilon_, delta_ : float
+        The achieved guarantee.
+    privacy_report_ : dict
+    aggregated_ : AggregatedDataset or LLPDataset
+        The released private dataset the model was fitted on (no weights
+        for LBA).
+    privacy_spent_ : PrivacyLedger
+    n_features_in_, feature_names_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.label_dp import WeightedLBARegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100_000, 3))
+    >>> y = np.clip(X @ [1.0, -2.0, 0.5] + 3 * rng.normal(size=100_000), -10, 10)
+    >>> est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, label_bounds=(-10, 10),
+    ...                            assumption='declared', residual_var_lower_bound=6.0)
+    >>> est.fit(X, y).bag_size_, est.n_bags_
+    (2908, 34)
+    """
+
+    _parameter_constraints = {
+        **DPEstimatorMixin._privacy_parameter_constraints,
+        "mode": [StrOptions({"lba", "llp"})],
+        "bag_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "n_bags": [Interval(Integral, 1, None, closed="left"), None],
+        "label_bounds": ["array-like", None],
+        "assumption": [StrOptions({"ptr", "declared", "none"})],
+        "residual_var_lower_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "declared_failure_prob": [Interval(Real, 0, 1, closed="left")],
+        "expected_residual_var": [Interval(Real, 0, None, closed="neither"), None],
+        "ptr_epsilon_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "ptr_target_failure": [Interval(Real, 0, 0.5, closed="neither")],
+        "n_bags_min": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "noise_fraction": [Interval(Real, 0, 1, closed="both")],
+        "noise_scale": [Interval(Real, 0, None, closed="neither")],
+        "noise_allocation": [StrOptions({"per_bag", "global"})],
+        "estimator": [StrOptions({"ols", "ridge", "mlp"}), HasMethods(["fit"])],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "mlp_params": [dict, None],
+        "fit_intercept": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=1e-6,
+        mode="lba",
+        bag_size="auto",
+        n_bags=None,
+        label_bounds=None,
+        assumption="ptr",
+        residual_var_lower_bound=None,
+        declared_failure_prob=0.0,
+        expected_residual_var=None,
+        ptr_epsilon_fraction=0.4,
+        ptr_target_failure=0.05,
+        n_bags_min="auto",
+        noise_fraction=0.1,
+        noise_scale=1.0,
+        noise_allocation="per_bag",
+        estimator="ols",
+        alpha=0.0,
+        mlp_params=None,
+        fit_intercept=True,
+        accountant=None,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.mode = mode
+        self.bag_size = bag_size
+        self.n_bags = n_bags
+        self.label_bounds = label_bounds
+        self.assumption = assumption
+        self.residual_var_lower_bound = residual_var_lower_bound
+        self.declared_failure_prob = declared_failure_prob
+        self.expected_residual_var = expected_residual_var
+        self.ptr_epsilon_fraction = ptr_epsilon_fraction
+        self.ptr_target_failure = ptr_target_failure
+        self.n_bags_min = n_bags_min
+        self.noise_fraction = noise_fraction
+        self.noise_scale = noise_scale
+        self.noise_allocation = noise_allocation
+        self.estimator = estimator
+        self.alpha = alpha
+        self.mlp_params = mlp_params
+        self.fit_intercept = fit_intercept
+        self.accountant = accountant
+        self.random_state = random_state
+
+    # -- planning (public facts) ----------------------------------------
+    def _plan(self, n_samples, n_features):
+        if self.mode == "lba" and _is_mlp(self.estimator):
+            raise ValueError(
+                "mode='lba' fits linear models only: a nonlinear model cannot be fitted "
+                "on aggregated features. Use mode='llp' for an MLP."
+            )
+        assumption = self.assumption
+        if math.isinf(self.epsilon):
+            assumption = "none"
+        return plan_aggregation(
+            n_samples,
+            n_features,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            mode=self.mode,
+            bag_size=self.bag_size,
+            n_bags=self.n_bags,
+            label_bounds=None if self.label_bounds is None else tuple(self.label_bounds),
+            assumption=assumption,
+            residual_var_lower_bound=self.residual_var_lower_bound,
+            declared_failure_prob=self.declared_failure_prob,
+            expected_residual_var=self.expected_residual_var,
+            ptr_epsilon_fraction=self.ptr_epsilon_fraction,
+            ptr_target_failure=self.ptr_target_failure,
+            n_bags_min=self.n_bags_min,
+            noise_fraction=self.noise_fraction,
+            noise_scale=self.noise_scale,
+            noise_allocation=self.noise_allocation,
+            fit_intercept=self.fit_intercept,
+        )
+
+    # -- fit -----------------------------------------------------------
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Aggregate (the private release) and fit on the aggregates.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Public features.
+        y : array-like of shape (n_samples,)
+            Private labels (clipped to ``label_bounds``).
+
+        Returns
+        -------
+        self : object
+
+        Raises
+        ------
+        InsufficientDataError, PrivacyInfeasibleError
+            From public facts, before any label is read; nothing spent.
+        PrivacyCheckFailedError
+            The private residual check refused; the budget is spent
+            (``privacy_spent_``).
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        self._validate_privacy_params()
+        plan = self._plan(X.shape[0], X.shape[1])
+        plan_warnings(plan, self.random_state)
+        ledger = plan.ledger()
+        self._check_budget(ledger)
+        rngs = self._rngs(*RNG_PURPOSES, "postprocess")
+        try:
+            dataset = run_aggregation(
+                X, y, plan, rngs, feature_names=getattr(self, "feature_names_in_", None)
+            )
+        except PrivacyCheckFailedError:
+            self._charge(ledger)
+            raise
+        self._charge(ledger)
+        self._fit_dataset(dataset, X, rngs["postprocess"])
+        return self
+
+    def fit_aggregated(self, dataset, X=None):
+        """Fit from a released dataset (the analyst's side; no label is seen).
+
+        Parameters
+        ----------
+        dataset : AggregatedDataset or LLPDataset
+            From :func:`skprivreg.label_dp.aggregate` (or ``aggregated_``).
+        X : array-like (n_samples, n_features) or None
+            The public features; required for an ``LLPDataset``.
+
+        Returns
+        -------
+        self : object
+            ``epsilon_``, ``delta_`` and ``privacy_report_`` are copied from
+            ``dataset.privacy``; nothing is spent (post-processing), so
+            ``privacy_spent_`` is an empty ledger.
+        """
+        self._validate_params()
+        if isinstance(dataset, LLPDataset):
+            if X is None:
+                raise ValueError("An LLPDataset needs the public features X.")
+            X = validate_data(self, X, dtype=np.float64)
+            if X.shape[0] != dataset.n_samples:
+                raise ValueError("X must have the dataset's n_samples rows.")
+        elif isinstance(dataset, AggregatedDataset):
+            self.n_features_in_ = dataset.X_agg.shape[1]
+            if dataset.feature_names is not None:
+                self.feature_names_in_ = np.asarray(dataset.feature_names, dtype=object)
+            elif hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        else:
+            raise TypeError("dataset must be an AggregatedDataset or an LLPDataset.")
+        if isinstance(dataset, AggregatedDataset) and _is_mlp(self.estimator):
+            raise ValueError("An MLP cannot be fitted on aggregated features (LBA).")
+        self.privacy_spent_ = PrivacyLedger([])
+        self._fit_dataset(dataset, X, get_rng(self.random_state, ["postprocess"])["postprocess"])
+        return self
+
+    def _fit_dataset(self, dataset, X, rng):
+        fit_intercept = dataset.fit_intercept
+        self.aggregated_ = dataset
+        self.privacy_report_ = dict(dataset.privacy)
+        self.epsilon_ = float(dataset.privacy.get("epsilon", math.inf))
+        self.delta_ = float(dataset.privacy.get("delta", 1.0))
+        self.bag_indices_ = dataset.bag_indices
+        self.bag_size_ = int(dataset.bag_size)
+        self.n_bags_ = int(dataset.n_bags)
+        self.n_samples_used_ = self.bag_size_ * self.n_bags_
+        self.n_dropped_ = int(dataset.n_samples) - self.n_samples_used_
+        if hasattr(self, "mlp_"):
+            del self.mlp_
+        if isinstance(dataset, LLPDataset) and _is_mlp(self.estimator):
+            self._fit_mlp(dataset, X, rng)
+            return
+        Zbar = dataset.design(X)
+        beta = fit_on_aggregates(
+            Zbar,
+            dataset.y_agg,
+            estimator=self.estimator,
+            alpha=self.alpha,
+            fit_intercept=fit_intercept,
+        )
+        if fit_intercept:
+            self.coef_, self.intercept_ = beta[:-1].copy(), float(beta[-1])
+        else:
+            self.coef_, self.intercept_ = beta.copy(), 0.0
+
+    def _fit_mlp(self, dataset, X, rng):
+        params = {}
+        if not isinstance(self.estimator, str):
+            given = self.estimator.get_params(deep=False)
+            params = {name: given[name] for name in MLP_PARAM_NAMES if name in given}
+            if params.get("batch_size") == "auto":
+                params["batch_size"] = "auto"
+        params.update(self.mlp_params or {})
+        label_range = None
+        if dataset.label_bounds is not None:
+            label_range = dataset.label_bounds[1] - dataset.label_bounds[0]
+        net = _BagMLP(**params, random_state=rng)
+        net.fit(
+            X[dataset.bag_indices],
+            dataset.weights,
+            dataset.y_agg,
+            label_scale=label_range if label_range else 1.0,
+        )
+        self.mlp_ = net
+        # A network has no linear coefficients; predict() uses mlp_.
+        self.coef_ = None
+        self.intercept_ = None
+
+    # -- predict -------------------------------------------------------
+    def predict(self, X):
+        """Predict with the fitted model (post-processing; nothing is spent).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "aggregated_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        if getattr(self, "mlp_", None) is not None:
+            return self.mlp_.predict(X)
+        return X @ self.coef_ + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        return tags
+
