@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.neural_network import MLPRegressor
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from threadpoolctl import threadpool_limits
 
 from skprivreg.accounting import BudgetAccountant
@@ -418,23 +417,7 @@ def test_gaussian_label_noise_baseline_noise_scale_and_ledger():
     assert abs(np.mean(stats) - 1.0) <= 5 * math.sqrt(2 / 200)
 
 
-# ---------------------------------------------------------------------------
-# §5.14 scikit-learn compliance
-# ---------------------------------------------------------------------------
-EXPECTED_FAILED = {}
-
-
-@parametrize_with_checks(
-    [
-        WeightedLBARegressor(assumption="none", bag_size=2, label_bounds=None, random_state=0),
-        GaussianLabelNoiseRegressor(random_state=0),
-    ],
-    expected_failed_checks=lambda est: EXPECTED_FAILED,
-)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)
-        check(estimator)
+# §5.14 scikit-learn compliance: tests/test_sklearn_compat.py
 
 
 def test_private_llp_fit_uses_the_exact_accountant():
