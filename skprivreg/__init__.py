@@ -9,13 +9,22 @@ from .exceptions import (
     PrivateTestFailed,
 )
 from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
-from .linear_model import AdaSSPRegressor, SSPRegressor
+from .linear_model import (
+    AdaSSPRegressor,
+    IndependentSSPRegressor,
+    NoisyCovariance,
+    ReuseCovRegressor,
+    SSPRegressor,
+)
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AdaSSPRegressor",
     "SSPRegressor",
+    "ReuseCovRegressor",
+    "IndependentSSPRegressor",
+    "NoisyCovariance",
     "WeightedLBARegressor",
     "GaussianLabelNoiseRegressor",
     "BudgetAccountant",

@@ -20,11 +20,13 @@ PLANNERS = {
     "adassp": "skprivreg.linear_model._plan_ssp:plan_adassp",
     "ssp": "skprivreg.linear_model._plan_ssp:plan_ssp",
     "lba": "skprivreg.label_dp:plan_command",
+    "reusecov": "skprivreg.linear_model._reusecov:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
 DEMO_MODULES = [
     "skprivreg.linear_model._plan_ssp",
+    "skprivreg.linear_model._reusecov",
     "skprivreg.label_dp",
 ]
 
@@ -89,7 +91,7 @@ def demo(argv=None):
     )
     parser.parse_args(argv)
     header = (
-        f"{'case':<46}{'notion':<8}{'epsilon':>8}{'delta':>9}{'test MSE':>11}"
+        f"{'case':<54}{'notion':<8}{'epsilon':>8}{'delta':>9}{'test MSE':>11}"
         f"{'non-priv':>10}{'mean':>9}{'R2':>7}{'fit s':>8}"
     )
     print(header)
@@ -97,7 +99,7 @@ def demo(argv=None):
     for case in _demo_cases():
         row = _score_row(case)
         print(
-            f"{row['case']:<46}{row['notion']:<8}{row['epsilon']:>8.3g}{row['delta']:>9.1e}"
+            f"{row['case']:<54}{row['notion']:<8}{row['epsilon']:>8.3g}{row['delta']:>9.1e}"
             f"{row['mse']:>11.4g}{row['mse_nonprivate']:>10.4g}{row['mse_mean']:>9.4g}"
             f"{row['r2']:>7.3f}{row['seconds']:>8.2f}"
         )

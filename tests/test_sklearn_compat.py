@@ -15,7 +15,9 @@ from skprivreg import (
     BudgetAccountant,
     ClippingWarning,
     GaussianLabelNoiseRegressor,
+    IndependentSSPRegressor,
     PrivacyLeakWarning,
+    ReuseCovRegressor,
     WeightedLBARegressor,
 )
 from skprivreg.linear_model import SSPRegressor
@@ -32,6 +34,12 @@ COMPAT_ESTIMATORS = [
     WeightedLBARegressor(assumption="none", bag_size=2, label_bounds=None, random_state=0),
     # label bounds read from the data (PrivacyLeakWarning)
     GaussianLabelNoiseRegressor(random_state=0),
+    ReuseCovRegressor(epsilon=5.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
+    # the non-private mode needs no bounds (reusecov spec §7.15)
+    ReuseCovRegressor(epsilon=np.inf),
+    ReuseCovRegressor(epsilon=np.inf, privacy="label", mechanism="proj"),
+    IndependentSSPRegressor(epsilon=5.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
+    IndependentSSPRegressor(epsilon=np.inf),
 ]
 
 # check name -> reason, per estimator class
@@ -60,7 +68,9 @@ def _data(n=3000, d=4, seed=0):
 PIPELINE_ESTIMATORS = [
     AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=4.0, y_bound=20.0, random_state=0),
     SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=4.0, y_bound=20.0, random_state=0),
-    GaussianLabelNoiseRegressor(epsilon=4.0, delta=1e-5, label_bounds=(-20.0, 20.0)),
+    GaussianLabelNoiseRegressor(
+        epsilon=8.0, delta=1e-5, label_bounds=(-20.0, 20.0), random_state=0
+    ),
 ]
 
 

@@ -1,6 +1,14 @@
 """Private linear regression estimators."""
 
 from ._adassp import AdaSSPRegressor
+from ._independent_ssp import IndependentSSPRegressor
+from ._reusecov import NoisyCovariance, ReuseCovRegressor
 from ._ssp import SSPRegressor
 
-__all__ = ["AdaSSPRegressor", "SSPRegressor"]
+__all__ = [
+    "AdaSSPRegressor",
+    "IndependentSSPRegressor",
+    "NoisyCovariance",
+    "ReuseCovRegressor",
+    "SSPRegressor",
+]

@@ -1,0 +1,358 @@
+"""Benchmark of ReuseCovRegressor (PRIMO) against its baselines.
+
+Two studies (reusecov spec §4):
+
+1. Accuracy vs the number of outcomes ``l`` on
+   - ``genotype``: simulated haplotypes (msprime island model, the spec's
+     "1KG-like" G1 panel, n = 5008 haplotypes; d = 25 SNPs sampled per
+     repetition, centred by column), outcomes ``y = X theta + N(0, 1)`` with
+     ``theta ~ N(0, I_d / sqrt(d))``;
+   - ``gaussian``: x ~ N(0, I_25), n = 5000, same outcome model.
+   Methods: OLS (non-private), ReuseCovGauss (full, label, feature),
+   ReuseCovProj (label, feature), ReuseCovGauss/Proj label with ridge 0
+   (exposes the projection), IndependentSSP (full), ReuseCovGauss full
+   with the paper's constants (``composition='paper'``, add-remove).
+   epsilon = 5, delta = 1/n^2. Metrics: pooled in-sample R^2 on the 80%
+   training split (the paper's metric), pooled holdout R^2 on the 20% test
+   split, ln(MSE_priv / MSE_OLS), per-entry MSE of the released association.
+2. Fit time for l = 1e4 outcomes, n = 1e5, d = 200, as a ratio to sklearn
+   ``Ridge(solver='cholesky')`` on the same multi-output problem and to a
+   loop of single-output ``Ridge`` fits (a subset is timed and extrapolated).
+
+Writes ``benchmarks/results/reusecov.json`` and ``.md``. Not run by pytest.
+
+Usage::
+
+    python benchmarks/bench_reusecov.py            # everything
+    python benchmarks/bench_reusecov.py --quick    # small grid, small timing
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LinearRegression, Ridge
+
+from skprivreg.linear_model._independent_ssp import IndependentSSPRegressor
+from skprivreg.linear_model._reusecov import ReuseCovRegressor
+
+RESULTS = Path(__file__).resolve().parent / "results"
+EPSILON = 5.0
+D = 25
+
+
+# ---------------------------------------------------------------- data
+def simulate_haplotypes(seed=11):
+    """Spec §4.2 G1: 5-deme island model with the 1KG super-population sizes."""
+    import msprime
+
+    demography = msprime.Demography.island_model([10_000] * 5, migration_rate=1.44e-4)
+    sizes = [661, 347, 504, 503, 489]
+    samples = [msprime.SampleSet(k, population=i, ploidy=2) for i, k in enumerate(sizes)]
+    ts = msprime.sim_ancestry(
+        samples=samples, demography=demography, sequence_length=7_000_000,
+        recombination_rate=1e-8, random_seed=seed,
+    )
+    mts = msprime.sim_mutations(ts, rate=1.25e-8, model=msprime.BinaryMutationModel(),
+                                random_seed=seed + 1)
+    H = mts.genotype_matrix().T.astype(np.int8)
+    maf = H.mean(axis=0)
+    maf = np.minimum(maf, 1 - maf)
+    H = H[:, maf >= 0.01][:, :78_961]
+    return H
+
+
+def genotype_design(H, rng):
+    cols = rng.choice(H.shape[1], size=D, replace=False)
+    X = H[:, cols].astype(np.float64)
+    return X - X.mean(axis=0)  # per-SNP centring (public convention, spec §4.2)
+
+
+def gaussian_design(rng, n=5000):
+    return rng.normal(size=(n, D))
+
+
+def outcomes(X, n_outputs, rng):
+    theta = rng.normal(0.0, 1.0 / D**0.25, size=(D, n_outputs))  # cov I/sqrt(d)
+    return X @ theta + rng.normal(size=(X.shape[0], n_outputs))
+
+
+# ------------------------------------------------------------- metrics
+def pooled_r2(Y, P):
+    return 1.0 - np.sum((Y - P) ** 2) / np.sum((Y - Y.mean(axis=0)) ** 2)
+
+
+def methods(x_bound, y_bound, w_bound, delta):
+    common = dict(epsilon=EPSILON, delta=delta, w_bound=w_bound, keep_noisy_stats=True)
+    full = dict(x_bound=x_bound, y_bound=y_bound)
+    return {
+        "gauss_full": ReuseCovRegressor(privacy="full", **full, **common),
+        "gauss_full_paper": ReuseCovRegressor(
+            privacy="full", composition="paper", neighbouring="add-remove", **full,
+            **common),
+        "gauss_label": ReuseCovRegressor(privacy="label", y_bound=y_bound, **common),
+        "proj_label": ReuseCovRegressor(privacy="label", mechanism="proj",
+                                        y_bound=y_bound, **common),
+        "gauss_label_ridge0": ReuseCovRegressor(privacy="label", y_bound=y_bound,
+                                                ridge=0.0, **common),
+        "proj_label_ridge0": ReuseCovRegressor(privacy="label", mechanism="proj",
+                                               y_bound=y_bound, ridge=0.0, **common),
+        "gauss_feature": ReuseCovRegressor(privacy="feature", x_bound=x_bound, **common),
+        "proj_feature": ReuseCovRegressor(privacy="feature", mechanism="proj",
+                                          x_bound=x_bound, **common),
+        "independent_ssp": IndependentSSPRegressor(
+            epsilon=EPSILON, delta=delta, x_bound=x_bound, y_bound=y_bound,
+            w_bound=w_bound),
+    }
+
+
+def exact_association(est, X, Y):
+    """X^T Y / n on the clipped, augmented data the estimator used."""
+    Xa = X
+    if est.privacy != "label" and est.x_bound is not None:
+        norms = np.linalg.norm(X, axis=1)
+        scale = np.minimum(1.0, est.x_bound / np.maximum(norms, 1e-300))
+        Xa = X * scale[:, None]
+    Xa = np.hstack([Xa, np.ones((X.shape[0], 1))])
+    Yc = Y if est.privacy == "feature" else np.clip(Y, -est.y_bound, est.y_bound)
+    return Xa.T @ Yc / X.shape[0]
+
+
+def accuracy_study(design, grid, reps, seed, H=None):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n_outputs in grid:
+        n_reps = reps if n_outputs <= 1001 else 1
+        for rep in range(n_reps):
+            X = genotype_design(H, rng) if design == "genotype" else gaussian_design(rng)
+            Y = outcomes(X, n_outputs, rng)
+            n = X.shape[0]
+            n_train = int(0.8 * n)
+            perm = rng.permutation(n)
+            tr, te = perm[:n_train], perm[n_train:]
+            Xtr, Ytr, Xte, Yte = X[tr], Y[tr], X[te], Y[te]
+            if design == "genotype":
+                x_bound = math.sqrt(D)
+                y_bound = 5.0
+            else:
+                x_bound = 1.5 * math.sqrt(D)
+                # 4 sd of y, from a separate synthetic draw (never the evaluation data).
+                aux = np.random.default_rng(seed + 1000 + rep)
+                Xa = gaussian_design(aux, 2000)
+                y_bound = 4.0 * outcomes(Xa, 50, aux).std()
+            w_bound = D**0.25
+            delta = 1.0 / n_train**2
+            # Minimum-norm least squares: sampled SNPs can be collinear (perfect LD).
+            ols = LinearRegression().fit(Xtr, Ytr)
+            mse_ols = np.mean((Ytr - ols.predict(Xtr)) ** 2)
+            base = {"design": design, "l": n_outputs, "rep": rep}
+            rows.append({**base, "method": "ols", "r2_in": pooled_r2(Ytr, ols.predict(Xtr)),
+                         "r2_out": pooled_r2(Yte, ols.predict(Xte)), "log_mse_ratio": 0.0,
+                         "assoc_mse": 0.0, "seconds": None})
+            for name, est in methods(x_bound, y_bound, w_bound, delta).items():
+                est.set_params(random_state=int(rng.integers(2**31)))
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(Xtr, Ytr)
+                seconds = time.perf_counter() - t0
+                Ptr = est.predict(Xtr).reshape(Ytr.shape)
+                Pte = est.predict(Xte).reshape(Yte.shape)
+                row = {**base, "method": name, "r2_in": pooled_r2(Ytr, Ptr),
+                       "r2_out": pooled_r2(Yte, Pte),
+                       "log_mse_ratio": float(np.log(np.mean((Ytr - Ptr) ** 2) / mse_ols)),
+                       "seconds": seconds}
+                if isinstance(est, ReuseCovRegressor):
+                    G = exact_association(est, Xtr, Ytr)
+                    row["assoc_mse"] = float(np.mean((est.noisy_xty_ - G) ** 2))
+                    row["proj_active"] = bool(est.proj_active_)
+                    row["ridge"] = est.ridge_
+                    row["cov_budget"] = est.cov_budget_
+                else:
+                    row["assoc_mse"] = None
+                    row["ridge"] = est.ridge_
+                rows.append(row)
+            print(f"[{design}] l={n_outputs} rep={rep} done", flush=True)
+    return rows
+
+
+def summarise(rows):
+    table = {}
+    for row in rows:
+        key = (row["design"], row["method"], row["l"])
+        table.setdefault(key, []).append(row)
+    out = []
+    for (design, method, n_outputs), group in sorted(table.items()):
+        entry = {"design": design, "method": method, "l": n_outputs, "reps": len(group)}
+        for metric in ("r2_in", "r2_out", "log_mse_ratio", "assoc_mse"):
+            values = [g[metric] for g in group if g.get(metric) is not None]
+            if values:
+                entry[metric] = float(np.mean(values))
+                entry[metric + "_sd"] = float(np.std(values))
+        if "proj_active" in group[0]:
+            entry["proj_active"] = float(np.mean([g["proj_active"] for g in group]))
+        out.append(entry)
+    return out
+
+
+# ------------------------------------------------------------------ timing
+def timing_study(n, d, n_outputs, loop_subset, seed=0, repeats=2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    Y = np.empty((n, n_outputs))
+    theta = rng.normal(0, 1 / math.sqrt(d), size=(d, n_outputs))
+    step = 10_000
+    for a in range(0, n, step):
+        Y[a:a + step] = X[a:a + step] @ theta + rng.normal(size=(min(step, n - a),
+                                                              n_outputs))
+    y_bound = float(np.abs(Y).max()) + 1.0  # benchmark only: timing, no privacy claim
+    result = {"n": n, "d": d, "l": n_outputs}
+
+    # The machine is shared: alternate the two multi-output fits and keep the
+    # best of ``repeats`` runs of each.
+    times = {"reusecov": [], "ridge": []}
+    for _ in range(repeats):
+        est = ReuseCovRegressor(epsilon=1.0, delta=1e-10, x_bound=math.sqrt(d),
+                                y_bound=y_bound, random_state=0)
+        t0 = time.perf_counter()
+        est.fit(X, Y)
+        times["reusecov"].append(time.perf_counter() - t0)
+        del est
+        ridge = Ridge(alpha=1.0, solver="cholesky")
+        t0 = time.perf_counter()
+        ridge.fit(X, Y)
+        times["ridge"].append(time.perf_counter() - t0)
+        del ridge
+    result["repeats"] = repeats
+    result["reusecov_gauss_full_s"] = min(times["reusecov"])
+    result["ridge_multioutput_s"] = min(times["ridge"])
+    result["reusecov_gauss_full_all_s"] = times["reusecov"]
+    result["ridge_multioutput_all_s"] = times["ridge"]
+
+    t0 = time.perf_counter()
+    for j in range(loop_subset):
+        Ridge(alpha=1.0, solver="cholesky").fit(X, Y[:, j])
+    per_fit = (time.perf_counter() - t0) / loop_subset
+    result["ridge_loop_subset"] = loop_subset
+    result["ridge_loop_extrapolated_s"] = per_fit * n_outputs
+
+    est1 = ReuseCovRegressor(epsilon=1.0, delta=1e-10, x_bound=math.sqrt(d),
+                             y_bound=y_bound, random_state=0)
+    t0 = time.perf_counter()
+    for j in range(loop_subset):
+        est1.fit(X, Y[:, j])
+    result["reusecov_loop_extrapolated_s"] = (
+        (time.perf_counter() - t0) / loop_subset * n_outputs
+    )
+    result["ratio_to_ridge_multioutput"] = (
+        result["reusecov_gauss_full_s"] / result["ridge_multioutput_s"]
+    )
+    result["ratio_to_ridge_loop"] = (
+        result["reusecov_gauss_full_s"] / result["ridge_loop_extrapolated_s"]
+    )
+    return result
+
+
+# --------------------------------------------------------------- reporting
+METHOD_ORDER = ["ols", "gauss_full", "gauss_full_paper", "independent_ssp", "gauss_label",
+                "proj_label", "gauss_label_ridge0", "proj_label_ridge0", "gauss_feature",
+                "proj_feature"]
+
+
+def markdown(summary, timing, meta):
+    lines = ["# ReuseCov (PRIMO) benchmark", "",
+             f"Command: `{meta['command']}`; {meta['platform']}; "
+             f"epsilon = {EPSILON}, delta = 1/n_train^2, d = {D}.", ""]
+    for design in sorted({s["design"] for s in summary}):
+        grid = sorted({s["l"] for s in summary if s["design"] == design})
+        for metric, title in [("r2_in", "pooled in-sample R^2"),
+                              ("r2_out", "pooled holdout R^2"),
+                              ("log_mse_ratio", "ln(MSE_priv / MSE_OLS), in-sample"),
+                              ("assoc_mse", "per-entry MSE of the released X^T Y / n")]:
+            lines += [f"## {design}: {title}", "",
+                      "| method | " + " | ".join(f"l={g}" for g in grid) + " |",
+                      "|---|" + "---|" * len(grid)]
+            for method in METHOD_ORDER:
+                cells = []
+                for g in grid:
+                    hit = [s for s in summary if s["design"] == design and
+                           s["method"] == method and s["l"] == g and metric in s]
+                    if not hit:
+                        cells.append("-")
+                        continue
+                    s = hit[0]
+                    if metric == "assoc_mse":
+                        cells.append(f"{s[metric]:.3g}")
+                    else:
+                        cells.append(f"{s[metric]:.3f} ± {s[metric + '_sd']:.3f}")
+                if any(c != "-" for c in cells):
+                    lines.append(f"| {method} | " + " | ".join(cells) + " |")
+            lines.append("")
+        active = [s for s in summary if s["design"] == design and "proj_active" in s and
+                  s["method"].startswith("proj")]
+        if active:
+            lines += [f"Projection active (fraction of reps), {design}: " + ", ".join(
+                f"{s['method']}@l={s['l']}: {s['proj_active']:.2f}" for s in active), ""]
+    if timing:
+        lines += ["## Fit time", "", "| quantity | value |", "|---|---|"]
+        for k, v in timing.items():
+            if isinstance(v, list):
+                v = ", ".join(f"{x:.3g}" for x in v)
+            lines.append(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument("--timing-n", type=int, default=100_000)
+    parser.add_argument("--timing-l", type=int, default=10_000)
+    parser.add_argument("--timing-d", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args(argv)
+    grid = [1, 11, 101] if args.quick else [1, 11, 101, 1001, 10_000]
+    meta = {"command": "python benchmarks/bench_reusecov.py " + " ".join(argv or []),
+            "platform": f"{platform.processor() or platform.machine()}, "
+                        f"{os.cpu_count()} cpus, numpy {np.__version__}"}
+    rows = []
+    if not args.skip_accuracy:
+        t0 = time.perf_counter()
+        H = simulate_haplotypes()
+        meta["haplotypes_shape"] = list(H.shape)
+        meta["simulation_seconds"] = time.perf_counter() - t0
+        rows += accuracy_study("genotype", grid, args.reps, seed=1, H=H)
+        rows += accuracy_study("gaussian", grid, args.reps, seed=2)
+    summary = summarise(rows)
+    timing = None
+    if not args.skip_timing:
+        if args.quick:
+            timing = timing_study(20_000, 50, 1000, loop_subset=20)
+        else:
+            timing = timing_study(args.timing_n, args.timing_d, args.timing_l,
+                                  loop_subset=20)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    previous = RESULTS / "reusecov.json"
+    if previous.exists() and (args.skip_accuracy or args.skip_timing):
+        old = json.loads(previous.read_text())
+        if args.skip_accuracy:
+            rows, summary = old.get("rows", []), old.get("summary", [])
+            meta = {**old.get("meta", {}), "timing_command": meta["command"]}
+        if args.skip_timing:
+            timing = old.get("timing")
+    payload = {"meta": meta, "summary": summary, "timing": timing, "rows": rows}
+    (RESULTS / "reusecov.json").write_text(json.dumps(payload, indent=1))
+    (RESULTS / "reusecov.md").write_text(markdown(summary, timing, meta))
+    print(markdown(summary, timing, meta))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""The naive PRIMO baseline: ``l`` independent SSP regressions with a composed budget.
+
+Each outcome gets its own noisy covariance and its own noisy association, so
+the covariance noise is paid ``l`` times. Under GDP each run is
+``mu/sqrt(l)``-GDP (exact composition); under basic composition each run gets
+``(epsilon/l, delta/l)``. PRIMO's Eq. (4) states the naive baseline with
+``epsilon/sqrt(l)`` per run (advanced composition); GDP composition is at
+least as tight and exact for Gaussian releases.
+"""
+
+import math
+import warnings
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
+
+from .._compat import Interval, StrOptions, fit_context, validate_data
+from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..base import DPEstimatorMixin
+from ..exceptions import ClippingWarning
+from ..mechanisms import (
+    add_gaussian,
+    gaussian_event_from_mu,
+    gaussian_sigma,
+    symmetric_gaussian_matrix,
+)
+from ._base import LinearPredictMixin
+from ._reusecov import (
+    association_sensitivity,
+    covariance_sensitivity,
+    sufficient_statistics,
+    theory_ridge,
+)
+
+__all__ = ["IndependentSSPRegressor"]
+
+# Runs solved together in one batched eigendecomposition.
+_RUN_BATCH = 64
+
+
+def _symmetric_noise_batch(k, d, sigma, rng):
+    """``k`` independent symmetric d x d Gaussian matrices (PRIMO's E1, one per run)."""
+    return np.stack([symmetric_gaussian_matrix(d, sigma, rng) for _ in range(k)])
+
+
+class IndependentSSPRegressor(
+    DPEstimatorMixin, LinearPredictMixin, MultiOutputMixin, RegressorMixin, BaseEstimator
+):
+    """``l`` independent private SSP regressions (the baseline PRIMO improves on).
+
+    Outcome ``j`` gets :math:`w_j = \\Pi_{\\succeq\\lambda}(X^\\top X/n + E_1^{(j)}
+    + \\lambda I)^{-1}(X^\\top y_j/n + e_2^{(j)})` with fresh covariance noise
+    for every outcome.
+
+    **Guarantee.** Full DP, replace-one neighbouring (one record ``(x_i,
+    y^i)`` replaced), ``(epsilon, delta)``-DP over all ``l`` outcomes.
+    **Budget split.** ``composition='gdp'``: ``mu = mu(epsilon, delta)``;
+    run ``j`` is ``mu/sqrt(l)``-GDP, its covariance gets ``sqrt(f)`` and its
+    association ``sqrt(1-f)`` of that (``f = cov_budget``); the ``2 l``
+    Gaussian releases compose exactly to ``mu``. ``composition='basic'``:
+    run ``j`` gets ``(epsilon/l, delta/l)``, split ``f``/``1-f``, analytic
+    Gaussian calibration. Sensitivities per run (normalised): ``sqrt(2)
+    B^2/n`` and ``2 B y_bound/n``. Requires ``x_bound`` and ``y_bound``;
+    clipping as in :class:`ReuseCovRegressor`. No private test; never fails.
+    Meant for comparisons: its covariance noise is ``sqrt(l)`` times larger
+    than ReuseCov's.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float in (0, 1) or None, default=None
+        ``None`` means ``1/n^2``.
+    x_bound, y_bound : float or None
+    w_bound : float or None
+    ridge : float >= 0 or 'auto', default='auto'
+        Per run, :func:`~skprivreg.linear_model._reusecov.theory_ridge` with
+        that run's noise scales.
+    cov_budget : float in (0, 1), default=0.5
+    composition : {'gdp', 'basic'}, default='gdp'
+    fit_intercept : bool, default=True
+    intercept_scaling : float, default=1.0
+    on_clip : {'warn', 'raise', 'silent'}, default='warn'
+    accountant : BudgetAccountant or None
+    random_state : None, int or Generator
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
+    intercept_ : float or ndarray of shape (n_outputs,)
+    n_outputs_ : int
+    ridge_ : float
+        The per-run ridge (normalised scale; public).
+    noise_std_ : dict
+        Per-run ``{'covariance': sigma_1, 'association': sigma_2}``.
+    privacy_spent_ : PrivacyLedger
+        Two events, each the composition of the ``l`` per-run releases.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+    """
+
+    _parameter_constraints = {
+        **DPEstimatorMixin._privacy_parameter_constraints,
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
+        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "w_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "ridge": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "cov_budget": [Interval(Real, 0, 1, closed="neither")],
+        "composition": [StrOptions({"gdp", "basic"})],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "on_clip": [StrOptions({"warn", "raise", "silent"})],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        delta=None,
+        *,
+        x_bound=None,
+        y_bound=None,
+        w_bound=None,
+        ridge="auto",
+        cov_budget=0.5,
+        composition="gdp",
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        on_clip="warn",
+        accountant=None,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_bound = x_bound
+        self.y_bound = y_bound
+        self.w_bound = w_bound
+        self.ridge = ridge
+        self.cov_budget = cov_budget
+        self.composition = composition
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.on_clip = on_clip
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _events(self, n, n_outputs, x_eff, epsilon, delta, private):
+        """Two events, each the composition of the l per-run releases of one kind."""
+        sens_cov = covariance_sensitivity(x_eff, n)
+        sens_assoc = association_sensitivity(x_eff, self.y_bound or 0.0, n)
+        f = float(self.cov_budget)
+        root_l = math.sqrt(n_outputs)
+        if not private:
+            events = [
+                PrivacyEvent("covariance x l", 0.0, 0.0, sensitivity=root_l * sens_cov,
+                             sigma=0.0),
+                PrivacyEvent("association x l", 0.0, 0.0,
+                             sensitivity=root_l * sens_assoc, sigma=0.0),
+            ]
+            return events, 0.0, 0.0, PrivacyLedger(events, delta=0.0)
+        if self.composition == "gdp":
+            mu = gdp_mu(epsilon, delta)
+            # l independent releases of sigma with sensitivity Delta each are one
+            # Gaussian release of sensitivity sqrt(l) Delta (a row changes all).
+            cov = gaussian_event_from_mu("covariance x l", root_l * sens_cov,
+                                         math.sqrt(f) * mu, f * delta)
+            assoc = gaussian_event_from_mu("association x l", root_l * sens_assoc,
+                                           math.sqrt(1 - f) * mu, (1 - f) * delta)
+            ledger = PrivacyLedger([cov, assoc], composition="gdp", delta=delta)
+            return [cov, assoc], cov.sigma, assoc.sigma, ledger
+        eps_run, delta_run = epsilon / n_outputs, delta / n_outputs
+        sigma_cov = gaussian_sigma(sens_cov, f * eps_run, f * delta_run)
+        sigma_assoc = gaussian_sigma(sens_assoc, (1 - f) * eps_run, (1 - f) * delta_run)
+        cov = PrivacyEvent("covariance x l", f * epsilon, f * delta,
+                           sensitivity=sens_cov, sigma=sigma_cov)
+        assoc = PrivacyEvent("association x l", epsilon - f * epsilon,
+                             delta - f * delta, sensitivity=sens_assoc, sigma=sigma_assoc)
+        ledger = PrivacyLedger([cov, assoc], composition="basic", delta=delta)
+        return [cov, assoc], sigma_cov, sigma_assoc, ledger
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit ``l`` independent private regressions.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32],
+                             multi_output=True, y_numeric=True)
+        private = self._validate_privacy_params()
+        single_output = y.ndim == 1
+        Y = y[:, None] if single_output else y
+        n, d = X.shape
+        n_outputs = Y.shape[1]
+        p = d + int(self.fit_intercept)
+        if private and (self.x_bound is None or self.y_bound is None):
+            raise ValueError("IndependentSSPRegressor needs x_bound and y_bound.")
+        delta = float(self.delta) if self.delta is not None else (
+            1.0 / n**2 if n > 1 else 0.5
+        )
+        x_eff = 0.0
+        if self.x_bound is not None:
+            x_eff = (math.hypot(self.x_bound, self.intercept_scaling)
+                     if self.fit_intercept else float(self.x_bound))
+        epsilon = float(self.epsilon) if private else math.inf
+        _, sigma_cov, sigma_assoc, ledger = self._events(
+            n, n_outputs, x_eff, epsilon, delta, private
+        )
+        self._check_budget(ledger)
+
+        stats = sufficient_statistics(
+            X, Y, x_bound=self.x_bound, y_bound=self.y_bound,
+            fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
+        )
+        if (stats.x_clipped or stats.y_clipped) and self.on_clip != "silent":
+            if self.on_clip == "raise":
+                raise ValueError(
+                    "Some rows of X or entries of Y exceed the declared bounds "
+                    "(on_clip='raise'). Nothing was spent."
+                )
+            warnings.warn("Some rows of X or entries of Y were clipped to the declared "
+                          "bounds.", ClippingWarning, stacklevel=3)
+        Sigma = stats.xtx / n
+        G = stats.xty / n
+        if self.ridge == "auto":
+            w_scale = self.w_bound if self.w_bound is not None else (
+                (self.y_bound / x_eff) if (self.y_bound and x_eff) else 1.0
+            )
+            lam = 0.0 if not private else theory_ridge(p, sigma_cov, sigma_assoc, w_scale)
+        else:
+            lam = float(self.ridge)
+
+        rng = self._rngs("noise")["noise"]
+        W = np.empty((p, n_outputs))
+        eye = np.eye(p)
+        for start in range(0, n_outputs, _RUN_BATCH):
+            stop = min(start + _RUN_BATCH, n_outputs)
+            k = stop - start
+            M = Sigma + _symmetric_noise_batch(k, p, sigma_cov, rng) + lam * eye
+            g = add_gaussian(G[:, start:stop].T, sigma_assoc, rng)
+            eigvals, eigvecs = np.linalg.eigh(M)
+            if lam > 0:
+                inv = 1.0 / np.maximum(eigvals, lam)
+            else:
+                top = np.abs(eigvals).max(axis=1, keepdims=True)
+                floor = (1e-10 * np.maximum(top, 1.0) if sigma_cov > 0
+                         else p * np.finfo(float).eps * top)
+                keep = eigvals > floor
+                inv = np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
+            coords = np.einsum("kji,kj->ki", eigvecs, g) * inv
+            W[:, start:stop] = np.einsum("kij,kj->ik", eigvecs, coords)
+        self._charge(ledger)
+
+        if self.fit_intercept:
+            coef, intercept = W[:-1].T, self.intercept_scaling * W[-1]
+        else:
+            coef, intercept = W.T, np.zeros(n_outputs)
+        if single_output:
+            self.coef_, self.intercept_ = coef[0].copy(), float(intercept[0])
+        else:
+            self.coef_, self.intercept_ = np.ascontiguousarray(coef), intercept.copy()
+        self.n_outputs_ = n_outputs
+        self.ridge_ = lam
+        self.noise_std_ = {"covariance": sigma_cov, "association": sigma_assoc}
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
