@@ -145,3 +145,16 @@ def test_feature_names_are_kept():
         est = AdaSSPRegressor(random_state=0).fit(frame, y)
     assert list(est.feature_names_in_) == list(frame.columns)
     assert est.n_features_in_ == 4
+
+
+@pytest.mark.parametrize(
+    "Estimator",
+    [AdaSSPRegressor, SSPRegressor, ReuseCovRegressor, IndependentSSPRegressor,
+     GaussianLabelNoiseRegressor],
+)
+def test_non_private_mode_never_claims_a_guarantee(Estimator):
+    X, y = _data(n=500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        est = Estimator(epsilon=np.inf).fit(X, y)
+    assert est.privacy_spent_.epsilon == np.inf

@@ -314,12 +314,13 @@ def _split_events(
     """
     neigh = neighbouring
     if math.isinf(epsilon):
-        cov = None
-        if f > 0:
-            cov = gaussian_event("covariance", sens_cov, np.inf, 0.5, notion=notion,
-                                 neighbouring=neigh)
-        return cov, gaussian_event(assoc_name, sens_assoc, np.inf, 0.5, notion=notion,
-                                   neighbouring=neigh)
+        # Non-private test mode: no noise, no guarantee (the ledger says inf).
+        def noiseless(name, sens):
+            return PrivacyEvent(name, math.inf, 0.0, notion=notion, neighbouring=neigh,
+                                sensitivity=sens, sigma=0.0)
+
+        cov = noiseless("covariance", sens_cov) if f > 0 else None
+        return cov, noiseless(assoc_name, sens_assoc)
     eps_cov, delta_cov = f * epsilon, f * delta
     eps_assoc, delta_assoc = epsilon - eps_cov, delta - delta_cov
     if sampling_ratio is not None and f > 0:
