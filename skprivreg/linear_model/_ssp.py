@@ -321,8 +321,9 @@ class SSPRegressor(_BaseSSP):
 
     **Sample size.** The Gram noise has operator norm about
     ``2 sigma_XX sqrt(p)`` (``p`` = number of columns including the
-    intercept); the fit is useful when ``n lambda_min(Sigma)`` is much larger,
-    i.e. ``n >> 2 sqrt(2 p) B^2 / (mu' lambda_min(Sigma))``.
+    intercept), and under the GDP split ``sigma_XX = 2 B^2 / mu'``; the fit is
+    useful when ``n lambda_min(Sigma)`` is much larger, i.e.
+    ``n >> 4 sqrt(p) B^2 / (mu' lambda_min(Sigma))``.
 
     Parameters
     ----------
