@@ -43,29 +43,31 @@ def _add(a, b):
     return tuple(x + y for x, y in zip(a, b))
 
 
-def _tree_sum(parts):
+def _tree_sum(parts, combine):
     import dask
 
     while len(parts) > 1:
         parts = [
-            dask.delayed(_add)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+            dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
             for i in range(0, len(parts), 2)
         ]
     return parts[0]
 
 
-def sum_over_row_blocks(block_function, X, Y=None, block_rows=BLOCK_ROWS):
-    """``sum_b block_function(X_b, Y_b)`` over row blocks, elementwise over the tuple.
+def sum_over_row_blocks(block_function, X, Y=None, block_rows=BLOCK_ROWS, combine=_add):
+    """``sum_b block_function(X_b, Y_b)`` over row blocks.
 
     Parameters
     ----------
     block_function : callable
-        ``(X_block, Y_block_or_None) -> tuple of arrays``; must be a pure
-        function of the block (it may run in another process).
+        ``(X_block, Y_block_or_None) -> statistics``; must be a pure function
+        of the block (it may run in another process).
     X : ndarray, memmap or dask array of shape (n, d)
     Y : same kind, shape (n, l), or None
     block_rows : int
         Rows per block on NumPy input (Dask input keeps its own chunks).
+    combine : callable, default: elementwise sum of tuples
+        Associative merge of two blocks' statistics.
     """
     if is_dask_collection(X):
         import dask
@@ -78,7 +80,8 @@ def sum_over_row_blocks(block_function, X, Y=None, block_rows=BLOCK_ROWS):
             Y = Y.rechunk((X.chunks[0], -1))
             y_blocks = Y.to_delayed().ravel()
         parts = [dask.delayed(block_function)(xb, yb) for xb, yb in zip(x_blocks, y_blocks)]
-        return tuple(_tree_sum(parts).compute())
+        result = _tree_sum(parts, combine).compute()
+        return tuple(result) if combine is _add else result
     n = X.shape[0]
     partials = (
         block_function(
@@ -87,7 +90,7 @@ def sum_over_row_blocks(block_function, X, Y=None, block_rows=BLOCK_ROWS):
         )
         for start in range(0, n, block_rows)
     )
-    return reduce(_add, partials)
+    return reduce(combine, partials)
 
 
 def validate_blockwise_data(estimator, X, y, *, multi_output=True):

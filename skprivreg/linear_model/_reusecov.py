@@ -18,6 +18,7 @@ import argparse
 import math
 import warnings
 from dataclasses import dataclass, field, replace
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,6 +26,7 @@ from scipy import linalg
 from scipy.optimize import minimize_scalar
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
+from .._blockwise import sum_over_row_blocks
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin, seed_sequence
@@ -187,22 +189,19 @@ def combine_statistics(a, b):
 
 
 def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
-    """:func:`block_statistics` accumulated over blocks of rows of in-memory X, Y.
+    """:func:`block_statistics` accumulated over blocks of rows of X, Y.
 
     ``row_block`` rows at a time (default: about 64 MB of X and Y per block),
-    so neither a clipped copy of X nor one of Y is ever held whole.
+    so neither a clipped copy of X nor one of Y is ever held whole; Dask
+    arrays are reduced on their workers (:func:`~skprivreg._blockwise.sum_over_row_blocks`).
     """
-    n = X.shape[0]
     width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
     step = row_block or max(1, _ROW_BLOCK_BYTES // (8 * width))
-    total = None
-    for start in range(0, max(n, 1), step):
-        stop = min(start + step, n)
-        part = block_statistics(
-            X[start:stop], None if Y is None else Y[start:stop], **kwargs
-        )
-        total = part if total is None else combine_statistics(total, part)
-    return total
+    if X.shape[0] == 0:
+        return block_statistics(X, Y, **kwargs)
+    return sum_over_row_blocks(
+        partial(block_statistics, **kwargs), X, Y, block_rows=step, combine=combine_statistics
+    )
 
 
 # ---------------------------------------------------------------------------
