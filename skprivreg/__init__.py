@@ -8,10 +8,18 @@ from .exceptions import (
     PrivacyLeakWarning,
     PrivateTestFailed,
 )
+from .feature_selection import (
+    PrivateLassoRegressor,
+    PrivateLassoSupportSelector,
+    PrivateTopSSelector,
+    UnstableSupportError,
+)
 from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
 from .linear_model import (
     AdaSSPRegressor,
     IndependentSSPRegressor,
+    ISSPFailedError,
+    ISSPRegressor,
     NoisyCovariance,
     ReuseCovRegressor,
     SSPRegressor,
@@ -20,6 +28,12 @@ from .linear_model import (
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ISSPRegressor",
+    "ISSPFailedError",
+    "PrivateLassoSupportSelector",
+    "PrivateLassoRegressor",
+    "PrivateTopSSelector",
+    "UnstableSupportError",
     "AdaSSPRegressor",
     "SSPRegressor",
     "ReuseCovRegressor",

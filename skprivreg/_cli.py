@@ -21,13 +21,17 @@ PLANNERS = {
     "ssp": "skprivreg.linear_model._plan_ssp:plan_ssp",
     "lba": "skprivreg.label_dp:plan_command",
     "reusecov": "skprivreg.linear_model._reusecov:plan_command",
+    "issp": "skprivreg.linear_model._issp:plan_command",
+    "lasso": "skprivreg.feature_selection._lasso_support:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
 DEMO_MODULES = [
     "skprivreg.linear_model._plan_ssp",
+    "skprivreg.linear_model._issp",
     "skprivreg.linear_model._reusecov",
     "skprivreg.label_dp",
+    "skprivreg.feature_selection._lasso_support",
 ]
 
 
@@ -99,9 +103,9 @@ def demo(argv=None):
     for case in _demo_cases():
         row = _score_row(case)
         print(
-            f"{row['case']:<54}{row['notion']:<8}{row['epsilon']:>8.3g}{row['delta']:>9.1e}"
+            f"{row['case'][:53]:<54}{row['notion']:<8}{row['epsilon']:>8.3g}{row['delta']:>9.1e}"
             f"{row['mse']:>11.4g}{row['mse_nonprivate']:>10.4g}{row['mse_mean']:>9.4g}"
-            f"{row['r2']:>7.3f}{row['seconds']:>8.2f}"
+            f"{row['r2']:>10.3g}{row['seconds']:>8.2f}"
         )
     print(
         "\nMSE on held-out data; 'non-priv' is the non-private fit of the same model, "

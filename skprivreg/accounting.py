@@ -42,6 +42,8 @@ __all__ = [
     "gdp_mu",
     "gdp_epsilon",
     "compose_ledgers",
+    "subsampled_guarantee",
+    "subsample_budget",
 ]
 
 NOTIONS = ("full", "label", "feature")

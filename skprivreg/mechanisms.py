@@ -46,12 +46,21 @@ __all__ = [
     "ptr_calibration",
     "ptr_test",
     "stability_histogram",
+    "stability_mode",
     "exponential_mechanism",
     "above_threshold",
     "bound_bins",
     "upper_bound_margin",
     "counts_above",
     "private_upper_bound",
+    "laplace_distance_threshold",
+    "laplace_distance_test",
+    "laplace_release_probability",
+    "gumbel_top_k",
+    "primo_constant",
+    "primo_gaussian_event",
+    "subsampled_gaussian_event",
+    "gaussian_precision_shaped",
 ]
 
 

@@ -1,0 +1,37 @@
+"""Private feature selection: the Lasso support (Smith & Thakurta 2013) and baselines."""
+
+from ._lasso_support import (
+    PrivateLassoRegressor,
+    PrivateLassoSupportSelector,
+    UnstableSupportError,
+)
+from ._rules import LarsEntryRule, LassoSupportRule, alpha_to_lambda, lambda_to_alpha
+from ._stability import (
+    BOTTOM,
+    SENTINEL,
+    StableModeResult,
+    SubsamplePlan,
+    propose_test_release,
+    stable_mode,
+    subsample_plan,
+)
+from ._top_s import PrivateTopSSelector, private_top_s_correlations
+
+__all__ = [
+    "BOTTOM",
+    "SENTINEL",
+    "LarsEntryRule",
+    "LassoSupportRule",
+    "PrivateLassoRegressor",
+    "PrivateLassoSupportSelector",
+    "PrivateTopSSelector",
+    "StableModeResult",
+    "SubsamplePlan",
+    "UnstableSupportError",
+    "alpha_to_lambda",
+    "lambda_to_alpha",
+    "private_top_s_correlations",
+    "propose_test_release",
+    "stable_mode",
+    "subsample_plan",
+]

@@ -1,0 +1,958 @@
+"""Numerical cores of ISSP: stable leverage and residual filtering, blockwise passes.
+
+Everything here is a pure function of the data and public constants. Nothing in
+this module is differentially private on its own: scores, weights, leverages and
+residuals are secret intermediate values of :class:`ISSPRegressor` and must
+never leave ``fit`` (ISSP spec §8.2).
+
+Two implementations of each filter exist.
+
+* **Reference** (``*_reference``): a direct transcription of the corrected
+  algorithms (spec §6.2 and Algorithm 3), recomputing every leverage and every
+  weighted least-squares fit from scratch. ``O(n p^2)`` per step; for tests.
+* **Engine** (:func:`slf_engine`, :func:`srf_engine`): the production path of
+  spec §9. It sees the data only through *passes* over a re-iterable source of
+  row blocks (:class:`ArrayRowSource`; a Dask source only needs ``n``, ``p``
+  and ``blocks()``), keeps a small candidate set in memory and applies low-rank
+  (rank-one) updates on it. Leverage filtering is order independent (spec
+  §5.1(a): each level set is the largest stable subset), and residual
+  filtering is Algorithm 4, so the engine returns the same scores and weights
+  as the reference.
+
+Floating point (spec §14). An extreme row makes a float64 Gram matrix useless
+for the other rows. The engine therefore
+
+1. accepts a Gram/Cholesky factor only with a certificate: the column-scaled
+   Gram matrix must have condition number at most ``GRAM_CONDITION_MAX``;
+   otherwise the factor is recomputed by a row-sorted Householder TSQR, which
+   is row-wise backward stable and resolves the leverage of an extreme row
+   (close to 1) without destroying the others;
+2. never keeps using a factor after removing rows whose whitened Gram block
+   ``Z_E Z_E^T`` has an eigenvalue above 1/2 (any removed row with leverage
+   above 1/2 triggers this): it rebases, i.e. recomputes the factor of the kept
+   rows from scratch in a new pass, instead of downdating.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg
+from scipy.linalg import blas
+
+__all__ = [
+    "ArrayRowSource",
+    "leverage_thresholds",
+    "residual_thresholds",
+    "residual_thresholding",
+    "stable_leverage_filtering",
+    "stable_residual_filtering",
+    "slf_engine",
+    "srf_engine",
+    "factor_pass",
+    "gram_pass",
+    "tsqr_pass",
+]
+
+_EPS = np.finfo(np.float64).eps
+#: Largest condition number of the column-scaled Gram matrix for which the
+#: Cholesky factor is trusted (relative leverage error about eps * this).
+GRAM_CONDITION_MAX = 1e9
+
+
+# ---------------------------------------------------------------------------
+# Public schedules
+# ---------------------------------------------------------------------------
+def leverage_thresholds(L0, k, schedule="corrected"):
+    """Leverage thresholds ``L_j``, ``j = 0..2k``.
+
+    ``'corrected'`` (spec §5.1, normative):
+    :math:`L_j = e^{(j-2k)/k} L_0/(1 + 2kL_0)`, so that the returned weights have
+    leverage at most ``L0`` (Theorem 9(2)). ``'printed'`` is the paper's
+    Algorithm 5, :math:`e^{j/k}L_0`, kept only to show in tests that it breaks
+    Theorem 9(2).
+    """
+    j = np.arange(2 * k + 1, dtype=np.float64)
+    if schedule == "corrected":
+        top = L0 / (1.0 + 2.0 * k * L0)
+        return np.exp((j - 2 * k) / k) * top
+    if schedule == "printed":
+        return np.exp(j / k) * L0
+    raise ValueError("schedule must be 'corrected' or 'printed'.")
+
+
+def residual_thresholds(R0, L0, k):
+    """Residual ladder :math:`R_j = R_0 e^{108 k L_0 j}`, ``j = 0..2k`` (spec §6.1)."""
+    with np.errstate(over="ignore"):  # only hand-picked (non-private) L0 can overflow
+        return R0 * np.exp(108.0 * k * L0 * np.arange(2 * k + 1, dtype=np.float64))
+
+
+# ---------------------------------------------------------------------------
+# Row sources and blockwise passes (pure functions over an iterator of blocks)
+# ---------------------------------------------------------------------------
+class ArrayRowSource:
+    """Re-iterable row blocks ``(offset, X~_block, y_block)`` of an array or memmap.
+
+    ``X~`` is ``X`` with entries clipped to ``[-clip, clip]`` (if ``clip`` is
+    given; a public per-row map) and a ones column appended (if
+    ``fit_intercept``). With ``check_finite=True`` the first complete pass
+    raises ``ValueError`` on a non-finite entry (streamed inputs are validated
+    during the first pass, which releases nothing). Only one block is materialised at a time, so a
+    ``np.memmap`` is streamed from disk with memory ``O(chunk_size * p)``.
+    """
+
+    def __init__(self, X, y, *, fit_intercept=True, chunk_size=None, clip=None,
+                 check_finite=False):
+        self.check_finite = bool(check_finite)
+        self.X = X
+        self.y = y
+        self.n = int(X.shape[0])
+        self.d = int(X.shape[1])
+        self.fit_intercept = bool(fit_intercept)
+        self.p = self.d + int(self.fit_intercept)
+        self.chunk_size = self.n if chunk_size is None else max(1, int(chunk_size))
+        self.clip = clip
+
+    def blocks(self):
+        """Yield ``(offset, X~_block, y_block)``; the block arrays are reused buffers.
+
+        Consumers must copy what they keep (fancy indexing does).
+        """
+        buffer = None
+        if self.fit_intercept:
+            buffer = np.empty((min(self.chunk_size, self.n), self.p))
+            buffer[:, self.d] = 1.0
+        checking = self.check_finite
+        for start in range(0, self.n, self.chunk_size):
+            stop = min(start + self.chunk_size, self.n)
+            yield start, self.block_X(start, stop, buffer, checking), np.asarray(
+                self.y[start:stop], dtype=np.float64
+            ).reshape(-1)
+        if checking:
+            # Validated once, during the first complete pass (before any noise).
+            self.check_finite = False
+
+    def raw_blocks(self):
+        """Yield ``(offset, X_block, y_block)`` with the clip applied but no ones column."""
+        checking = self.check_finite
+        for start in range(0, self.n, self.chunk_size):
+            stop = min(start + self.chunk_size, self.n)
+            Xb = np.asarray(self.X[start:stop], dtype=np.float64)
+            if checking and not np.all(np.isfinite(Xb)):
+                raise ValueError("Input X contains NaN or infinity.")
+            if self.clip is not None:
+                Xb = np.clip(Xb, -self.clip, self.clip)
+            yield start, Xb, np.asarray(self.y[start:stop], dtype=np.float64).reshape(-1)
+        if checking:
+            self.check_finite = False
+
+    def augment(self, Xraw):
+        """Append the ones column (if ``fit_intercept``) to raw rows (a copy)."""
+        if not self.fit_intercept:
+            return np.array(Xraw, dtype=np.float64)
+        return np.hstack([Xraw, np.ones((Xraw.shape[0], 1))])
+
+    def block_X(self, start, stop, buffer=None, check_finite=False):
+        Xb = np.asarray(self.X[start:stop], dtype=np.float64)
+        if check_finite and not np.all(np.isfinite(Xb)):
+            raise ValueError("Input X contains NaN or infinity.")
+        if self.fit_intercept:
+            m = stop - start
+            if buffer is None:
+                buffer = np.empty((m, self.p))
+                buffer[:, self.d] = 1.0
+            out = buffer[:m]
+            if self.clip is not None:
+                np.clip(Xb, -self.clip, self.clip, out=out[:, : self.d])
+            else:
+                out[:, : self.d] = Xb
+            return out
+        if self.clip is not None:
+            Xb = np.clip(Xb, -self.clip, self.clip)
+        return Xb
+
+    def rows(self, idx):
+        """``X~`` and ``y`` of the rows ``idx`` (sorted global indices)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        Xr = np.asarray(self.X[idx], dtype=np.float64).reshape(len(idx), self.d)
+        if self.clip is not None:
+            Xr = np.clip(Xr, -self.clip, self.clip)
+        if self.fit_intercept:
+            Xr = np.hstack([Xr, np.ones((len(idx), 1))])
+        return Xr, np.asarray(self.y[idx], dtype=np.float64).reshape(-1)
+
+
+@dataclass
+class RowWeights:
+    """Sparse row weights: 1 everywhere except ``w[idx]`` (``idx`` sorted)."""
+
+    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @classmethod
+    def from_pairs(cls, idx, w):
+        idx = np.asarray(idx, dtype=np.int64)
+        w = np.asarray(w, dtype=np.float64)
+        order = np.argsort(idx, kind="stable")
+        return cls(idx[order], w[order])
+
+    def block(self, start, stop):
+        """Dense weights of rows ``start..stop-1``, or ``None`` if all are 1."""
+        lo, hi = np.searchsorted(self.idx, [start, stop])
+        if lo == hi:
+            return None
+        out = np.ones(stop - start)
+        out[self.idx[lo:hi] - start] = self.w[lo:hi]
+        return out
+
+
+def gram_pass(source, weights=None):
+    """One pass: ``[X~ y]^T diag(w) [X~ y]`` as a (p+1, p+1) matrix (float64 BLAS).
+
+    The ones column of ``X~`` is handled algebraically (column sums), so the
+    pass reads each block once and copies nothing.
+    """
+    weights = RowWeights() if weights is None else weights
+    d, p = source.d, source.p
+    S = np.zeros((p + 1, p + 1))
+    raw = getattr(source, "raw_blocks", None)
+    blocks = raw() if raw is not None else source.blocks()
+    intercept = raw is not None and source.fit_intercept
+    ones = None
+    for start, Xb, yb in blocks:
+        wb = weights.block(start, start + Xb.shape[0])
+        root = None
+        if wb is not None:
+            root = np.sqrt(wb)
+            Xb = Xb * root[:, None]
+            yb = yb * root
+        q = Xb.shape[1]
+        S[:q, :q] += np.dot(Xb.T, Xb)  # dsyrk; matmul's transposed path is far slower
+        S[:q, p] += np.dot(yb, Xb)
+        S[p, p] += np.dot(yb, yb)
+        if intercept:
+            if root is None:
+                if ones is None or len(ones) < len(yb):
+                    ones = np.ones(len(yb))
+                S[:d, d] += np.dot(ones[: len(yb)], Xb)  # gemv; a strided sum is slower
+                S[d, d] += Xb.shape[0]
+                S[d, p] += yb.sum()
+            else:
+                S[:d, d] += np.dot(root, Xb)
+                S[d, d] += np.dot(root, root)
+                S[d, p] += np.dot(root, yb)
+    upper = np.triu(S)
+    return upper + np.triu(upper, 1).T
+
+
+def _sorted_qr_r(M):
+    """R factor of ``M`` by Householder QR after sorting rows by decreasing size.
+
+    Row sorting (Powell & Reid 1969; Cox & Higham 1998) makes Householder QR
+    row-wise backward stable, so one huge row does not swamp the others.
+    """
+    if M.shape[0] == 0:
+        return np.zeros((0, M.shape[1]))
+    order = np.argsort(-np.max(np.abs(M), axis=1), kind="stable")
+    R = linalg.qr(M[order], mode="r", check_finite=False)[0]
+    return R[: min(M.shape)]
+
+
+def _merge_column_tops(tops, block, m):
+    """Keep the ``m`` largest |entries| per column; return them and the evicted sum of squares."""
+    both = np.vstack([tops, np.abs(block)])
+    if both.shape[0] <= m:
+        return both, np.zeros(both.shape[1])
+    part = np.partition(both, both.shape[0] - m, axis=0)
+    evicted = part[: both.shape[0] - m]
+    return part[both.shape[0] - m:], np.sum(evicted**2, axis=0)
+
+
+def tsqr_pass(source, weights=None, *, n_exclude=0):
+    """One pass: row-sorted TSQR of ``diag(sqrt(w)) [X~ y]`` and robust column norms.
+
+    Returns ``(R, bulk_norms)``: the (p+1, p+1) R factor, and for each column
+    of ``X~`` the norm of its entries without the ``n_exclude`` largest in
+    absolute value (the scale of the bulk of the data, untouched by a few
+    extreme rows; used for the numerical-rank decision).
+    """
+    weights = RowWeights() if weights is None else weights
+    p = source.p
+    R = np.zeros((0, p + 1))
+    tops = np.zeros((0, p))
+    bulk_sq = np.zeros(p)
+    for start, Xb, yb in source.blocks():
+        wb = weights.block(start, start + Xb.shape[0])
+        M = np.column_stack([Xb, yb])
+        if wb is not None:
+            keep = wb > 0
+            M = M[keep] * np.sqrt(wb[keep])[:, None]
+        tops, evicted = _merge_column_tops(tops, M[:, :p], n_exclude)
+        bulk_sq += evicted
+        R = _sorted_qr_r(np.vstack([R, M]))
+    out = np.zeros((p + 1, p + 1))
+    out[: R.shape[0]] = R
+    return out, np.sqrt(bulk_sq)
+
+
+@dataclass
+class Factor:
+    """``S_w = G G^T`` (G lower triangular), ``theta = G^{-1} X~^T W y``, ``beta = G^{-T} theta``.
+
+    ``pd`` is False when ``S_w`` is judged singular: then stable leverage
+    filtering removes everything (spec §6.2 convention). ``Ginv`` (certified
+    Gram path only) is ``G^{-1} = L^{-1} D^{-1}`` from the inverse of the
+    well-conditioned scaled factor ``L``; whitening a block is then one GEMM
+    instead of a much slower many-right-hand-side triangular solve, with
+    relative error about ``eps * cond(L)`` (at most ``eps * 3e4``).
+    """
+
+    G: np.ndarray
+    theta: np.ndarray
+    beta: np.ndarray
+    pd: bool
+    robust: bool
+    Ginv: object = None
+    col_scale: object = None
+    scaled_lambda_min: float = 0.0
+
+
+def _singular_factor(p, robust):
+    return Factor(np.eye(p), np.zeros(p), np.zeros(p), False, robust)
+
+
+def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITION_MAX,
+                gram=None):
+    """Factor ``S_w`` from scratch (one Gram pass, plus one TSQR pass if needed).
+
+    Fast path: Cholesky of the column-scaled Gram matrix, accepted only when
+    its condition number is at most ``condition_max`` (so the whitened
+    leverages have relative error of order ``eps * condition_max``). Otherwise
+    a row-sorted TSQR of ``[X~ y]`` gives the factor; it is declared singular
+    when a diagonal entry of R is not above ``p sqrt(n) eps`` times the norm of
+    its column without the ``n_exclude`` largest entries (numerical rank
+    deficiency of the bulk of the rows; spec §14 and the float caveat of §8.5).
+    A few extreme rows thus do not make a full-rank bulk look singular; they
+    get leverage close to 1 and are filtered, after which the factor is
+    recomputed without them. ``gram``: the augmented Gram matrix of the rows
+    if an earlier pass already computed it (unit weights only).
+    """
+    p = source.p
+    S_aug = gram_pass(source, weights) if gram is None else np.asarray(gram)
+    S = S_aug[:p, :p]
+    diag = np.diag(S).copy()
+    if np.all(np.isfinite(S_aug)) and np.all(diag > 0):
+        scale = np.sqrt(diag)
+        scaled = S / scale[:, None] / scale[None, :]
+        try:
+            L = linalg.cholesky(scaled, lower=True, check_finite=False)
+            sv = linalg.svdvals(L, check_finite=False)
+            ok = sv[-1] > 0 and (sv[0] / sv[-1]) ** 2 <= condition_max
+        except linalg.LinAlgError:
+            ok = False
+        if ok:
+            G = L * scale[:, None]
+            theta = linalg.solve_triangular(G, S_aug[:p, p], lower=True, check_finite=False)
+            beta = linalg.solve_triangular(G.T, theta, lower=False, check_finite=False)
+            Linv = linalg.solve_triangular(L, np.eye(p), lower=True, check_finite=False)
+            return Factor(G, theta, beta, True, False, Linv / scale[None, :], scale,
+                          float(sv[-1]) ** 2)
+    R_aug, bulk_norms = tsqr_pass(source, weights, n_exclude=n_exclude)
+    R = R_aug[:p, :p]
+    tol = p * math.sqrt(max(source.n, 1)) * _EPS
+    if not (np.all(np.isfinite(R_aug)) and np.all(np.abs(np.diag(R)) > tol * bulk_norms)
+            and np.all(np.diag(R) != 0)):
+        return _singular_factor(p, True)
+    G = R.T.copy()
+    theta = R_aug[:p, p].copy()
+    beta = linalg.solve_triangular(R, theta, lower=False, check_finite=False)
+    return Factor(G, theta, beta, True, True)
+
+
+def _top_rows(keys, idx, m):
+    """Positions of the ``m`` first rows in the order (-key, idx), and the max key left out."""
+    if len(keys) <= m:
+        return np.arange(len(keys)), -np.inf
+    cut = np.partition(keys, len(keys) - m)[len(keys) - m]
+    pool = np.flatnonzero(keys >= cut)
+    order = pool[np.lexsort((idx[pool], -keys[pool]))]
+    chosen = order[:m]
+    mask = np.ones(len(keys), dtype=bool)
+    mask[chosen] = False
+    return chosen, float(keys[mask].max())
+
+
+@dataclass
+class Scan:
+    """Top candidates of one pass: global indices, rows and keys, plus the max key outside."""
+
+    idx: np.ndarray
+    X: np.ndarray
+    y: np.ndarray
+    key: np.ndarray
+    outside_max: float
+    saturated: bool = False
+
+
+def _merge_top(current, block_idx, block_X, block_y, block_key, m):
+    idx = np.concatenate([current.idx, block_idx])
+    keys = np.concatenate([current.key, block_key])
+    chosen, left_out = _top_rows(keys, idx, m)
+    X = np.vstack([current.X, block_X])[chosen]
+    y = np.concatenate([current.y, block_y])[chosen]
+    return Scan(idx[chosen], X, y, keys[chosen], max(current.outside_max, left_out))
+
+
+def _empty_scan(p):
+    return Scan(np.zeros(0, np.int64), np.zeros((0, p)), np.zeros(0), np.zeros(0), -np.inf)
+
+
+def scan_pass(source, *, beta, n_candidates, weights=None, factor=None, screen=None,
+              saturate=None):
+    """One pass selecting candidate rows among rows of positive weight.
+
+    Returns ``(by_leverage, by_residual)``: the ``n_candidates`` rows with the
+    largest leverage ``h_i = ||G^{-1} x~_i||^2`` (only when ``factor`` is given,
+    else ``None``) and with the largest ``|y_i - x~_i^T beta|``, ties to the
+    smallest global index, each with the largest key among the other rows
+    (``outside_max``, an upper bound).
+
+    ``screen`` (certified Gram factor only): a row whose cheap bound
+    ``h_i <= ||D x~_i||^2 / lambda_min(D S D)`` (``D`` the column scaling,
+    ``O(p)`` per row) is at most ``screen`` is not whitened; ``outside_max`` is
+    then at least ``screen``. Callers pass a ``screen`` below every threshold
+    they compare with, so skipped rows can never be needed. On clean data
+    almost every row is skipped and the pass costs ``O(n p)``.
+
+    ``saturate=(threshold, count)``: stop as soon as ``count`` rows have
+    leverage above ``threshold`` and flag ``by_leverage.saturated`` (leverage
+    filtering then saturates for certain; the scan is incomplete and unused).
+    """
+    weights = RowWeights() if weights is None else weights
+    d, p = source.d, source.p
+    lev = _empty_scan(p) if factor is not None else None
+    res = _empty_scan(p)
+    raw = getattr(source, "raw_blocks", None)
+    blocks = raw() if raw is not None else source.blocks()
+    intercept = raw is not None and source.fit_intercept
+    q = d if intercept else p
+    # Screening pays off only if typical leverages (mean p/n) are below the screen.
+    use_screen = (factor is not None and screen is not None and factor.Ginv is not None
+                  and factor.scaled_lambda_min > 0 and screen * source.n > p)
+    if use_screen:
+        inv_s2 = 1.0 / factor.col_scale**2
+        slack = (1.0 + 1e-6) / factor.scaled_lambda_min
+    work = None
+    GinvF = None if factor is None or factor.Ginv is None else np.asfortranarray(factor.Ginv)
+    above = 0
+    for start, Xb, yb in blocks:
+        m = Xb.shape[0]
+        gidx = np.arange(start, start + m, dtype=np.int64)
+        wb = weights.block(start, start + m)
+        if wb is not None:
+            alive = wb > 0
+            Xb, yb, gidx = Xb[alive], yb[alive], gidx[alive]
+        fitted = np.dot(Xb, beta[:q])
+        if intercept:
+            fitted += beta[d]
+        r = np.abs(yb - fitted)
+        pos, left = _top_rows(r, gidx, n_candidates)
+        rows = source.augment(Xb[pos]) if intercept else Xb[pos]
+        res = _merge_top(res, gidx[pos], rows, yb[pos], r[pos], n_candidates)
+        res.outside_max = max(res.outside_max, left)
+        if factor is None:
+            continue
+        skipped = -np.inf
+        exact = None
+        if use_screen:
+            bound = np.einsum("ij,ij,j->i", Xb, Xb, inv_s2[:q])
+            if intercept:
+                bound += inv_s2[d]
+            keep = bound * slack > screen
+            if not np.all(keep):
+                exact = np.flatnonzero(keep)
+                skipped = float(screen)
+        Xe = Xb if exact is None else Xb[exact]
+        if factor.Ginv is not None and len(Xe) > 4 * p:
+            # Triangular multiply in place in a reused buffer (half the flops of GEMM).
+            if work is None or work.shape[0] < len(Xe):
+                work = np.empty((len(Xe), p))
+            buf = work[: len(Xe)]
+            buf[:, :q] = Xe
+            if intercept:
+                buf[:, d] = 1.0
+            Z = blas.dtrmm(1.0, GinvF, buf.T, lower=1, overwrite_b=1)
+        elif factor.Ginv is not None:
+            # z = G^{-1} [x; 1] = Ginv[:, :d] x + Ginv[:, d]: no augmented copy.
+            Z = np.dot(factor.Ginv[:, :q], Xe.T)
+            if intercept:
+                Z += factor.Ginv[:, d][:, None]
+        else:
+            Xa = source.augment(Xe) if intercept else Xe
+            Z = linalg.solve_triangular(factor.G, Xa.T, lower=True, check_finite=False)
+        h = np.einsum("ij,ij->j", Z, Z)
+        ge, ye = (gidx, yb) if exact is None else (gidx[exact], yb[exact])
+        pos, left = _top_rows(h, ge, n_candidates)
+        rows = source.augment(Xe[pos]) if intercept else Xe[pos]
+        lev = _merge_top(lev, ge[pos], rows, ye[pos], h[pos], n_candidates)
+        lev.outside_max = max(lev.outside_max, left, skipped)
+        if saturate is not None:
+            above += int(np.count_nonzero(h > saturate[0]))
+            if above >= saturate[1]:
+                lev.saturated = True
+                break
+    return lev, res
+
+
+# ---------------------------------------------------------------------------
+# Stable leverage filtering (spec §6.2), engine
+# ---------------------------------------------------------------------------
+@dataclass
+class SLFResult:
+    """``score`` = SCORE1 (integer in 0..k); ``W`` = k * w (integers) or None when score = k.
+
+    ``removed_idx`` / ``removed_level``: rows that left ``A`` and the level at
+    which they left (levels at or below ``saturated_level`` were not
+    completed). ``factor``/``scan``: the factor of all rows and its first
+    scan, reused by residual filtering when nothing was removed.
+    """
+
+    score: int
+    W: object
+    removed_idx: np.ndarray
+    removed_level: np.ndarray
+    saturated_level: int
+    n_passes: int
+    factor: object = None
+    scan: object = None
+
+
+def slf_score(n_removed_by_level, k, sat):
+    """SCORE1 = min(k, min over sat < j <= k of (#{removed at level >= j} + j))."""
+    best = k
+    for j in range(max(0, sat + 1), k + 1):
+        best = min(best, n_removed_by_level(j) + j)
+    return int(best)
+
+
+def _slf_weights(n, k, removed_idx, removed_level):
+    W = np.full(n, k, dtype=np.int64)
+    W[removed_idx] = np.clip(2 * k - np.asarray(removed_level, dtype=np.int64), 0, k)
+    return W
+
+
+def slf_engine(source, L0, k, *, n_candidates=None, schedule="corrected", dense_weights=True,
+               gram=None):
+    """Corrected StableLeverageFiltering (spec §6.2) by passes over ``source``.
+
+    Leverages under the current set ``A = [n] \\ E`` come from the base factor
+    ``S_base = G G^T`` by the low-rank formula
+    ``h_i = z_i^T (I - Z_E^T Z_E)^{-1} z_i`` (``z = G^{-1} x~``) on the candidate
+    rows; the rows outside the candidates are bounded by
+    ``h_outside / lambda_min(I - Z_E^T Z_E)``. When that bound could reach the
+    current threshold, or when ``lambda_min < 1/2`` (a removed row had leverage
+    above 1/2, spec §14), the factor of the kept rows is recomputed from
+    scratch (rebase). Each level set is the unique largest stable subset
+    (spec §5.1(a)), so removing rows in these batches gives exactly the
+    reference result.
+    """
+    n, p = source.n, source.p
+    M = max(4 * k + 16, 32) if n_candidates is None else max(int(n_candidates), k + 1)
+    thresholds = leverage_thresholds(L0, k, schedule)
+    removed_idx, removed_level = [], []
+    removed_set = set()
+    passes = 0
+    first = {}
+
+    def rebase(level):
+        nonlocal passes
+        weights = RowWeights.from_pairs(removed_idx, np.zeros(len(removed_idx)))
+        # The Gram matrix of all rows may come from an earlier pass (``gram``).
+        given = gram if not removed_idx and not first else None
+        factor = factor_pass(source, weights, n_exclude=k, gram=given)
+        passes += int(given is None) + int(factor.robust)
+        if not factor.pd:
+            return factor, None
+        # Every row above L_level leaves in the next round of this level: once
+        # k - |removed| of them are seen, the level saturates for certain.
+        lev, res = scan_pass(
+            source, beta=factor.beta, n_candidates=M, weights=weights, factor=factor,
+            screen=0.5 * thresholds[0], saturate=(thresholds[level], k - len(removed_idx)),
+        )
+        passes += 1
+        if not first:
+            first["factor"], first["scan"] = factor, (lev, res)
+        return factor, lev
+
+    factor, lev = rebase(2 * k)
+    sat = -1
+    if factor.pd:
+        Zc = linalg.solve_triangular(factor.G, lev.X.T, lower=True, check_finite=False).T
+        alive = np.ones(len(lev.idx), dtype=bool)
+        E_rows = []  # candidate positions removed since the last rebase
+        fresh = True
+    for j in range(2 * k, -1, -1):
+        if sat >= 0:
+            break
+        L_j = thresholds[j]
+        while True:
+            if len(removed_idx) >= k or not factor.pd or lev.saturated:
+                sat = j
+                break
+            if E_rows:
+                ZE = Zc[E_rows]
+                K = np.eye(p) - ZE.T @ ZE
+                lam_min = linalg.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0]
+                if lam_min < 0.5:
+                    factor, lev = rebase(j)
+                    if factor.pd:
+                        Zc = linalg.solve_triangular(
+                            factor.G, lev.X.T, lower=True, check_finite=False
+                        ).T
+                        alive = np.ones(len(lev.idx), dtype=bool)
+                        E_rows, fresh = [], True
+                    continue
+                chol = linalg.cho_factor(K, lower=True, check_finite=False)
+                live = np.flatnonzero(alive)
+                Y = linalg.cho_solve(chol, Zc[live].T, check_finite=False)
+                h = np.einsum("ij,ji->i", Zc[live], Y)
+            else:
+                lam_min = 1.0
+                live = np.flatnonzero(alive)
+                h = lev.key[live]
+            outside = lev.outside_max / lam_min
+            if outside > L_j:
+                if not fresh:
+                    factor, lev = rebase(j)
+                    if factor.pd:
+                        Zc = linalg.solve_triangular(
+                            factor.G, lev.X.T, lower=True, check_finite=False
+                        ).T
+                        alive = np.ones(len(lev.idx), dtype=bool)
+                        E_rows, fresh = [], True
+                    continue
+                # Fresh factor and a row outside the candidates above L_j: all
+                # M >= k candidates are above it too, so the level saturates.
+                sat = j
+                break
+            out = live[h > L_j]
+            if len(out) == 0:
+                break
+            for pos in out:
+                removed_idx.append(int(lev.idx[pos]))
+                removed_level.append(j)
+                removed_set.add(int(lev.idx[pos]))
+            alive[out] = False
+            E_rows.extend(int(pos) for pos in out)
+            fresh = False
+    removed_idx = np.asarray(removed_idx, dtype=np.int64)
+    removed_level = np.asarray(removed_level, dtype=np.int64)
+    score = slf_score(lambda j: int(np.sum(removed_level >= j)), k, sat)
+    W = None
+    if score < k:
+        W = _slf_weights(n, k, removed_idx, removed_level) if dense_weights else True
+    return SLFResult(
+        score, W, removed_idx, removed_level, sat, passes,
+        first.get("factor"), first.get("scan"),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Stable residual filtering, Algorithm 4 (engine)
+# ---------------------------------------------------------------------------
+@dataclass
+class SRFResult:
+    """``score_num`` = k * SCORE2 (integer); ``F_idx``/``F_level``: rows removed and the level.
+
+    ``V`` (integers ``k^2 v_i``) is built on request from ``W`` and ``F``;
+    ``factor`` is the factor of ``S_w`` used for the release.
+    """
+
+    score_num: int
+    F_idx: np.ndarray
+    F_level: np.ndarray
+    saturated_level: int
+    n_passes: int
+    factor: object = None
+    Fz: object = None
+    Fy: object = None
+    Fw: object = None
+
+
+def srf_engine(
+    source, W_idx, W_val, L0, R0, k, *, n_candidates=None, base=None, base_scan=None,
+    h_bound=None,
+):
+    """Algorithm 4 (StableResidualFiltering, rank-one updates) by passes over ``source``.
+
+    ``W_idx``/``W_val``: rows with ``k w_i < k`` and their numerators (all other
+    rows have ``w_i = 1``). ``base``/``base_scan``: factor of ``S_w`` and a
+    residual scan under ``beta_w`` if already available (clean path: one
+    factor for everything). ``h_bound``: an upper bound on ``h_i(w)`` over
+    ``supp(w)`` (``L0`` by Theorem 9(2) when ``None``; a factor 2 of slack).
+
+    Rows are removed greedily by the largest ``|y_i - x~_i^T beta_u|`` (ties to
+    the smallest global index). Residuals of candidates are exact; the other
+    rows are bounded by ``r_outside + sqrt(h_bound) ||theta_u - theta_scan||``
+    (Cauchy-Schwarz in whitened coordinates); when the bound could change the
+    argmax or the stop decision, a residual pass (``O(n p)``) rescans.
+    Scores use integer arithmetic:
+    ``k SCORE^(j) = min(k^2, sum_E (k - W_i) + sum_{F_j} W_i + k j)``.
+    """
+    p = source.p
+    M = max(4 * k + 16, 32) if n_candidates is None else max(int(n_candidates), 2)
+    W_idx = np.asarray(W_idx, dtype=np.int64)
+    W_val = np.asarray(W_val, dtype=np.int64)
+    weights = RowWeights.from_pairs(W_idx, W_val / k)
+    w_of = dict(zip(W_idx.tolist(), W_val.tolist()))
+    deficit_E = int(np.sum(k - W_val))
+    R = residual_thresholds(R0, L0, k)
+    passes = 0
+    if base is None:
+        base = factor_pass(source, weights, n_exclude=k)
+        passes += 1 + int(base.robust)
+    if not base.pd:
+        # Impossible in exact arithmetic when SCORE1 < k (Theorem 9(2)); FAIL.
+        return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes)
+    G = base.G
+    if h_bound is None:
+        # Exact max leverage under S_w over supp(w): one whitening pass (rare path).
+        supp = RowWeights.from_pairs(W_idx[W_val == 0], np.zeros(int(np.sum(W_val == 0))))
+        lev, _ = scan_pass(source, beta=base.beta, n_candidates=1, weights=supp,
+                           factor=base)
+        passes += 1
+        h_bound = max(float(np.max(lev.key, initial=0.0)), lev.outside_max) * (1 + 1e-9)
+    hb = float(h_bound)
+    F_idx, F_level, F_z, F_y, F_w = [], [], [], [], []
+
+    def current_theta():
+        if not F_idx:
+            return base.theta.copy()
+        Z = np.asarray(F_z)
+        om = np.asarray(F_w, dtype=np.float64) / k
+        K = np.eye(p) - (Z.T * om) @ Z
+        b = base.theta - Z.T @ (om * np.asarray(F_y))
+        return linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), b)
+
+    def rescan(theta):
+        nonlocal passes
+        beta = linalg.solve_triangular(G.T, theta, lower=False, check_finite=False)
+        drop = RowWeights.from_pairs(
+            np.concatenate([W_idx[W_val == 0], np.asarray(F_idx, dtype=np.int64)]),
+            np.zeros(int(np.sum(W_val == 0)) + len(F_idx)),
+        )
+        _, res = scan_pass(source, beta=beta, n_candidates=M, weights=drop)
+        passes += 1
+        return res
+
+    theta_u = base.theta.copy()
+    if base_scan is not None:
+        cand = base_scan
+    else:
+        cand = rescan(theta_u)
+    theta_scan = theta_u.copy()
+    fresh = True
+    alive = np.ones(len(cand.idx), dtype=bool)
+    level_deficit = {}
+    count = 0
+    sat = -1
+    for j in range(2 * k, -1, -1):
+        while True:
+            if count >= k:
+                break
+            live = np.flatnonzero(alive)
+            beta_u = linalg.solve_triangular(G.T, theta_u, lower=False, check_finite=False)
+            r = np.abs(cand.y[live] - cand.X[live] @ beta_u)
+            if len(live):
+                best = live[np.lexsort((cand.idx[live], -r))[0]]
+                r_best = float(np.abs(cand.y[best] - cand.X[best] @ beta_u))
+            else:
+                best, r_best = -1, -np.inf
+            if fresh:
+                bound = cand.outside_max
+            else:
+                bound = cand.outside_max + math.sqrt(hb) * float(
+                    np.linalg.norm(theta_u - theta_scan)
+                )
+            if r_best > R[j]:
+                certain = fresh or bound < r_best
+            else:
+                certain = fresh or bound <= R[j]
+            if not certain:
+                cand = rescan(theta_u)
+                theta_scan = theta_u.copy()
+                alive = np.ones(len(cand.idx), dtype=bool)
+                fresh = True
+                continue
+            if r_best <= R[j] or best < 0:
+                break
+            gi = int(cand.idx[best])
+            x_best = cand.X[best]
+            z = linalg.solve_triangular(G, x_best, lower=True, check_finite=False)
+            F_idx.append(gi)
+            F_level.append(j)
+            F_z.append(z)
+            F_y.append(float(cand.y[best]))
+            F_w.append(w_of.get(gi, k))
+            alive[best] = False
+            count += 1
+            theta_u = current_theta()
+            fresh = False
+        if count >= k:
+            sat = j
+            break
+        level_deficit[j] = deficit_E + int(sum(F_w))
+    score_num = k * k
+    for j in range(0, k + 1):
+        if j <= sat:
+            continue
+        score_num = min(score_num, k * k, level_deficit[j] + k * j)
+    return SRFResult(
+        int(score_num),
+        np.asarray(F_idx, dtype=np.int64),
+        np.asarray(F_level, dtype=np.int64),
+        sat,
+        passes,
+        base,
+        np.asarray(F_z).reshape(len(F_idx), p),
+        np.asarray(F_y),
+        np.asarray(F_w, dtype=np.int64),
+    )
+
+
+def srf_weights(n, k, W, F_idx, F_level):
+    """V = k^2 v: ``V_i = W_i c_i`` with ``c_i`` the surviving levels in k+1..2k."""
+    V = np.asarray(W, dtype=np.int64) * k
+    F_level = np.asarray(F_level, dtype=np.int64)
+    V[np.asarray(F_idx, dtype=np.int64)] = np.asarray(W)[F_idx] * np.clip(
+        2 * k - F_level, 0, k
+    )
+    return V
+
+
+# ---------------------------------------------------------------------------
+# Reference implementations (direct recomputation; for tests)
+# ---------------------------------------------------------------------------
+def _direct_leverages(X, w=None, n_exclude=0):
+    """Leverages ``x_i^T S_w^{-1} x_i`` of all rows, and whether ``S_w`` is PD.
+
+    Uses the same row-sorted QR and singularity rule as :func:`factor_pass`.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, p = X.shape
+    w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    if not np.any(keep):
+        return np.full(n, np.inf), False
+    src = ArrayRowSource(X[keep] * np.sqrt(w[keep])[:, None], np.zeros(int(keep.sum())),
+                         fit_intercept=False)
+    factor = factor_pass(src, n_exclude=n_exclude)
+    if not factor.pd:
+        return np.full(n, np.inf), False
+    Z = linalg.solve_triangular(factor.G, X.T, lower=True, check_finite=False)
+    return np.einsum("ij,ij->j", Z, Z), True
+
+
+def _weighted_ols(X, y, w):
+    keep = w > 0
+    root = np.sqrt(w[keep])
+    src = ArrayRowSource(X[keep] * root[:, None], y[keep] * root, fit_intercept=False)
+    return factor_pass(src).beta
+
+
+def residual_thresholding(X, y, R, w):
+    """ResidualThresholding (Algorithm 2): greedily zero the largest residual above ``R``.
+
+    ``u <- w``; repeat: fit weighted OLS on ``u``; take the row of
+    ``supp(u)`` with the largest ``|y_i - x_i^T beta_u|`` (ties to the smallest
+    index); if it exceeds ``R``, set its weight to 0, else stop.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    u = np.array(w, dtype=np.float64)
+    while np.any(u > 0):
+        beta = _weighted_ols(X, y, u)
+        r = np.abs(y - X @ beta)
+        r[u <= 0] = -np.inf
+        i = int(np.argmax(r))
+        if r[i] > R:
+            u[i] = 0.0
+        else:
+            break
+    return u
+
+
+def stable_residual_filtering(X, y, W, L0, R0, k, *, method="fast", n_candidates=None,
+                              chunk_size=None):
+    """StableResidualFiltering on weights ``w = W/k``: ``(k * SCORE2, V = k^2 v or None)``.
+
+    ``method='reference'`` is Algorithm 3 (one ResidualThresholding per level,
+    from scratch); ``'fast'`` is Algorithm 4 with rank-one updates
+    (:func:`srf_engine`, the production path). They return the same score
+    always and the same ``V`` whenever ``SCORE2 < k`` (spec §3.4).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    W = np.asarray(W, dtype=np.int64)
+    n = X.shape[0]
+    if method == "reference":
+        R = residual_thresholds(R0, L0, k)
+        scores, V = [], np.zeros(n, dtype=np.int64)
+        for j in range(2 * k + 1):
+            u = residual_thresholding(X, y, R[j], W / k)
+            kept = np.where(u > 0, W, 0)
+            scores.append(min(k * k, k * (n + j) - int(kept.sum())))
+            if j > k:
+                V += kept
+        score = min(scores[: k + 1])
+        return score, (V if score < k * k else None)
+    if method != "fast":
+        raise ValueError("method must be 'fast' or 'reference'.")
+    src = ArrayRowSource(X, y, fit_intercept=False, chunk_size=chunk_size)
+    mod = np.flatnonzero(W < k)
+    res = srf_engine(src, mod, W[mod], L0, R0, k, n_candidates=n_candidates)
+    if res.score_num >= k * k:
+        return res.score_num, None
+    return res.score_num, srf_weights(n, k, W, res.F_idx, res.F_level)
+
+
+def stable_leverage_filtering(X, L0, k, *, schedule="corrected", method="engine",
+                              early_stop=True, n_candidates=None, chunk_size=None):
+    """StableLeverageFiltering with the corrected schedule: ``(SCORE1, W = k w or None)``.
+
+    ``method='reference'`` recomputes every leverage from scratch
+    (``early_stop=False`` runs every level even after saturation and always
+    returns ``W``); ``'engine'`` is the production path (:func:`slf_engine`).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if method == "engine":
+        src = ArrayRowSource(X, np.zeros(n), fit_intercept=False, chunk_size=chunk_size)
+        res = slf_engine(src, L0, k, n_candidates=n_candidates, schedule=schedule)
+        return res.score, res.W
+    if method != "reference":
+        raise ValueError("method must be 'engine' or 'reference'.")
+    thresholds = leverage_thresholds(L0, k, schedule)
+    A = np.ones(n, dtype=bool)
+    removed_at = np.full(n, -1, dtype=np.int64)
+    sat = -1
+    for j in range(2 * k, -1, -1):
+        while True:
+            if early_stop and n - A.sum() >= k:
+                sat = j
+                break
+            if not A.any():
+                break
+            h, pd = _direct_leverages(X, A.astype(float), n_exclude=k)
+            out = A.copy() if not pd else A & (h > thresholds[j])
+            if not out.any():
+                break
+            removed_at[out] = j
+            A &= ~out
+        if sat >= 0:
+            break
+    score = slf_score(lambda j: int(np.sum(removed_at >= j)), k, sat)
+    if early_stop and score >= k:
+        return score, None
+    removed = np.flatnonzero(removed_at >= 0)
+    return score, _slf_weights(n, k, removed, removed_at[removed])
