@@ -9,7 +9,13 @@ makes, exactly like the reference.
 
     python benchmarks/bench_dask.py --n 100000000 --d 10
 
-Results: benchmarks/results/dask.{json,md}.
+    python benchmarks/bench_dask.py --n 2000000 --estimators reusecov --l 100
+
+ReuseCov (``--estimators reusecov,reusecov-label-proj``) fits ``--l`` outcomes
+``Y = X B + 1 + N(0, I)`` (B public, d x l), also generated chunk by chunk on
+the workers; its reference is the Gram pass ``(X^T X, X^T Y)`` of the same data.
+
+Results: benchmarks/results/<--output>.{json,md} (default dask).
 """
 
 import argparse
@@ -33,23 +39,58 @@ def lazy_data(n, d, chunk, seed=0):
     return X, y
 
 
+def lazy_outcomes(X, n_outcomes, seed=1):
+    """``Y = X B + 1 + N(0, I_l)``, chunk by chunk on the workers (B is public, d x l)."""
+    import dask.array as da
+
+    d = X.shape[1]
+    B = np.random.default_rng(seed).normal(0.0, 1.0 / np.sqrt(d), size=(d, n_outcomes))
+    rng = da.random.default_rng(seed + 1)
+    noise = rng.normal(size=(X.shape[0], n_outcomes), chunks=(X.chunks[0], n_outcomes))
+    return X @ B + 1.0 + noise, B
+
+
 def reference_pass(X, y):
     import dask
 
     return dask.compute(X.T @ X, X.T @ y)
 
 
-def estimators():
-    from skprivreg import AdaSSPRegressor, SSPRegressor
+# Key for --estimators -> row label. ReuseCov targets have l columns.
+ESTIMATORS = {
+    "ssp": "SSPRegressor (declared bounds)",
+    "adassp": "AdaSSPRegressor (declared bounds)",
+    "adassp-private": "AdaSSPRegressor (private bounds: 2 passes)",
+    "reusecov": "ReuseCovRegressor (full DP, l outcomes)",
+    "reusecov-label-proj": "ReuseCovRegressor (label DP, proj, l outcomes)",
+    "lba": "WeightedLBARegressor (label DP, declared, bags gathered on workers)",
+}
 
-    return {
-        "SSPRegressor (declared bounds)": SSPRegressor(
-            1.0, 1e-9, x_bound=6.0, y_bound=10.0, random_state=0),
-        "AdaSSPRegressor (declared bounds)": AdaSSPRegressor(
-            1.0, 1e-9, x_bound=6.0, y_bound=10.0, random_state=0),
-        "AdaSSPRegressor (private bounds: 2 passes)": AdaSSPRegressor(
-            1.0, 1e-9, random_state=0),
+
+def estimators(selected, n_outcomes):
+    from skprivreg import AdaSSPRegressor, SSPRegressor
+    from skprivreg.label_dp import WeightedLBARegressor
+    from skprivreg.linear_model._reusecov import ReuseCovRegressor
+
+    d_scale = 6.0
+    made = {
+        "ssp": lambda: SSPRegressor(1.0, 1e-9, x_bound=d_scale, y_bound=10.0, random_state=0),
+        "adassp": lambda: AdaSSPRegressor(1.0, 1e-9, x_bound=d_scale, y_bound=10.0,
+                                          random_state=0),
+        "adassp-private": lambda: AdaSSPRegressor(1.0, 1e-9, random_state=0),
+        "reusecov": lambda: ReuseCovRegressor(
+            1.0, 1e-9, privacy="full", x_bound=d_scale, y_bound=8.0, w_bound=1.0,
+            cov_budget="auto", random_state=0),
+        "reusecov-label-proj": lambda: ReuseCovRegressor(
+            1.0, 1e-9, privacy="label", mechanism="proj", y_bound=8.0, w_bound=1.0,
+            random_state=0),
+        # y - X beta - 1 ~ N(0, 1), |y| < 10 but for a few rows: sigma^2 >= 0.9
+        # holds in every bag; n >= 2e6 is needed at (4, 1e-9).
+        "lba": lambda: WeightedLBARegressor(
+            epsilon=4.0, delta=1e-9, label_bounds=(-10.0, 10.0), assumption="declared",
+            residual_var_lower_bound=0.9, random_state=0),
     }
+    return {key: (ESTIMATORS[key], made[key]()) for key in selected}
 
 
 def peak_worker_memory(client):
@@ -69,7 +110,20 @@ def main():
     parser.add_argument("--d", type=int, default=10)
     parser.add_argument("--chunk", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--l", type=int, default=100,
+                        help="outcomes of the ReuseCov estimators (generated on the workers)")
+    parser.add_argument(
+        "--estimators", default="ssp,adassp,adassp-private,reusecov",
+        help="comma-separated subset of: " + ", ".join(ESTIMATORS),
+    )
+    parser.add_argument("--output", default="dask",
+                        help="results/<output>.{json,md} (default: dask)")
     args = parser.parse_args()
+    selected = [name.strip() for name in args.estimators.split(",") if name.strip()]
+    unknown = sorted(set(selected) - set(ESTIMATORS))
+    if unknown:
+        parser.error(f"unknown estimators {unknown}; choose from {list(ESTIMATORS)}")
+    multi = [name for name in selected if name.startswith("reusecov")]
 
     import distributed
     from _common import write_results
@@ -86,15 +140,29 @@ def main():
     ref_seconds = time.perf_counter() - start
     rows.append({"method": "dask Gram pass (X^T X, X^T y)", "seconds": ref_seconds,
                  "ratio": 1.0, "worker_rss_mib": peak_worker_memory(client)})
-    for name, est in estimators().items():
+    print(rows[-1], flush=True)
+    Y = B = multi_seconds = None
+    if multi:
+        Y, B = lazy_outcomes(X, args.l)
+        start = time.perf_counter()
+        reference_pass(X, Y)
+        multi_seconds = time.perf_counter() - start
+        rows.append({"method": f"dask Gram pass (X^T X, X^T Y), l = {args.l}",
+                     "seconds": multi_seconds, "ratio": 1.0,
+                     "worker_rss_mib": peak_worker_memory(client)})
+        print(rows[-1], flush=True)
+    for key, (name, est) in estimators(selected, args.l).items():
+        is_multi = key.startswith("reusecov")
+        target, truth = (Y, B.T) if is_multi else (y, np.linspace(-1, 1, args.d))
+        reference = multi_seconds if is_multi else ref_seconds
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est.fit(X, y)
+            est.fit(X, target)
         seconds = time.perf_counter() - start
-        rows.append({"method": name, "seconds": seconds, "ratio": seconds / ref_seconds,
+        rows.append({"method": name, "seconds": seconds, "ratio": seconds / reference,
                      "worker_rss_mib": peak_worker_memory(client),
-                     "coef_error": float(np.max(np.abs(est.coef_ - np.linspace(-1, 1, args.d))))})
+                     "coef_error": float(np.max(np.abs(est.coef_ - truth)))})
         print(rows[-1], flush=True)
     client.close()
     cluster.close()
@@ -104,7 +172,9 @@ def main():
         "LocalCluster 2 workers x 1 thread",
         "",
         f"Command: `python benchmarks/bench_dask.py --n {args.n} --d {args.d} "
-        f"--chunk {args.chunk}`. Data generated on the workers for every pass.",
+        f"--chunk {args.chunk} --l {args.l} --estimators {','.join(selected)}`. "
+        "Data generated on the workers for every pass. ReuseCov rows are timed "
+        f"against the Gram pass of the same X and l = {args.l} outcomes.",
         "",
         "| method | wall s | / Gram pass | peak worker RSS MiB (cumulative) | max abs coef error |",
         "|---|---|---|---|---|",
@@ -115,7 +185,9 @@ def main():
         lines.append(f"| {r['method']} | {r['seconds']:.1f} | {r['ratio']:.2f} | {rss} | {err} |")
     for r in rows:
         r["worker_rss_mib"] = list(r["worker_rss_mib"].values())
-    path = write_results("dask", {"n": args.n, "d": args.d, "chunk": args.chunk, "rows": rows},
+    path = write_results(args.output, {"n": args.n, "d": args.d, "chunk": args.chunk,
+                                       "n_outcomes": args.l, "estimators": selected,
+                                       "rows": rows},
                          "\n".join(lines) + "\n")
     print(path.read_text())
 

@@ -25,10 +25,12 @@ import json
 import math
 import warnings
 from dataclasses import dataclass, field, fields
+from functools import partial
 
 import numpy as np
 from sklearn.utils import check_array
 
+from .._blockwise import check_block_finite, is_dask_collection, sum_over_row_blocks
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import get_rng
 from ..exceptions import ClippingWarning, PrivacyLeakWarning
@@ -166,13 +168,21 @@ def check_bag_ranks(Z, bags):
     k = bags.shape[1]
     if k > Z.shape[1]:
         return
-    if np.any(bag_design_ranks(Z, bags) >= k):
-        raise PrivacyInfeasibleError(
-            f"bag_size={k} is at most the number of design columns p={Z.shape[1]} and "
-            "some bag's design has rank equal to bag_size: its labels are fitted "
-            "exactly and weighted aggregation gives no privacy (paper App. J). Use "
-            f"bag_size well above p (at least 2p={2 * Z.shape[1]})."
-        )
+    if _some_bag_full_rank(Z, bags):
+        _raise_full_rank(k, Z.shape[1])
+
+
+def _some_bag_full_rank(Z, bags):
+    return bool(np.any(bag_design_ranks(Z, bags) >= bags.shape[1]))
+
+
+def _raise_full_rank(k, p):
+    raise PrivacyInfeasibleError(
+        f"bag_size={k} is at most the number of design columns p={p} and "
+        "some bag's design has rank equal to bag_size: its labels are fitted "
+        "exactly and weighted aggregation gives no privacy (paper App. J). Use "
+        f"bag_size well above p (at least 2p={2 * p})."
+    )
 
 
 def bag_residual_norms(Z, y, bags, label_bound=None):
@@ -715,10 +725,19 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     :class:`PrivacyCheckFailedError` (fixed message) when the PTR refuses;
     the caller must record the budget first (the plan's ledger).
 
+    Dask arrays (``mode='lba'``) are aggregated on the cluster by
+    :func:`_run_lba_dask`, with the same streams, the same rank and PTR
+    decisions, and the same aggregates up to float64 round-off. The secret
+    weights are sent to the workers inside the compute (the cluster is
+    trusted as the data owner's environment) and are never stored, logged
+    or returned.
+
     Returns
     -------
     dataset : AggregatedDataset or LLPDataset
     """
+    if is_dask_collection(X) or is_dask_collection(y):
+        return _run_lba_dask(X, y, plan, rngs, feature_names)
     n = X.shape[0]
     Z = _design(X, plan.fit_intercept)
     bags, _ = sample_bags(n, plan.bag_size, plan.n_bags, rngs["partition"])
@@ -739,15 +758,8 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     ptr_passed = None
     if plan.private and plan.mode == "lba" and plan.assumption == "ptr":
         ptr_passed = _ptr_check(Z, y, bags, plan, rngs["ptr"])
-        if not ptr_passed:
-            raise PrivacyCheckFailedError(
-                "The private residual check failed: some bag's least-squares residual "
-                "may be too small for the requested guarantee, so nothing was released. "
-                f"Increase bag_size (now {plan.bag_size}) or epsilon; a retry spends a "
-                "new budget."
-            )
-    report = plan.privacy_report(ptr_passed=ptr_passed)
-    report["label_bounds"] = list(label_bounds) if plan.label_bounds is not None else None
+    _raise_if_ptr_failed(ptr_passed, plan)
+    report = _release_report(plan, ptr_passed, label_bounds)
     names = None if feature_names is None else tuple(str(v) for v in feature_names)
 
     if plan.mode == "lba":
@@ -797,13 +809,212 @@ def _ptr_check(Z, y, bags, plan, rng):
     (eps_test, delta_test)-DP, and on PASS every bag has ``RSS_j >= s^2``.
     Only the bit leaves this function (review erratum E3).
     """
+    norms = bag_residual_norms(Z, y, bags, label_bound=_label_bound(plan))
+    return _ptr_decision(float(np.min(norms)), plan, rng)
+
+
+def _label_bound(plan):
+    return max(abs(plan.label_bounds[0]), abs(plan.label_bounds[1]))
+
+
+def _raise_if_ptr_failed(ptr_passed, plan):
+    if ptr_passed is not None and not ptr_passed:
+        raise PrivacyCheckFailedError(
+            "The private residual check failed: some bag's least-squares residual "
+            "may be too small for the requested guarantee, so nothing was released. "
+            f"Increase bag_size (now {plan.bag_size}) or epsilon; a retry spends a "
+            "new budget."
+        )
+
+
+def _release_report(plan, ptr_passed, label_bounds):
+    report = plan.privacy_report(ptr_passed=ptr_passed)
+    report["label_bounds"] = list(label_bounds) if plan.label_bounds is not None else None
+    return report
+
+
+def _ptr_decision(min_residual_norm, plan, rng):
+    """The PTR bit from ``min_j sqrt(RSS_j)`` (secret; drawn on the driver)."""
     s = math.sqrt(plan.rss_threshold)
-    label_bound = max(abs(plan.label_bounds[0]), abs(plan.label_bounds[1]))
-    norms = bag_residual_norms(Z, y, bags, label_bound=label_bound)
-    stat = (float(np.min(norms)) - s) / plan.label_range
+    stat = (min_residual_norm - s) / plan.label_range
     cal = ptr_calibration(1.0, plan.epsilon_ptr, plan.delta_ptr)
     passed, _ = ptr_test(cal.fail_threshold - stat, 1.0, plan.epsilon_ptr, plan.delta_ptr, rng)
     return passed
+
+
+# ---------------------------------------------------------------------------
+# The same mechanism on Dask input (data on a cluster)
+# ---------------------------------------------------------------------------
+def _label_scan_block(X_b, y_b, label_bounds):
+    """Finiteness of a row block, and whether clipping changes any label."""
+    check_block_finite(X_b, "X")
+    check_block_finite(y_b, "y")
+    y_b = np.asarray(y_b, dtype=np.float64)
+    low = float(y_b.min(initial=np.inf))
+    high = float(y_b.max(initial=-np.inf))
+    clipped = label_bounds is not None and (low < label_bounds[0] or high > label_bounds[1])
+    return low, high, clipped
+
+
+def _merge_label_scans(a, b):
+    return min(a[0], b[0]), max(a[1], b[1]), a[2] or b[2]
+
+
+def _bag_blocks(X, y, bags):
+    """Delayed blocks of whole bags: rows ``bags.ravel()`` gathered on the workers.
+
+    Returns ``(x_blocks, y_blocks, bag_slices)``; block ``i`` holds the rows
+    of the bags ``bag_slices[i]`` in bag order (``k`` consecutive rows per
+    bag). The partition is public; the gather moves rows between workers,
+    never to the driver.
+    """
+    m, k = bags.shape
+    per_block = max(1, -(-max(X.chunks[0]) // k))
+    rows = tuple(
+        k * (min(start + per_block, m) - start) for start in range(0, m, per_block)
+    )
+    order = bags.ravel()
+    Xg = X.rechunk({1: -1})[order].rechunk((rows, -1))
+    yg = y[order].rechunk((rows,))
+    bag_slices = [slice(a, min(a + per_block, m)) for a in range(0, m, per_block)]
+    return Xg.to_delayed().ravel(), yg.to_delayed().ravel(), bag_slices
+
+
+def _local_bags(n_bags, bag_size):
+    return np.arange(n_bags * bag_size).reshape(n_bags, bag_size)
+
+
+def _group_full_rank(X_b, fit_intercept, n_bags, bag_size):
+    return _some_bag_full_rank(_design(X_b, fit_intercept), _local_bags(n_bags, bag_size))
+
+
+def _group_min_residual(X_b, y_b, fit_intercept, n_bags, bag_size, label_bounds, label_bound):
+    y_b = np.clip(np.asarray(y_b, dtype=np.float64), *label_bounds)
+    norms = bag_residual_norms(
+        _design(X_b, fit_intercept), y_b, _local_bags(n_bags, bag_size), label_bound
+    )
+    return float(np.min(norms))
+
+
+def _group_aggregates(X_b, y_b, weights, fit_intercept, label_bounds):
+    y_b = np.clip(np.asarray(y_b, dtype=np.float64), *label_bounds)
+    return lba_aggregate(
+        _design(X_b, fit_intercept), y_b, _local_bags(*weights.shape), weights
+    )
+
+
+def _compute(tasks):
+    import dask
+
+    return dask.compute(*tasks)
+
+
+def _run_lba_dask(X, y, plan, rngs, feature_names=None):
+    """:func:`run_aggregation` for Dask arrays, without collecting X or y on the driver.
+
+    Same order, same streams and the same per-bag arithmetic as the NumPy
+    path: the partition is drawn on the driver from the released stream;
+    a first pass over the row blocks checks finiteness and clipping (NaN
+    fails here, before anything is spent); the used rows are gathered on the
+    workers into blocks of whole bags, where the feature-only rank check
+    and the per-bag residual norms (``'ptr'``) run with the NumPy code, so
+    the rank decision and ``min_j sqrt(RSS_j)`` are bit-identical; the PTR
+    draw happens on the driver. The secret N(0, 1) weights are drawn on the
+    driver from the secret stream and shipped, one slice per block of bags,
+    inside tasks with random keys (no hash of them is computed); only the
+    ``(m, p)`` aggregates come back. Trust assumption: the cluster's workers
+    and scheduler are the data owner's environment (they see the labels
+    anyway); the weights live in task memory only during the compute and
+    are never stored, logged or returned.
+
+    Only ``mode='lba'``; LLP releases its weights and needs per-row noise,
+    and is supported on NumPy input only.
+    """
+    import dask
+    import dask.array as da
+
+    if plan.mode != "lba":
+        raise ValueError(
+            "mode='llp' is supported on NumPy input only; compute the data or use "
+            "mode='lba' for Dask input."
+        )
+    X, y = (v if is_dask_collection(v) else da.from_array(np.asarray(v)) for v in (X, y))
+    n = X.shape[0]
+    k, m, fit_intercept = plan.bag_size, plan.n_bags, plan.fit_intercept
+    bags, _ = sample_bags(n, k, m, rngs["partition"])
+
+    low, high, clipped = sum_over_row_blocks(
+        partial(_label_scan_block, label_bounds=plan.label_bounds), X, y,
+        combine=_merge_label_scans,
+    )
+    x_blocks, y_blocks, groups = _bag_blocks(X, y, bags)
+    sizes = [g.stop - g.start for g in groups]
+
+    if plan.private and k <= _design_width(X.shape[1], fit_intercept):
+        flags = _compute(
+            dask.delayed(_group_full_rank)(xb, fit_intercept, g, k)
+            for xb, g in zip(x_blocks, sizes)
+        )
+        if any(flags):
+            _raise_full_rank(k, _design_width(X.shape[1], fit_intercept))
+
+    label_bounds = plan.label_bounds
+    if label_bounds is None:
+        label_bounds = (low, high)
+        warnings.warn(
+            "label_bounds were read from the labels (assumption='none'): not private.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+    elif clipped:
+        warnings.warn(
+            "Some labels were clipped to the declared label_bounds.",
+            ClippingWarning,
+            stacklevel=3,
+        )
+
+    ptr_passed = None
+    if plan.private and plan.assumption == "ptr":
+        lows = _compute(
+            dask.delayed(_group_min_residual)(
+                xb, yb, fit_intercept, g, k, tuple(label_bounds), _label_bound(plan)
+            )
+            for xb, yb, g in zip(x_blocks, y_blocks, sizes)
+        )
+        ptr_passed = _ptr_decision(min(lows), plan, rngs["ptr"])
+        del lows
+    _raise_if_ptr_failed(ptr_passed, plan)
+    report = _release_report(plan, ptr_passed, label_bounds)
+    names = None if feature_names is None else tuple(str(v) for v in feature_names)
+
+    weights = sample_lba_weights(m, k, rngs["weights"])
+    parts = _compute(
+        dask.delayed(_group_aggregates, pure=False)(
+            xb, yb, weights[g], fit_intercept, tuple(label_bounds)
+        )
+        for xb, yb, g in zip(x_blocks, y_blocks, groups)
+    )
+    del weights
+    Zbar = np.concatenate([p[0] for p in parts])
+    ybar = np.concatenate([p[1] for p in parts])
+    del parts
+    d = X.shape[1]
+    return AggregatedDataset(
+        X_agg=Zbar[:, :d].copy(),
+        w_sum=Zbar[:, -1].copy() if fit_intercept else None,
+        y_agg=ybar,
+        bag_indices=bags,
+        n_samples=n,
+        bag_size=k,
+        feature_names=names,
+        label_bounds=tuple(label_bounds),
+        fit_intercept=fit_intercept,
+        privacy=report,
+    )
+
+
+def _design_width(n_features, fit_intercept):
+    return n_features + int(fit_intercept)
 
 
 # ---------------------------------------------------------------------------
@@ -847,7 +1058,9 @@ def aggregate(
     Parameters
     ----------
     X : array-like (n, d)
-        Public features.
+        Public features. Dask arrays or data frames (``mode='lba'``) are
+        aggregated on their cluster without collecting X or y (see
+        :func:`run_aggregation` for the trust assumption).
     y : array-like (n,)
         Private labels, clipped to ``label_bounds``.
     epsilon, delta, mode, bag_size, ... :
@@ -870,12 +1083,17 @@ def aggregate(
         The residual check refused; the budget is spent (the exception's
         ``ledger`` attribute holds it).
     """
-    X = validate_data_free(X)
-    y = np.asarray(y, dtype=np.float64)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError("y must be 1-D with one label per row of X.")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinity.")
+    feature_names = None
+    if is_dask_collection(X) or is_dask_collection(y):
+        # Shapes and dtypes only; finiteness is checked on the workers.
+        X, y, feature_names = _validate_dask_free(X, y)
+    else:
+        X = validate_data_free(X)
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError("y must be 1-D with one label per row of X.")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity.")
     plan = plan_aggregation(
         X.shape[0],
         X.shape[1],
@@ -901,11 +1119,22 @@ def aggregate(
     rngs = get_rng(random_state, RNG_PURPOSES)
     ledger = plan.ledger()
     try:
-        dataset = run_aggregation(X, y, plan, rngs)
+        dataset = run_aggregation(X, y, plan, rngs, feature_names=feature_names)
     except PrivacyCheckFailedError as exc:
         exc.ledger = ledger
         raise
     return dataset, ledger
+
+
+def _validate_dask_free(X, y):
+    """Dask X, y as float64 Dask arrays (no compute) and the frame's column names."""
+    from sklearn.base import BaseEstimator
+
+    from .._blockwise import validate_blockwise_data
+
+    holder = BaseEstimator()
+    X, y = validate_blockwise_data(holder, X, y, multi_output=False)
+    return X, y, getattr(holder, "feature_names_in_", None)
 
 
 def validate_data_free(X):

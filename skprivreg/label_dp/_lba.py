@@ -8,6 +8,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 
+from .._blockwise import validate_blockwise_data
 from .._compat import (
     HasMethods,
     Interval,
@@ -336,7 +337,12 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Public features.
+            Public features. A Dask array or data frame (``mode='lba'``
+            only) is aggregated on its workers: the driver draws the
+            partition, the PTR noise and the secret weights, and receives
+            only the ``(m, p)`` aggregates (see
+            :func:`~skprivreg.label_dp._aggregate.run_aggregation`; the
+            cluster is trusted as the data owner's environment).
         y : array-like of shape (n_samples,)
             Private labels (clipped to ``label_bounds``).
 
@@ -352,7 +358,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             The private residual check refused; the budget is spent
             (``privacy_spent_``).
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_blockwise_data(self, X, y, multi_output=False)
         self._validate_privacy_params()
         plan = self._plan(X.shape[0], X.shape[1])
         plan_warnings(plan, self.random_state)

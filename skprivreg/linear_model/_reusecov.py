@@ -26,7 +26,14 @@ from scipy import linalg
 from scipy.optimize import minimize_scalar
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
-from .._blockwise import sum_over_row_blocks
+from .._blockwise import (
+    _as_dask_array,
+    check_block_finite,
+    is_dask_collection,
+    set_dask_feature_names,
+    sum_over_row_blocks,
+    validate_blockwise_data,
+)
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin, seed_sequence
@@ -99,6 +106,8 @@ class SufficientStats:
     x_max_norm, y_max_norm : float or None
         Largest row norm of a *public* side (augmented X under label DP, Y
         under feature DP); ``None`` for a private side.
+    y_abs_max : float or None
+        Largest ``|y_ij|`` of a public Y (feature DP), for the ridge heuristic.
     """
 
     n: int
@@ -108,6 +117,7 @@ class SufficientStats:
     y_clipped: bool = False
     x_max_norm: float | None = None
     y_max_norm: float | None = None
+    y_abs_max: float | None = None
 
 
 def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling):
@@ -137,8 +147,13 @@ def block_statistics(
 
     Private sides are clipped first (rows of X to L2 norm ``x_bound``,
     entries of Y to ``[-y_bound, y_bound]``); ``None`` bounds mean no
-    clipping. Public sides report their largest row norm.
+    clipping. Public sides report their largest row norm (and a public Y its
+    largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
+    input happens on the workers, before any noise is drawn.
     """
+    check_block_finite(X_b, "X")
+    if Y_b is not None:
+        check_block_finite(Y_b, "y")
     X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
     stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
     if x_public:
@@ -155,6 +170,7 @@ def block_statistics(
             Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
         if y_public:
             stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
+            stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
         stats.xty = X_b.T @ Y_b
     return stats
 
@@ -185,6 +201,7 @@ def combine_statistics(a, b):
         y_clipped=a.y_clipped or b.y_clipped,
         x_max_norm=_max(a.x_max_norm, b.x_max_norm),
         y_max_norm=_max(a.y_max_norm, b.y_max_norm),
+        y_abs_max=_max(a.y_abs_max, b.y_abs_max),
     )
 
 
@@ -611,8 +628,48 @@ def _label_projection(xtx, n, n_outputs, y_bound):
     return _Projection("X", s / n, math.sqrt(n * n_outputs) * y_bound, V=V)
 
 
+def _both_dask(X, Y):
+    """Wrap a NumPy side as a Dask array aligned with the other side's row chunks."""
+    import dask.array as da
+
+    X, Y = _as_dask_array(X), _as_dask_array(Y)
+    if not is_dask_collection(X):
+        X = da.from_array(np.asarray(X, dtype=np.float64), chunks=(Y.chunks[0], -1))
+    if not is_dask_collection(Y):
+        Y = np.asarray(Y, dtype=np.float64)
+        Y = da.from_array(Y, chunks=(X.chunks[0],) + ((-1,) if Y.ndim == 2 else ()))
+    return X, Y
+
+
+def _outcome_gram_block(Y_b, _unused):
+    Y_b = np.asarray(Y_b, dtype=np.float64)
+    return (Y_b.T @ Y_b,)
+
+
+def _check_dask_feature_projection(Y, privacy, mechanism):
+    """GaussProj_Y with ``l > n`` keeps the public Y in memory: NumPy input only.
+
+    Public facts only (shapes), checked before any budget is spent.
+    """
+    if (
+        is_dask_collection(Y)
+        and privacy == "feature"
+        and mechanism == "proj"
+        and Y.shape[1] > Y.shape[0]
+    ):
+        raise ConfigurationError(
+            "mechanism='proj' under feature DP with more outcomes than rows (l > n) "
+            "projects with the n x n Gram matrix of Y and keeps Y in memory; it is "
+            "not supported for Dask input. Pass NumPy arrays, or use l <= n."
+        )
+
+
 def _feature_projection(Y, n, x_bound_eff):
-    """``K_Y`` from the public Y, through its smaller Gram matrix."""
+    """``K_Y`` from the public Y, through its smaller Gram matrix.
+
+    For ``l <= n`` only :math:`Y^\top Y` is needed (a row-block reduction,
+    also on Dask); for ``l > n`` the projection keeps Y (NumPy input only).
+    """
     n_rows, n_outputs = Y.shape
     radius = math.sqrt(n) * x_bound_eff
     if min(n_rows, n_outputs) > _PROJ_Y_WARN:
@@ -623,11 +680,16 @@ def _feature_projection(Y, n, x_bound_eff):
             stacklevel=4,
         )
     if n_outputs <= n_rows:
-        gram = np.zeros((n_outputs, n_outputs))
         step = max(1, _ROW_BLOCK_BYTES // (8 * n_outputs))
-        for a in range(0, n_rows, step):
-            Y_b = np.asarray(Y[a:a + step], dtype=np.float64)
-            gram += Y_b.T @ Y_b
+        if is_dask_collection(Y):
+            # Y^T Y (l x l) is a sum over rows: one task per row block on the
+            # workers, tree-summed; Y itself never reaches the driver.
+            (gram,) = sum_over_row_blocks(_outcome_gram_block, Y)
+        else:
+            gram = np.zeros((n_outputs, n_outputs))
+            for a in range(0, n_rows, step):
+                Y_b = np.asarray(Y[a:a + step], dtype=np.float64)
+                gram += Y_b.T @ Y_b
         V, s = spectral_basis(gram, n, n_rows)
         return _Projection("Y", s / n, radius, V=V, s=s), float(np.sqrt(np.trace(gram)))
     gram = np.zeros((n_rows, n_rows))
@@ -838,6 +900,21 @@ class ReuseCovRegressor(
     at ``lambda`` keeps the solve stable (post-processing). Invalid
     configurations raise :class:`~skprivreg.exceptions.ConfigurationError`
     before any data access.
+
+    **Dask input.** ``fit`` and :meth:`add_outcomes` accept Dask arrays and
+    data frames (known chunk sizes) without collecting X or Y on the driver:
+    every pass over rows (the statistics, the public sides' maximum norms,
+    ``Y^T Y`` for GaussProj_Y) is one task per row block on the workers,
+    tree-summed; NaN/inf is detected there before any budget is spent. The
+    secret covariance subsample (``cov_subsample``) is drawn on the driver
+    and selected lazily (the indices travel in the task graph to the
+    cluster, which is trusted as the data owner's environment, and are never
+    stored or returned). All noise is drawn once, on the driver, from the
+    same seeds as for NumPy input, so a Dask fit equals the NumPy fit for
+    the same ``random_state`` up to float64 round-off of the block sums.
+    Not supported (``ConfigurationError`` before any budget is spent):
+    ``mechanism='proj'`` under feature DP with more outcomes than rows
+    (``l > n``), which keeps the public Y in memory.
 
     **Sample size.** The covariance noise matters when ``sigma_1
     sqrt(d_eff)`` approaches ``lambda_min(X^T X / n)``, i.e. useful fits need
@@ -1105,16 +1182,20 @@ class ReuseCovRegressor(
         -------
         self : object
         """
-        X, y = validate_data(
-            self, X, y, dtype=[np.float64, np.float32], multi_output=True,
-            y_numeric=True,
-        )
+        if is_dask_collection(X) or is_dask_collection(y):
+            X, y = _both_dask(*validate_blockwise_data(self, X, y))
+        else:
+            X, y = validate_data(
+                self, X, y, dtype=[np.float64, np.float32], multi_output=True,
+                y_numeric=True,
+            )
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y
         n, d = X.shape
         d_eff = d + int(self.fit_intercept)
         delta, cov_rows = self._check_config(private, n)
+        _check_dask_feature_projection(Y, self.privacy, self.mechanism)
         if self.covariance is not None:
             self._check_covariance(self.covariance, n, d_eff)
             if private and isinstance(self.random_state, Integral):
@@ -1176,20 +1257,6 @@ class ReuseCovRegressor(
             "proj_mu": release["proj_mu"],
         }
 
-    def _public_side_norms(self, X, Y):
-        """Largest row norms of the public sides (label: X; feature: Y)."""
-        x_max = y_max = y_abs = None
-        if self.privacy == "label":
-            x_max = sufficient_statistics(
-                X, None, fit_intercept=self.fit_intercept,
-                intercept_scaling=self.intercept_scaling, x_public=True,
-                compute_xtx=False,
-            ).x_max_norm
-        if self.privacy == "feature":
-            y_max = float(row_norms(Y).max(initial=0.0))
-            y_abs = float(np.abs(Y).max(initial=0.0))
-        return x_max, y_max, y_abs
-
     def _scales(self, n_outputs, x_max, y_max, y_abs=None):
         """(x_scale, y_row_scale, w_scale) for sensitivities and heuristics."""
         if self.privacy == "label":
@@ -1235,7 +1302,25 @@ class ReuseCovRegressor(
         n, d = X.shape
         n_outputs = Y.shape[1]
         d_eff = d + int(self.fit_intercept)
-        x_scale, y_row, w_scale = self._scales(n_outputs, *self._public_side_norms(X, Y))
+        x_bound = None if self.privacy == "label" else self.x_bound
+        y_bound = None if self.privacy == "feature" else self.y_bound
+        common = dict(
+            x_bound=x_bound, fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+        )
+        seq = seed_sequence(self.random_state)
+        exact_cov = self.privacy == "label"
+        # One pass over the rows (one task per block on Dask): the statistics
+        # and the public sides' norms. Nothing is released yet; the budget is
+        # checked below, before any noise is drawn.
+        stats = sufficient_statistics(
+            X, Y, y_bound=y_bound, x_public=self.privacy == "label",
+            y_public=self.privacy == "feature",
+            compute_xtx=exact_cov or (reused is None and cov_rows is None), **common,
+        )
+        x_scale, y_row, w_scale = self._scales(
+            n_outputs, stats.x_max_norm, stats.y_max_norm, stats.y_abs_max
+        )
         plan_args = dict(
             n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,
             privacy=self.privacy, mechanism=self.mechanism,
@@ -1248,20 +1333,11 @@ class ReuseCovRegressor(
         # (epsilon, delta) does not depend on the projection's public numbers.
         self._check_budget(_plan_ledger(plan_reusecov(**plan_args), delta, private))
 
-        x_bound = None if self.privacy == "label" else self.x_bound
-        y_bound = None if self.privacy == "feature" else self.y_bound
-        common = dict(
-            x_bound=x_bound, fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
-        )
-        seq = seed_sequence(self.random_state)
-        exact_cov = self.privacy == "label"
-        stats = sufficient_statistics(
-            X, Y, y_bound=y_bound,
-            compute_xtx=exact_cov or (reused is None and cov_rows is None), **common,
-        )
         if cov_rows is not None:
-            # A secret subsample from its own seed; the indices are never stored.
+            # A secret subsample from its own seed, drawn on the driver; the
+            # indices are never stored. On Dask, X[rows] is a lazy row
+            # selection: the indices travel inside the task graph to the
+            # workers (the data owner's trusted cluster) and are dropped with it.
             rng_sub = np.random.Generator(np.random.PCG64(_child_seed(seq, 1)))
             rows = np.sort(rng_sub.choice(n, size=cov_rows, replace=False))
             sub = sufficient_statistics(X[rows], None, **common)
@@ -1393,14 +1469,18 @@ class ReuseCovRegressor(
             raise ValueError("epsilon must be > 0.")
         if not 0 < delta < 1:
             raise ValueError("delta must lie in (0, 1).")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-        Y_new = np.asarray(Y_new, dtype=np.float64)
-        if Y_new.ndim == 1:
-            Y_new = Y_new[:, None]
-        if Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
-            raise ValueError("Y_new must have shape (n_samples, l_new).")
-        if not np.all(np.isfinite(Y_new)):
-            raise ValueError("Y_new contains NaN or infinity.")
+        if is_dask_collection(X) or is_dask_collection(Y_new):
+            X, Y_new = self._validate_dask_outcomes(X, Y_new)
+        else:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+            Y_new = np.asarray(Y_new, dtype=np.float64)
+            if Y_new.ndim == 1:
+                Y_new = Y_new[:, None]
+            if Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
+                raise ValueError("Y_new must have shape (n_samples, l_new).")
+            if not np.all(np.isfinite(Y_new)):
+                raise ValueError("Y_new contains NaN or infinity.")
+        _check_dask_feature_projection(Y_new, self.privacy, self.mechanism)
         n = X.shape[0]
         if n != self.covariance_.n:
             raise ValueError(
@@ -1453,6 +1533,33 @@ class ReuseCovRegressor(
         if self.keep_noisy_stats:
             self.noisy_xty_ = np.hstack([self.noisy_xty_, G_hat])
         return np.ascontiguousarray(coef_new)
+
+    def _validate_dask_outcomes(self, X, Y_new):
+        """Shape, dtype and feature-name checks of Dask input, without computing it.
+
+        Finiteness is checked on the workers by the statistics pass, before
+        any noise is drawn or budget spent.
+        """
+        with warnings.catch_warnings():
+            if hasattr(X, "columns"):
+                # sklearn does not read a Dask frame's names; they are checked
+                # by set_dask_feature_names instead.
+                warnings.filterwarnings("ignore", message="X does not have valid feature")
+            validate_data(self, X, skip_check_array=True, reset=False)
+        set_dask_feature_names(self, X, reset=False)
+        X, Y_new = _both_dask(X, Y_new)
+        if Y_new.ndim == 1:
+            Y_new = Y_new[:, None]
+        if X.ndim != 2 or Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
+            raise ValueError("Y_new must have shape (n_samples, l_new).")
+        if any(math.isnan(v.shape[0]) for v in (X, Y_new)):
+            raise ValueError(
+                "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
+            )
+        for name, value in (("X", X), ("Y_new", Y_new)):
+            if not np.issubdtype(value.dtype, np.number):
+                raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
+        return X.astype(np.float64), Y_new.astype(np.float64)
 
     def public_view(self):
         """The DP outputs of the fit (safe to publish together)."""
