@@ -19,7 +19,6 @@ from ..base import DPEstimatorMixin
 from ..bounds import (
     check_private_bound_feasible,
     clip_entries,
-    clip_rows,
     data_norm_bound,
     private_norm_bound,
     row_norms,
@@ -35,7 +34,6 @@ from ..mechanisms import (
 )
 from ._base import (
     LinearPredictMixin,
-    augment_intercept,
     solve_psd_repaired,
     split_intercept,
 )
@@ -86,24 +84,34 @@ def clipped_gram_block(X_block, Y_block, x_bound, y_bound, intercept_scaling):
     """``(X^T X, X^T Y, [X clipped?, Y clipped?])`` of one block after clipping.
 
     Rows are clipped to ``x_bound``, entries of Y to ``y_bound`` (``None``:
-    no clipping), then the constant column ``intercept_scaling`` is appended
-    (``None``: no intercept). Pure, so it may run on a Dask worker; the
-    flags are summed and turned into one warning on the driver.
+    no clipping), and the constant column ``intercept_scaling`` is appended
+    (``None``: no intercept) -- algebraically, without copying the block:
+    ``[X, c 1]^T [X, c 1] = [[X^T X, c X^T 1], [c 1^T X, c^2 n]]``. Pure, so it
+    may run on a Dask worker; the flags are summed and turned into one
+    warning on the driver. One read of the block computes the row norms,
+    which also reveal NaN or infinity.
     """
-    check_block_finite(X_block, "X")
-    check_block_finite(Y_block, "y")
+    X = np.asarray(X_block, dtype=np.float64)
+    Y = np.asarray(Y_block, dtype=np.float64)
+    norms = row_norms(X)
+    if not np.isfinite(norms).all():
+        check_block_finite(X, "X")  # NaN/inf, or only a norm that overflowed
+    check_block_finite(Y, "y")
     x_clipped = y_clipped = False
     if x_bound is not None:
-        X_block, x_clipped = clip_rows(X_block, x_bound)
+        over = norms > x_bound
+        if over.any():
+            X = X * np.where(over, x_bound / np.where(over, norms, 1.0), 1.0)[:, None]
+            x_clipped = True
     if y_bound is not None:
-        Y_block, y_clipped = clip_entries(Y_block, y_bound)
+        Y, y_clipped = clip_entries(Y, y_bound)
+    XtX, XtY = X.T @ X, X.T @ Y
     if intercept_scaling is not None:
-        X_block = augment_intercept(X_block, intercept_scaling)
-    return (
-        X_block.T @ X_block,
-        X_block.T @ Y_block,
-        np.array([x_clipped, y_clipped], dtype=np.int64),
-    )
+        c = float(intercept_scaling)
+        x_sum, y_sum = c * X.sum(axis=0), c * Y.sum(axis=0)
+        XtX = np.block([[XtX, x_sum[:, None]], [x_sum[None, :], np.array([[c * c * len(X)]])]])
+        XtY = np.vstack([XtY, y_sum[None, :]])
+    return XtX, XtY, np.array([x_clipped, y_clipped], dtype=np.int64)
 
 
 class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):

@@ -232,3 +232,25 @@ def test_same_seed_same_output_and_fit_does_not_touch_params():
     assert est.get_params() == params
     fresh = [AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0).fit(X, y).coef_ for _ in range(2)]
     assert not np.array_equal(*fresh)
+
+
+def test_clipped_gram_block_equals_explicit_clip_and_augment():
+    from skprivreg.bounds import clip_rows
+    from skprivreg.linear_model._base import augment_intercept
+    from skprivreg.linear_model._ssp import clipped_gram_block
+
+    rng = np.random.default_rng(20)
+    X = rng.normal(size=(300, 4)) * rng.choice([1.0, 10.0], size=(300, 1))
+    Y = rng.normal(size=(300, 2)) * 5
+    XtX, XtY, flags = clipped_gram_block(X, Y, 3.0, 4.0, 2.0)
+    Xc = augment_intercept(clip_rows(X, 3.0)[0], 2.0)
+    Yc = np.clip(Y, -4.0, 4.0)
+    np.testing.assert_allclose(XtX, Xc.T @ Xc, rtol=1e-12)
+    np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12)
+    assert list(flags) == [1, 1]
+    big = X.copy()
+    big[5] = 1e200  # finite, but its norm overflows: must not be called NaN
+    clipped_gram_block(big, Y, 3.0, None, None)
+    big[5, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        clipped_gram_block(big, Y, 3.0, None, None)
