@@ -25,7 +25,7 @@ from ..mechanisms import (
     gaussian_sigma,
     symmetric_gaussian_matrix,
 )
-from ._base import LinearPredictMixin
+from ._base import LinearPredictMixin, split_intercept
 from ._reusecov import (
     association_sensitivity,
     covariance_sensitivity,
@@ -258,14 +258,9 @@ class IndependentSSPRegressor(
             W[:, start:stop] = np.einsum("kij,kj->ik", eigvecs, coords)
         self._charge(ledger)
 
-        if self.fit_intercept:
-            coef, intercept = W[:-1].T, self.intercept_scaling * W[-1]
-        else:
-            coef, intercept = W.T, np.zeros(n_outputs)
-        if single_output:
-            self.coef_, self.intercept_ = coef[0].copy(), float(intercept[0])
-        else:
-            self.coef_, self.intercept_ = np.ascontiguousarray(coef), intercept.copy()
+        self.coef_, self.intercept_ = split_intercept(
+            W, self.fit_intercept, self.intercept_scaling, single_output
+        )
         self.n_outputs_ = n_outputs
         self.ridge_ = lam
         self.noise_std_ = {"covariance": sigma_cov, "association": sigma_assoc}
