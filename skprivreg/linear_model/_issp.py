@@ -475,8 +475,12 @@ def _group_rss(grams, p):
         return L[:, p, p] ** 2
     except np.linalg.LinAlgError:
         pass
-    S = grams[:, :p, :p]
-    t = grams[:, :p, p]
+    # Jacobi scaling first: the projection is invariant to column scales, and
+    # eigh of the scaled matrix is accurate for badly scaled columns.
+    diag = np.einsum("gii->gi", grams[:, :p, :p])
+    scale = np.sqrt(np.where(diag > 0, diag, 1.0))
+    S = grams[:, :p, :p] / (scale[:, :, None] * scale[:, None, :])
+    t = grams[:, :p, p] / scale
     yy = grams[:, p, p]
     vals, vecs = np.linalg.eigh(S)
     proj = np.einsum("gij,gi->gj", vecs, t)
@@ -484,6 +488,57 @@ def _group_rss(grams, p):
     keep = vals > cutoff
     fitted = np.sum(np.where(keep, proj**2 / np.where(keep, vals, 1.0), 0.0), axis=1)
     return np.maximum(yy - fitted, 0.0)
+
+
+def _augmented_gram_add(G, Xs, ys, intercept):
+    """``G += [Xs 1 ys]^T [Xs 1 ys]`` (ones column only if ``intercept``), upper triangle.
+
+    The ones and ``y`` columns are handled by dot products on the piece (still
+    in cache after the ``dsyrk``), so no augmented copy of the rows is built.
+    """
+    d = Xs.shape[1]
+    p = G.shape[0] - 1
+    G[:d, :d] += np.dot(Xs.T, Xs)  # dsyrk
+    G[:d, p] += np.dot(ys, Xs)
+    G[p, p] += np.dot(ys, ys)
+    if intercept:
+        G[:d, d] += Xs.sum(axis=0)
+        G[d, d] += Xs.shape[0]
+        G[d, p] += ys.sum()
+
+
+def _group_grams(source, seg_group, seg, used, m):
+    """One pass: augmented Gram ``[X~ y]^T [X~ y]`` of each group and of the unused rows.
+
+    Group ``j`` is the union of the segments ``i`` with ``seg_group[i] == j``
+    (rows ``[i seg, (i+1) seg)``, all below ``used``); ``grams[j]`` depends on
+    those rows only. Returns ``(grams, rest)``, symmetric, shapes
+    ``(m, p+1, p+1)`` and ``(p+1, p+1)``; ``grams.sum(0) + rest`` is the Gram
+    matrix of all rows.
+    """
+    p = source.p
+    raw = getattr(source, "raw_blocks", None)
+    blocks = raw() if raw is not None else source.blocks()
+    intercept = raw is not None and source.fit_intercept
+    grams = np.zeros((m, p + 1, p + 1))
+    rest = np.zeros((p + 1, p + 1))
+    for start, Xb, yb in blocks:
+        stop = start + Xb.shape[0]
+        lo = start
+        while lo < stop:
+            if lo >= used:
+                _augmented_gram_add(rest, Xb[lo - start:], yb[lo - start:], intercept)
+                break
+            i = lo // seg
+            hi = min(stop, (i + 1) * seg, used)
+            _augmented_gram_add(grams[seg_group[i]], Xb[lo - start:hi - start],
+                                yb[lo - start:hi - start], intercept)
+            lo = hi
+    grams = np.triu(grams)
+    grams += np.swapaxes(np.triu(grams, 1), 1, 2)
+    rest = np.triu(rest)
+    rest += np.triu(rest, 1).T
+    return grams, rest
 
 
 def private_residual_scale(source, eps0, delta0, rng_partition, rng_noise, *,
@@ -501,27 +556,17 @@ def private_residual_scale(source, eps0, delta0, rng_partition, rng_noise, *,
     With ``return_gram=True`` the result also carries the augmented Gram
     matrix ``[X~ y]^T [X~ y]`` of all rows (sum of the group matrices and of
     the unused rows), which the leverage filter reuses: no extra pass.
+
+    Privacy: the partition depends only on ``n`` and the public generator, and
+    ``psi_j`` is a function of group ``j``'s rows only (its Gram matrix is
+    accumulated from those rows alone; the shared pass changes floating-point
+    summation order, not this dependence), so the histogram analysis is unchanged.
     """
     n, p = source.n, source.p
     m, b = r0_groups(n, eps0, delta0, zeta)
     seg_group, seg, used = _segment_groups(m, b, rng_partition)
     b_eff = used // m
-    grams = np.zeros((m, p + 1, p + 1))
-    rest = np.zeros((p + 1, p + 1))
-    for start, Xb, yb in source.blocks():
-        stop = start + Xb.shape[0]
-        M = np.column_stack([Xb, yb])
-        lo = start
-        while lo < stop:
-            if lo >= used:
-                piece = M[lo - start:]
-                rest += np.dot(piece.T, piece)
-                break
-            i = lo // seg
-            hi = min(stop, (i + 1) * seg, used)
-            piece = M[lo - start:hi - start]
-            grams[seg_group[i]] += np.dot(piece.T, piece)
-            lo = hi
+    grams, rest = _group_grams(source, seg_group, seg, used, m)
     psi = _group_rss(grams, p) / (b_eff - p)
     labels = [("zero" if v <= 0 else int(math.floor(4.0 * math.log2(v)))) for v in psi]
     mode = stability_mode(labels, eps0, delta0, rng_noise,

@@ -22,8 +22,11 @@ from skprivreg.linear_model._issp import (
     ISSPFailureWarning,
     ISSPPlanningWarning,
     ISSPRegressor,
+    _group_grams,
+    _group_rss,
     _issp_core,
     _issp_trace,
+    _segment_groups,
     demo_case,
     issp_k,
     issp_plan,
@@ -33,6 +36,7 @@ from skprivreg.linear_model._issp import (
 from skprivreg.linear_model._issp_filters import (
     ArrayRowSource,
     _direct_leverages,
+    gram_pass,
     leverage_thresholds,
     residual_thresholding,
     residual_thresholds,
@@ -623,6 +627,62 @@ def test_private_residual_scale_brackets_sigma2():
             assert out[0] == pytest.approx(
                 math.sqrt(out[1]) * math.sqrt(2 * math.log(2 * n / 0.01)))
     assert hits >= 95
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_group_rss_from_shared_pass_equals_lstsq(fit_intercept):
+    # psi_j from the one-pass group Gram matrices (Cholesky / eigh Schur complement)
+    # equals the least-squares RSS of the group's own rows, the groups are the
+    # segments dealt by the public permutation, and the group matrices plus the
+    # unused rows give the Gram matrix of all rows (reused by the leverage filter).
+    rng = np.random.default_rng(7)
+    n, d, m, b = 5_003, 4, 9, 555  # 4 unused rows; b' = 552 (8 segments of 69)
+    X = rng.standard_normal((n, d)) * [1.0, 10.0, 0.1, 3.0]
+    y = X @ rng.standard_normal(d) + rng.standard_normal(n)
+    seg_group, seg, used = _segment_groups(m, b, np.random.default_rng(3))
+    assert (seg, used) == (69, m * 8 * 69)
+    owner = np.full(n, -1)
+    owner[:used] = np.repeat(seg_group, seg)
+    # Rank-deficient group: a duplicated column on its rows, plus an exact fit
+    # on a second group (RSS 0, so psi = 0 lands in the "zero" bin).
+    rows0 = owner == seg_group[0]
+    X[rows0, 3] = X[rows0, 0]
+    rows1 = owner == seg_group[1]
+    y[rows1] = X[rows1] @ [1.0, 2.0, 3.0, 4.0] + (2.0 if fit_intercept else 0.0)
+    p = d + int(fit_intercept)
+    for chunk in (1000, 69, n):  # blocks split segments, match them, one block
+        src = ArrayRowSource(X, y, fit_intercept=fit_intercept, chunk_size=chunk)
+        grams, rest = _group_grams(src, seg_group, seg, used, m)
+        rss = _group_rss(grams, p)
+        for j in range(m):
+            Xj = X[owner == j]
+            if fit_intercept:
+                Xj = np.column_stack([Xj, np.ones(len(Xj))])
+            coef = np.linalg.lstsq(Xj, y[owner == j], rcond=None)[0]
+            ref = np.sum((y[owner == j] - Xj @ coef) ** 2)
+            tol = 1e-9 * np.sum(y[owner == j] ** 2)
+            assert abs(rss[j] - ref) <= tol, (chunk, j, rss[j], ref)
+        assert rss[seg_group[1]] <= 1e-9 * np.sum(y[rows1] ** 2)
+        total = grams.sum(axis=0) + rest
+        np.testing.assert_allclose(total, gram_pass(src), rtol=1e-12, atol=1e-9)
+        np.testing.assert_array_equal(grams, np.swapaxes(grams, 1, 2))
+
+
+def test_group_rss_rank_deficient_badly_scaled_columns():
+    # Singular groups take the eigh path; Jacobi scaling keeps the Schur
+    # complement accurate when column scales differ by up to 1e6 (unscaled eigh
+    # was off by ~1e-5 relative on a few of these draws).
+    rng = np.random.default_rng(0)
+    worst = 0.0
+    for _ in range(2000):
+        X = rng.standard_normal((60, 4)) * 10.0 ** rng.uniform(-3, 3, 4)
+        X[:, 3] = X[:, 0] * rng.choice([1.0, 3.7, -0.1])
+        y = rng.standard_normal(60)
+        M = np.column_stack([X, y])
+        rss = _group_rss((M.T @ M)[None], 4)[0]
+        ref = np.sum((y - X @ np.linalg.lstsq(X, y, rcond=None)[0]) ** 2)
+        worst = max(worst, abs(rss - ref) / np.sum(y**2))
+    assert worst < 1e-10
 
 
 def test_stability_histogram_single_count_release_rate():
