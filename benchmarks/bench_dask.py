@@ -11,6 +11,12 @@ makes, exactly like the reference.
 
     python benchmarks/bench_dask.py --n 2000000 --estimators reusecov --l 100
 
+ISSP (``--estimators issp``): epsilon = 8, delta = 1e-9, private residual
+scale (the default): at n = 1e8, d = 10 the plan's automatic L0 is not capped,
+so Gaussian data take the clean path (pass 1: residual-scale group Grams,
+which also give the Gram matrix; pass 2: leverage/residual scan). The row
+records whether the private test PASSed and how many data passes ran.
+
 ReuseCov (``--estimators reusecov,reusecov-label-proj``) fits ``--l`` outcomes
 ``Y = X B + 1 + N(0, I)`` (B public, d x l), also generated chunk by chunk on
 the workers; its reference is the Gram pass ``(X^T X, X^T Y)`` of the same data.
@@ -64,11 +70,12 @@ ESTIMATORS = {
     "reusecov": "ReuseCovRegressor (full DP, l outcomes)",
     "reusecov-label-proj": "ReuseCovRegressor (label DP, proj, l outcomes)",
     "lba": "WeightedLBARegressor (label DP, declared, bags gathered on workers)",
+    "issp": "ISSPRegressor (eps=8, delta=1e-9, private R0)",
 }
 
 
 def estimators(selected, n_outcomes):
-    from skprivreg import AdaSSPRegressor, SSPRegressor
+    from skprivreg import AdaSSPRegressor, ISSPRegressor, SSPRegressor
     from skprivreg.label_dp import WeightedLBARegressor
     from skprivreg.linear_model._reusecov import ReuseCovRegressor
 
@@ -89,8 +96,25 @@ def estimators(selected, n_outcomes):
         "lba": lambda: WeightedLBARegressor(
             epsilon=4.0, delta=1e-9, label_bounds=(-10.0, 10.0), assumption="declared",
             residual_var_lower_bound=0.9, random_state=0),
+        # on_fail='zero' so a FAIL is recorded (ptr_passed) instead of aborting the run.
+        "issp": lambda: ISSPRegressor(epsilon=8.0, delta=1e-9, on_fail="zero", random_state=0),
     }
     return {key: (ESTIMATORS[key], made[key]()) for key in selected}
+
+
+def count_issp_passes():
+    """Record every data pass of ISSP on Dask (one ``DaskRowSource.reduce`` each)."""
+    from skprivreg.linear_model import _issp_filters
+
+    calls = []
+    reduce = _issp_filters.DaskRowSource.reduce
+
+    def counted(self, fn, *args, **kwargs):
+        calls.append(fn.__name__)
+        return reduce(self, fn, *args, **kwargs)
+
+    _issp_filters.DaskRowSource.reduce = counted
+    return calls
 
 
 def peak_worker_memory(client):
@@ -155,6 +179,7 @@ def main():
         is_multi = key.startswith("reusecov")
         target, truth = (Y, B.T) if is_multi else (y, np.linspace(-1, 1, args.d))
         reference = multi_seconds if is_multi else ref_seconds
+        passes = count_issp_passes() if key == "issp" else None
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -163,6 +188,9 @@ def main():
         rows.append({"method": name, "seconds": seconds, "ratio": seconds / reference,
                      "worker_rss_mib": peak_worker_memory(client),
                      "coef_error": float(np.max(np.abs(est.coef_ - truth)))})
+        if passes is not None:
+            rows[-1].update(ptr_passed=bool(est.ptr_passed_), data_passes=len(passes),
+                            noise_scale=float(est.noise_scale_))
         print(rows[-1], flush=True)
     client.close()
     cluster.close()
@@ -183,6 +211,10 @@ def main():
         rss = ", ".join(f"{v:.0f}" for v in r["worker_rss_mib"].values())
         err = f"{r['coef_error']:.2e}" if "coef_error" in r else ""
         lines.append(f"| {r['method']} | {r['seconds']:.1f} | {r['ratio']:.2f} | {rss} | {err} |")
+    for r in rows:
+        if "ptr_passed" in r:
+            lines += ["", f"{r['method']}: private test {'PASS' if r['ptr_passed'] else 'FAIL'}, "
+                      f"{r['data_passes']} data passes, noise scale c = {r['noise_scale']:.3g}."]
     for r in rows:
         r["worker_rss_mib"] = list(r["worker_rss_mib"].values())
     path = write_results(args.output, {"n": args.n, "d": args.d, "chunk": args.chunk,

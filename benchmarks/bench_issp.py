@@ -231,62 +231,93 @@ def streaming(n, d, chunk, repeats):
 # ---------------------------------------------------------------------------
 # 3. condition number: ISSP vs AdaSSP
 # ---------------------------------------------------------------------------
-def conditioning(n, d, eps, delta, kappas, reps, seed=0):
+def _conditioning_cell(n, d, eps, delta, kappa, signal, reps, Q, u):
+    """ISSP and AdaSSP at one condition number; the same draws of Z at every kappa.
+
+    ``X = Z Sigma^{1/2}`` with ``Z ~ N(0, I)`` drawn from seeds that do not
+    depend on kappa, so the kappa = 1 and kappa = 1e6 data sets are affine
+    images of each other. ``signal='whitened'``: ``beta* = Sigma^{-1/2} u``, so
+    ``x^T beta* = z^T u`` and y is literally the same vector at every kappa
+    (each whitened direction carries the same signal; an ill-conditioned
+    design hides part of the signal in low-variance directions).
+    ``signal='fixed'``: ``beta* = u`` (spec §11.2), so low-variance directions
+    carry almost no signal as kappa grows.
+    """
     from skprivreg.linear_model._adassp import AdaSSPRegressor
     from skprivreg.linear_model._issp import ISSPRegressor
 
+
+    evals = kappa ** (-np.arange(d) / (d - 1))
+    root = Q @ np.diag(np.sqrt(evals)) @ Q.T
+    inv_root = Q @ np.diag(1.0 / np.sqrt(evals)) @ Q.T
+    beta_star = inv_root @ u if signal == "whitened" else u
+    signal_var = float(u @ u) if signal == "whitened" else float(u @ root @ root @ u)
+    # Oracle public bounds (spec §11.1): the largest eigenvalue is 1 at every kappa.
+    x_bound = math.sqrt(evals.max() * stats.chi2(d).isf(1e-3))
+    y_bound = math.sqrt(signal_var + 1.0) * stats.norm.isf(5e-4)
+    res = {"issp": [], "adassp": [], "issp_passed": 0, "issp_w": [], "adassp_w": [],
+           "ols_w": []}
+    est = None
+    for r in range(reps):
+        data_rng = np.random.default_rng([2024, r])
+        Z = data_rng.standard_normal((n, d))
+        y = Z @ (root @ beta_star) + 0.5 + data_rng.standard_normal(n)
+        X = Z @ root
+        del Z
+        Xa = np.column_stack([X, np.ones(n)])
+        S = Xa.T @ Xa
+        b_ols = linalg.cho_solve(linalg.cho_factor(S), Xa.T @ y)
+        ols_excess = d + 1.0  # E ||b_ols - b*||_S^2 = sigma^2 p with sigma = 1
+
+        def excess(coef, intercept, b_ols=b_ols, S=S, ols_excess=ols_excess):
+            diff = np.r_[coef, intercept] - b_ols
+            return float(diff @ S @ diff) / ols_excess
+
+        def whitened_error(coef):
+            return float(np.linalg.norm(root @ (coef - beta_star)))
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = ISSPRegressor(epsilon=eps, delta=delta, on_fail="zero",
+                                random_state=r).fit(X, y)
+            res["ols_w"].append(whitened_error(b_ols[:d]))
+            if est.ptr_passed_:
+                res["issp_passed"] += 1
+                res["issp"].append(excess(est.coef_, est.intercept_))
+                res["issp_w"].append(whitened_error(est.coef_))
+            ada = AdaSSPRegressor(epsilon=eps, delta=delta, x_bound=x_bound,
+                                  y_bound=y_bound, random_state=r).fit(X, y)
+            res["adassp"].append(excess(ada.coef_, ada.intercept_))
+            res["adassp_w"].append(whitened_error(ada.coef_))
+
+    def median(values):
+        return float(np.median(values)) if values else None
+
+    return {
+        "signal": signal,
+        "kappa": kappa,
+        "issp_excess_over_ols_median": median(res["issp"]),
+        "adassp_excess_over_ols_median": median(res["adassp"]),
+        "issp_pass_rate": res["issp_passed"] / reps,
+        "ols_param_err_median": median(res["ols_w"]),
+        "issp_param_err_median": median(res["issp_w"]),
+        "adassp_param_err_median": median(res["adassp_w"]),
+        "issp_noise_scale": float(est.noise_scale_) if est.ptr_passed_ else None,
+        "reps": reps,
+    }
+
+
+def conditioning(n, d, eps, delta, kappas, reps, seed=0):
+    """Both signal designs of :func:`_conditioning_cell` at every kappa."""
     rng = np.random.default_rng(seed)
     Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
-    beta_star = rng.standard_normal(d) / math.sqrt(d)
-    rows = []
-    for kappa in kappas:
-        evals = kappa ** (-np.arange(d) / (d - 1))
-        root = Q @ np.diag(np.sqrt(evals)) @ Q.T
-        Sigma = root @ root
-        x_bound = math.sqrt(evals.max() * stats.chi2(d).isf(1e-3))
-        y_bound = math.sqrt(beta_star @ Sigma @ beta_star + 1.0) * stats.norm.isf(5e-4)
-        res = {"issp": [], "adassp": [], "issp_passed": 0, "issp_l2": [], "adassp_l2": [],
-               "ols_l2": []}
-        for r in range(reps):
-            X = rng.standard_normal((n, d)) @ root
-            y = X @ beta_star + 0.5 + rng.standard_normal(n)
-            Xa = np.column_stack([X, np.ones(n)])
-            S = Xa.T @ Xa
-            b_ols = linalg.cho_solve(linalg.cho_factor(S), Xa.T @ y)
-            ols_excess = d + 1.0  # E ||b_ols - b*||_S^2 = sigma^2 p with sigma = 1
-
-            def excess(coef, intercept, b_ols=b_ols, S=S, ols_excess=ols_excess):
-                diff = np.r_[coef, intercept] - b_ols
-                return float(diff @ S @ diff) / ols_excess
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est = ISSPRegressor(epsilon=eps, delta=delta, on_fail="zero",
-                                    random_state=r).fit(X, y)
-                res["ols_l2"].append(float(np.linalg.norm(b_ols[:d] - beta_star)))
-                if est.ptr_passed_:
-                    res["issp_passed"] += 1
-                    res["issp"].append(excess(est.coef_, est.intercept_))
-                    res["issp_l2"].append(float(np.linalg.norm(est.coef_ - beta_star)))
-                ada = AdaSSPRegressor(epsilon=eps, delta=delta, x_bound=x_bound,
-                                      y_bound=y_bound, random_state=r).fit(X, y)
-                res["adassp"].append(excess(ada.coef_, ada.intercept_))
-                res["adassp_l2"].append(float(np.linalg.norm(ada.coef_ - beta_star)))
-        rows.append({
-            "kappa": kappa,
-            "issp_excess_over_ols_median": float(np.median(res["issp"])) if res["issp"]
-            else None,
-            "adassp_excess_over_ols_median": float(np.median(res["adassp"])),
-            "issp_pass_rate": res["issp_passed"] / reps,
-            "ols_param_l2_median": float(np.median(res["ols_l2"])),
-            "issp_param_l2_median": float(np.median(res["issp_l2"])) if res["issp_l2"]
-            else None,
-            "adassp_param_l2_median": float(np.median(res["adassp_l2"])),
-            "issp_noise_scale": float(est.noise_scale_) if est.ptr_passed_ else None,
-            "reps": reps,
-        })
+    u = rng.standard_normal(d) / math.sqrt(d)
+    rows = [_conditioning_cell(n, d, eps, delta, kappa, signal, reps, Q, u)
+            for signal in ("whitened", "fixed") for kappa in kappas]
     return {"n": n, "d": d, "epsilon": eps, "delta": delta, "rows": rows,
-            "metric": "||b - b_ols||^2_S / (sigma^2 p): privacy excess over the OLS excess"}
+            "metric": "||b - b_ols||^2_S / (sigma^2 p): privacy excess over the OLS excess",
+            "param_metric": "||Sigma^{1/2}(b - b*)||: parameter error in the population "
+                            "prediction norm"}
 
 
 # ---------------------------------------------------------------------------
@@ -306,6 +337,37 @@ def planning():
                              "c_over_sigma": plan.predicted_noise_ratio,
                              "clean_path": plan.clean_path_possible})
     return rows
+
+
+def conditioning_markdown(c):
+    def fmt(value):
+        return "FAIL" if value is None else f"{value:.3g}"
+
+    lines = ["## Condition number: ISSP vs AdaSSP", "", f"`{c.get('command', '')}`", "",
+             f"n = {c['n']:.0e}, d = {c['d']}, epsilon = {c['epsilon']}, delta = "
+             f"{c['delta']}; medians over {c['rows'][0]['reps']} data sets per cell. "
+             f"Excess: {c['metric']}. Parameter error: {c.get('param_metric', '')}.", ""]
+    titles = {
+        "whitened": "Signal in every whitened direction (beta* = Sigma^{-1/2} u: y is the "
+                    "same at every kappa)",
+        "fixed": "Fixed beta* = u (spec §11.2: low-variance directions carry little signal)",
+    }
+    for signal in ("whitened", "fixed"):
+        rows = [r for r in c["rows"] if r.get("signal", "fixed") == signal]
+        if not rows:
+            continue
+        lines += [f"### {titles[signal]}", "",
+                  "| kappa | excess: ISSP | ISSP pass rate | excess: AdaSSP (AGM, oracle bounds)"
+                  " | param. error: OLS | ISSP | AdaSSP |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['kappa']:.0e} | {fmt(r['issp_excess_over_ols_median'])} | "
+                         f"{r['issp_pass_rate']:.2f} | {fmt(r['adassp_excess_over_ols_median'])}"
+                         f" | {fmt(r.get('ols_param_err_median'))} | "
+                         f"{fmt(r.get('issp_param_err_median'))} | "
+                         f"{fmt(r.get('adassp_param_err_median'))} |")
+        lines.append("")
+    return lines
 
 
 def write_markdown(res, path):
@@ -339,23 +401,7 @@ def write_markdown(res, path):
                   f"{s['issp_fit_s']:.2f} | **{s['ratio']:.2f}** | {s['peak_anon_mb_base']:.0f} | "
                   f"{s['peak_anon_mb_issp']:.0f} |", ""]
     if "conditioning" in res:
-        c = res["conditioning"]
-        lines += ["## Condition number: ISSP vs AdaSSP", "", f"`{c.get('command', '')}`", "",
-                  f"n = {c['n']:.0e}, d = {c['d']}, epsilon = {c['epsilon']}, delta = "
-                  f"{c['delta']}; metric: {c['metric']} (median over reps).", "",
-                  "| kappa | ISSP | ISSP pass rate | AdaSSP (AGM, oracle bounds) | "
-                  "||b - b*||_2: OLS | ISSP | AdaSSP |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in c["rows"]:
-            issp = "FAIL" if r["issp_excess_over_ols_median"] is None else \
-                f"{r['issp_excess_over_ols_median']:.3g}"
-            issp_l2 = "FAIL" if r.get("issp_param_l2_median") is None else \
-                f"{r['issp_param_l2_median']:.3g}"
-            lines.append(f"| {r['kappa']:.0e} | {issp} | {r['issp_pass_rate']:.2f} | "
-                         f"{r['adassp_excess_over_ols_median']:.3g} | "
-                         f"{r.get('ols_param_l2_median', float('nan')):.3g} | {issp_l2} | "
-                         f"{r.get('adassp_param_l2_median', float('nan')):.3g} |")
-        lines.append("")
+        lines += conditioning_markdown(res["conditioning"])
     if "planning" in res:
         lines += ["## Public planning (d = 20, delta = 1e-6, R0 given, auto split)", "",
                   "| epsilon | n | k | f_T | predicted c/sigma | clean path |",

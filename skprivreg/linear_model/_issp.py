@@ -21,6 +21,7 @@ from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 
+from .._blockwise import is_dask_collection, validate_blockwise_data
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -35,6 +36,8 @@ from ..mechanisms import (
 from ._base import LinearPredictMixin, split_intercept
 from ._issp_filters import (
     ArrayRowSource,
+    DaskRowSource,
+    _add_partials,
     slf_engine,
     srf_engine,
     srf_weights,
@@ -507,6 +510,26 @@ def _augmented_gram_add(G, Xs, ys, intercept):
         G[d, p] += ys.sum()
 
 
+def _group_gram_block(offset, Xb, yb, params, into=None):
+    """Block function of :func:`_group_grams`: upper triangles ``(grams, rest)`` of one block."""
+    p, intercept, seg_group, seg, used, m = params
+    if into is None:
+        into = (np.zeros((m, p + 1, p + 1)), np.zeros((p + 1, p + 1)))
+    grams, rest = into
+    start, stop = offset, offset + Xb.shape[0]
+    lo = start
+    while lo < stop:
+        if lo >= used:
+            _augmented_gram_add(rest, Xb[lo - start:], yb[lo - start:], intercept)
+            break
+        i = lo // seg
+        hi = min(stop, (i + 1) * seg, used)
+        _augmented_gram_add(grams[seg_group[i]], Xb[lo - start:hi - start],
+                            yb[lo - start:hi - start], intercept)
+        lo = hi
+    return into
+
+
 def _group_grams(source, seg_group, seg, used, m):
     """One pass: augmented Gram ``[X~ y]^T [X~ y]`` of each group and of the unused rows.
 
@@ -514,26 +537,12 @@ def _group_grams(source, seg_group, seg, used, m):
     (rows ``[i seg, (i+1) seg)``, all below ``used``); ``grams[j]`` depends on
     those rows only. Returns ``(grams, rest)``, symmetric, shapes
     ``(m, p+1, p+1)`` and ``(p+1, p+1)``; ``grams.sum(0) + rest`` is the Gram
-    matrix of all rows.
+    matrix of all rows. ``seg_group`` is public (drawn on the driver); on Dask
+    it is shipped to the workers with the block function.
     """
     p = source.p
-    raw = getattr(source, "raw_blocks", None)
-    blocks = raw() if raw is not None else source.blocks()
-    intercept = raw is not None and source.fit_intercept
-    grams = np.zeros((m, p + 1, p + 1))
-    rest = np.zeros((p + 1, p + 1))
-    for start, Xb, yb in blocks:
-        stop = start + Xb.shape[0]
-        lo = start
-        while lo < stop:
-            if lo >= used:
-                _augmented_gram_add(rest, Xb[lo - start:], yb[lo - start:], intercept)
-                break
-            i = lo // seg
-            hi = min(stop, (i + 1) * seg, used)
-            _augmented_gram_add(grams[seg_group[i]], Xb[lo - start:hi - start],
-                                yb[lo - start:hi - start], intercept)
-            lo = hi
+    params = (p, source.fit_intercept, np.asarray(seg_group), int(seg), int(used), int(m))
+    grams, rest = source.reduce(_group_gram_block, _add_partials, params)
     grams = np.triu(grams)
     grams += np.swapaxes(np.triu(grams, 1), 1, 2)
     rest = np.triu(rest)
@@ -669,6 +678,19 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
     return trace
 
 
+def _row_source(X, y, *, fit_intercept, chunk_size, clip, check_finite):
+    """The row source of a fit: Dask blocks on the workers, or in-order blocks here.
+
+    Dask input keeps its own row chunks (``chunk_size`` is ignored) and is
+    checked for NaN or infinity by the block functions of the first pass.
+    """
+    if is_dask_collection(X):
+        return DaskRowSource(X, y, fit_intercept=fit_intercept, clip=clip, check_finite=True)
+    return ArrayRowSource(X, y, fit_intercept=fit_intercept,
+                          chunk_size=chunk_size or DEFAULT_BLOCK, clip=clip,
+                          check_finite=check_finite)
+
+
 def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **params):
     """Run ISSP with the public planning and return its full trace.
 
@@ -678,12 +700,15 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
     """
     est = ISSPRegressor(**params)
     est._validate_params()
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if is_dask_collection(X):
+        X, y = validate_blockwise_data(est, X, y, multi_output=False)
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
     plan = est._plan(X.shape[0], X.shape[1], constants=_constants)
     rngs = est._rngs("partition", "histogram", "ptr", "noise")
-    source = ArrayRowSource(X, y, fit_intercept=est.fit_intercept,
-                            chunk_size=est.chunk_size or DEFAULT_BLOCK, clip=est.feature_clip)
+    source = _row_source(X, y, fit_intercept=est.fit_intercept, chunk_size=est.chunk_size,
+                         clip=est.feature_clip, check_finite=False)
     if isinstance(est.residual_bound, str):
         r0 = private_residual_scale(source, plan.eps_r0, plan.delta_r0, rngs["partition"],
                                     rngs["histogram"], residual_slack=est.residual_slack,
@@ -760,6 +785,17 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     OLS error. ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
     (or :func:`issp_plan`) prints the numbers; ``planning_`` holds them.
 
+    **Dask.** ``X`` and ``y`` may be a Dask array or Dask DataFrame/Series
+    (with known chunk sizes). Every data pass is one task per row chunk on
+    the workers (Gram matrices, TSQR, leverage and residual scans, the
+    residual-scale group Grams), reduced in a tree; only small statistics and
+    candidate rows reach the driver, where all filtering decisions, the PTR
+    and the noise happen (nothing random runs on a worker; the residual-scale
+    partition is drawn on the driver). Finiteness is checked on the workers in
+    the first pass, before any noise. Same ``random_state`` gives the NumPy
+    result up to float64 summation order (and the same number of passes: 2
+    on clean data). ``predict`` accepts Dask input and returns a Dask array.
+
     **Floating point.** Exact arithmetic is assumed (Mironov 2012 attacks and
     timing channels are out of scope). The implementation follows the review
     errata of spec §14: extreme rows are handled by a certified Gram factor
@@ -803,7 +839,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     chunk_size : int >= 1024 or None, default=None
         Rows per block of the streaming passes; ``None`` streams an in-memory
         array in blocks of 131072 rows. ``np.memmap`` inputs are never loaded
-        whole.
+        whole. Ignored for Dask input, whose own row chunks are the blocks.
     feature_clip : float > 0 or None, default=None
         Public per-entry clip of X to ``[-feature_clip, feature_clip]``
         (part of the guarantee: it is a fixed per-row map).
@@ -932,6 +968,10 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         return isinstance(X, np.memmap) or (self.chunk_size is not None and hasattr(X, "dtype"))
 
     def _validate_input(self, X, y):
+        if is_dask_collection(X) or is_dask_collection(y):
+            # Shapes and dtypes only; finiteness is checked on the workers in the
+            # first pass, before any noise (DaskRowSource).
+            return validate_blockwise_data(self, X, y, multi_output=False)
         if self._streamed(X):
             # Streamed input: never load X whole; check finiteness block by block.
             validate_data(self, X, skip_check_array=True)
@@ -961,8 +1001,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
 
         Parameters
         ----------
-        X : array-like or np.memmap of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like, np.memmap, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array/Series of shape (n_samples,)
 
         Returns
         -------
@@ -978,10 +1018,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                 f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
                 f"got n_samples={n}."
             )
-        source = ArrayRowSource(X, y, fit_intercept=self.fit_intercept,
-                                chunk_size=self.chunk_size or DEFAULT_BLOCK,
-                                clip=self.feature_clip,
-                                check_finite=self._streamed(X))
+        source = _row_source(X, y, fit_intercept=self.fit_intercept,
+                             chunk_size=self.chunk_size, clip=self.feature_clip,
+                             check_finite=self._streamed(X))
         if not private:
             return self._fit_non_private(source)
         plan = self._plan(n, d)

@@ -11,9 +11,10 @@ Two implementations of each filter exist.
   algorithms (spec §6.2 and Algorithm 3), recomputing every leverage and every
   weighted least-squares fit from scratch. ``O(n p^2)`` per step; for tests.
 * **Engine** (:func:`slf_engine`, :func:`srf_engine`): the production path of
-  spec §9. It sees the data only through *passes* over a re-iterable source of
-  row blocks (:class:`ArrayRowSource`; a Dask source only needs ``n``, ``p``
-  and ``blocks()``), keeps a small candidate set in memory and applies low-rank
+  spec §9. It sees the data only through *passes* over a source of row blocks
+  (:class:`ArrayRowSource` for arrays and memmaps, :class:`DaskRowSource` for
+  Dask arrays; each pass is a block function and an associative combine,
+  spec §9.5), keeps a small candidate set in memory and applies low-rank
   (rank-one) updates on it. Leverage filtering is order independent (spec
   §5.1(a): each level set is the largest stable subset), and residual
   filtering is Algorithm 4, so the engine returns the same scores and weights
@@ -40,8 +41,11 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas
 
+from .._blockwise import _tree_sum, check_block_finite
+
 __all__ = [
     "ArrayRowSource",
+    "DaskRowSource",
     "leverage_thresholds",
     "residual_thresholds",
     "residual_thresholding",
@@ -88,17 +92,55 @@ def residual_thresholds(R0, L0, k):
 
 
 # ---------------------------------------------------------------------------
-# Row sources and blockwise passes (pure functions over an iterator of blocks)
+# Row sources and blockwise passes
+#
+# Every pass is a module-level *block function*
+# ``fn(offset, X_block, y_block, params, into=None) -> partial`` (``X_block`` is
+# raw X after the public clip, without the ones column; ``offset`` is the
+# global index of its first row) plus an associative ``combine(a, b)`` of
+# partials. ``into``, given only by the sequential source, is the running
+# partial, which the function may update in place (``combine(into, partial)``
+# without temporaries). A source runs a pass with ``source.reduce(fn,
+# combine, params)``: :class:`ArrayRowSource` folds the blocks in order on
+# this process, :class:`DaskRowSource` runs one task per Dask block on the
+# workers, adds the partials in a tree and computes only the reduced result.
+# Block functions are pure and draw nothing random.
 # ---------------------------------------------------------------------------
+def _prepare_block(X, y, clip, check_finite):
+    """Raw block -> float64 ``(X clipped, y)``; the finiteness check of the first pass."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if check_finite:
+        check_block_finite(X, "X")
+        check_block_finite(y, "y")
+    if clip is not None:
+        X = np.clip(X, -clip, clip)
+    return X, y
+
+
+def run_block(fn, offset, X, y, clip, check_finite, params, into=None):
+    """Prepare one raw block (finiteness, clip) and apply the block function ``fn``."""
+    X, y = _prepare_block(X, y, clip, check_finite)
+    return fn(offset, X, y, params, into)
+
+
+def _augment(X, intercept):
+    """Append the ones column (if ``intercept``) to raw rows (a copy)."""
+    if not intercept:
+        return np.array(X, dtype=np.float64)
+    return np.hstack([X, np.ones((X.shape[0], 1))])
+
+
 class ArrayRowSource:
-    """Re-iterable row blocks ``(offset, X~_block, y_block)`` of an array or memmap.
+    """Row blocks ``(offset, X_block, y_block)`` of an array or memmap, folded in order.
 
     ``X~`` is ``X`` with entries clipped to ``[-clip, clip]`` (if ``clip`` is
     given; a public per-row map) and a ones column appended (if
     ``fit_intercept``). With ``check_finite=True`` the first complete pass
     raises ``ValueError`` on a non-finite entry (streamed inputs are validated
-    during the first pass, which releases nothing). Only one block is materialised at a time, so a
-    ``np.memmap`` is streamed from disk with memory ``O(chunk_size * p)``.
+    during the first pass, which releases nothing). Only one block is
+    materialised at a time, so a ``np.memmap`` is streamed from disk with
+    memory ``O(chunk_size * p)``.
     """
 
     def __init__(self, X, y, *, fit_intercept=True, chunk_size=None, clip=None,
@@ -113,63 +155,36 @@ class ArrayRowSource:
         self.chunk_size = self.n if chunk_size is None else max(1, int(chunk_size))
         self.clip = clip
 
-    def blocks(self):
-        """Yield ``(offset, X~_block, y_block)``; the block arrays are reused buffers.
+    def reduce(self, fn, combine, params, *, stop=None):
+        """Fold ``fn`` over the blocks in order; ``stop(partial)`` may end the pass early.
 
-        Consumers must copy what they keep (fancy indexing does).
+        ``combine`` is not needed here (``fn`` accumulates into the running
+        partial); it is part of the signature shared with :class:`DaskRowSource`.
         """
-        buffer = None
-        if self.fit_intercept:
-            buffer = np.empty((min(self.chunk_size, self.n), self.p))
-            buffer[:, self.d] = 1.0
         checking = self.check_finite
+        acc = None
         for start in range(0, self.n, self.chunk_size):
-            stop = min(start + self.chunk_size, self.n)
-            yield start, self.block_X(start, stop, buffer, checking), np.asarray(
-                self.y[start:stop], dtype=np.float64
-            ).reshape(-1)
+            end = min(start + self.chunk_size, self.n)
+            acc = run_block(fn, start, self.X[start:end], self.y[start:end], self.clip,
+                            checking, params, acc)
+            if stop is not None and stop(acc):
+                return acc  # incomplete pass: finiteness not yet fully checked
         if checking:
             # Validated once, during the first complete pass (before any noise).
             self.check_finite = False
+        return acc
 
-    def raw_blocks(self):
-        """Yield ``(offset, X_block, y_block)`` with the clip applied but no ones column."""
-        checking = self.check_finite
+    def blocks(self):
+        """Yield ``(offset, X~_block, y_block)`` (clipped, ones column appended)."""
         for start in range(0, self.n, self.chunk_size):
-            stop = min(start + self.chunk_size, self.n)
-            Xb = np.asarray(self.X[start:stop], dtype=np.float64)
-            if checking and not np.all(np.isfinite(Xb)):
-                raise ValueError("Input X contains NaN or infinity.")
-            if self.clip is not None:
-                Xb = np.clip(Xb, -self.clip, self.clip)
-            yield start, Xb, np.asarray(self.y[start:stop], dtype=np.float64).reshape(-1)
-        if checking:
-            self.check_finite = False
+            end = min(start + self.chunk_size, self.n)
+            Xb, yb = _prepare_block(self.X[start:end], self.y[start:end], self.clip,
+                                    self.check_finite)
+            yield start, _augment(Xb, self.fit_intercept), yb
 
     def augment(self, Xraw):
         """Append the ones column (if ``fit_intercept``) to raw rows (a copy)."""
-        if not self.fit_intercept:
-            return np.array(Xraw, dtype=np.float64)
-        return np.hstack([Xraw, np.ones((Xraw.shape[0], 1))])
-
-    def block_X(self, start, stop, buffer=None, check_finite=False):
-        Xb = np.asarray(self.X[start:stop], dtype=np.float64)
-        if check_finite and not np.all(np.isfinite(Xb)):
-            raise ValueError("Input X contains NaN or infinity.")
-        if self.fit_intercept:
-            m = stop - start
-            if buffer is None:
-                buffer = np.empty((m, self.p))
-                buffer[:, self.d] = 1.0
-            out = buffer[:m]
-            if self.clip is not None:
-                np.clip(Xb, -self.clip, self.clip, out=out[:, : self.d])
-            else:
-                out[:, : self.d] = Xb
-            return out
-        if self.clip is not None:
-            Xb = np.clip(Xb, -self.clip, self.clip)
-        return Xb
+        return _augment(Xraw, self.fit_intercept)
 
     def rows(self, idx):
         """``X~`` and ``y`` of the rows ``idx`` (sorted global indices)."""
@@ -177,9 +192,62 @@ class ArrayRowSource:
         Xr = np.asarray(self.X[idx], dtype=np.float64).reshape(len(idx), self.d)
         if self.clip is not None:
             Xr = np.clip(Xr, -self.clip, self.clip)
-        if self.fit_intercept:
-            Xr = np.hstack([Xr, np.ones((len(idx), 1))])
-        return Xr, np.asarray(self.y[idx], dtype=np.float64).reshape(-1)
+        return self.augment(Xr), np.asarray(self.y[idx], dtype=np.float64).reshape(-1)
+
+
+class DaskRowSource:
+    """Row blocks of a Dask array: every pass is one task per block on the workers.
+
+    The blocks are the row chunks of ``X`` (``y`` is rechunked to match);
+    their global offsets come from the public chunk sizes. ``reduce`` maps
+    the block function over the blocks as delayed tasks, adds the partials
+    with a delayed tree (:func:`skprivreg._blockwise._tree_sum`) and computes
+    only the reduced (small) result. The early stop of the sequential source
+    is not available: a pass always reads every block (same outcome). With
+    ``check_finite=True`` (default) the block functions of the first pass
+    check X and y for NaN or infinity on the workers.
+    """
+
+    def __init__(self, X, y, *, fit_intercept=True, clip=None, check_finite=True):
+        X = X.rechunk({1: -1})
+        y = y.reshape(-1).rechunk((X.chunks[0],))
+        self.X, self.y = X, y
+        self.n = int(X.shape[0])
+        self.d = int(X.shape[1])
+        self.fit_intercept = bool(fit_intercept)
+        self.p = self.d + int(self.fit_intercept)
+        self.clip = clip
+        self.check_finite = bool(check_finite)
+        self.offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(np.int64)
+        self._x_blocks = X.to_delayed().ravel()
+        self._y_blocks = y.to_delayed().ravel()
+
+    def reduce(self, fn, combine, params, *, stop=None):
+        """``combine`` over all blocks of ``fn(offset, X_block, y_block, params)``."""
+        import dask
+
+        params_task = dask.delayed(params, traverse=False)
+        parts = [
+            dask.delayed(run_block, pure=True)(fn, int(off), xb, yb, self.clip,
+                                               self.check_finite, params_task)
+            for off, xb, yb in zip(self.offsets, self._x_blocks, self._y_blocks)
+        ]
+        result = _tree_sum(parts, combine).compute()
+        self.check_finite = False
+        return result
+
+    def augment(self, Xraw):
+        return _augment(Xraw, self.fit_intercept)
+
+    def rows(self, idx):
+        """``X~`` and ``y`` of the rows ``idx`` (sorted): only their blocks are read."""
+        idx = np.asarray(idx, dtype=np.int64)
+        Xr, yr = self.X[idx], self.y[idx]
+        import dask
+
+        Xr, yr = dask.compute(Xr, yr)
+        Xr, yr = _prepare_block(Xr.reshape(len(idx), self.d), yr, self.clip, False)
+        return self.augment(Xr), yr
 
 
 @dataclass
@@ -206,41 +274,46 @@ class RowWeights:
         return out
 
 
-def gram_pass(source, weights=None):
-    """One pass: ``[X~ y]^T diag(w) [X~ y]`` as a (p+1, p+1) matrix (float64 BLAS).
+def _add_partials(a, b):
+    """Associative combine of tuples of arrays (sums)."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _gram_block(offset, Xb, yb, params, into=None):
+    """Upper triangle of ``[X~ y]^T diag(w) [X~ y]`` of one block, added into ``into``.
 
     The ones column of ``X~`` is handled algebraically (column sums), so the
-    pass reads each block once and copies nothing.
+    block is read once and not copied (unless weighted).
     """
+    p, intercept, weights = params
+    d = Xb.shape[1]
+    S = np.zeros((p + 1, p + 1)) if into is None else into[0]
+    wb = weights.block(offset, offset + Xb.shape[0])
+    root = None
+    if wb is not None:
+        root = np.sqrt(wb)
+        Xb = Xb * root[:, None]
+        yb = yb * root
+    S[:d, :d] += np.dot(Xb.T, Xb)  # dsyrk; matmul's transposed path is far slower
+    S[:d, p] += np.dot(yb, Xb)
+    S[p, p] += np.dot(yb, yb)
+    if intercept:
+        if root is None:
+            S[:d, d] += np.dot(np.ones(len(yb)), Xb)  # gemv; a strided sum is slower
+            S[d, d] += Xb.shape[0]
+            S[d, p] += yb.sum()
+        else:
+            S[:d, d] += np.dot(root, Xb)
+            S[d, d] += np.dot(root, root)
+            S[d, p] += np.dot(root, yb)
+    return (S,)
+
+
+def gram_pass(source, weights=None):
+    """One pass: ``[X~ y]^T diag(w) [X~ y]`` as a (p+1, p+1) matrix (float64 BLAS)."""
     weights = RowWeights() if weights is None else weights
-    d, p = source.d, source.p
-    S = np.zeros((p + 1, p + 1))
-    raw = getattr(source, "raw_blocks", None)
-    blocks = raw() if raw is not None else source.blocks()
-    intercept = raw is not None and source.fit_intercept
-    ones = None
-    for start, Xb, yb in blocks:
-        wb = weights.block(start, start + Xb.shape[0])
-        root = None
-        if wb is not None:
-            root = np.sqrt(wb)
-            Xb = Xb * root[:, None]
-            yb = yb * root
-        q = Xb.shape[1]
-        S[:q, :q] += np.dot(Xb.T, Xb)  # dsyrk; matmul's transposed path is far slower
-        S[:q, p] += np.dot(yb, Xb)
-        S[p, p] += np.dot(yb, yb)
-        if intercept:
-            if root is None:
-                if ones is None or len(ones) < len(yb):
-                    ones = np.ones(len(yb))
-                S[:d, d] += np.dot(ones[: len(yb)], Xb)  # gemv; a strided sum is slower
-                S[d, d] += Xb.shape[0]
-                S[d, p] += yb.sum()
-            else:
-                S[:d, d] += np.dot(root, Xb)
-                S[d, d] += np.dot(root, root)
-                S[d, p] += np.dot(root, yb)
+    (S,) = source.reduce(_gram_block, _add_partials,
+                         (source.p, source.fit_intercept, weights))
     upper = np.triu(S)
     return upper + np.triu(upper, 1).T
 
@@ -268,6 +341,32 @@ def _merge_column_tops(tops, block, m):
     return part[both.shape[0] - m:], np.sum(evicted**2, axis=0)
 
 
+def _tsqr_block(offset, Xb, yb, params, into=None):
+    """Partial ``(R, column tops, evicted sum of squares, n_exclude)`` of one block.
+
+    ``R`` is the row-sorted R factor of ``diag(sqrt(w)) [X~ y]`` of the rows
+    seen so far: folding into ``into`` factors ``[R_prev; block]`` in one QR.
+    """
+    p, intercept, weights, n_exclude = params
+    wb = weights.block(offset, offset + Xb.shape[0])
+    M = np.column_stack([_augment(Xb, intercept) if intercept else Xb, yb])
+    if wb is not None:
+        keep = wb > 0
+        M = M[keep] * np.sqrt(wb[keep])[:, None]
+    if into is None:
+        R, tops, bulk_sq = np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p)
+    else:
+        R, tops, bulk_sq, _ = into
+    tops, evicted = _merge_column_tops(tops, M[:, :p], n_exclude)
+    return _sorted_qr_r(np.vstack([R, M])), tops, bulk_sq + evicted, n_exclude
+
+
+def _tsqr_combine(a, b):
+    """TSQR tree step: R of the stacked R factors; merged column tops."""
+    tops, evicted = _merge_column_tops(a[1], b[1], a[3])
+    return _sorted_qr_r(np.vstack([a[0], b[0]])), tops, a[2] + b[2] + evicted, a[3]
+
+
 def tsqr_pass(source, weights=None, *, n_exclude=0):
     """One pass: row-sorted TSQR of ``diag(sqrt(w)) [X~ y]`` and robust column norms.
 
@@ -278,22 +377,12 @@ def tsqr_pass(source, weights=None, *, n_exclude=0):
     """
     weights = RowWeights() if weights is None else weights
     p = source.p
-    R = np.zeros((0, p + 1))
-    tops = np.zeros((0, p))
-    bulk_sq = np.zeros(p)
-    for start, Xb, yb in source.blocks():
-        wb = weights.block(start, start + Xb.shape[0])
-        M = np.column_stack([Xb, yb])
-        if wb is not None:
-            keep = wb > 0
-            M = M[keep] * np.sqrt(wb[keep])[:, None]
-        tops, evicted = _merge_column_tops(tops, M[:, :p], n_exclude)
-        bulk_sq += evicted
-        R = _sorted_qr_r(np.vstack([R, M]))
+    R, _, bulk_sq, _ = source.reduce(
+        _tsqr_block, _tsqr_combine, (p, source.fit_intercept, weights, int(n_exclude))
+    )
     out = np.zeros((p + 1, p + 1))
-    out[: R.shape[0]] = R
+    out[: R.shape[0]] = R[: p + 1]
     return out, np.sqrt(bulk_sq)
-
 
 @dataclass
 class Factor:
@@ -407,6 +496,98 @@ def _empty_scan(p):
     return Scan(np.zeros(0, np.int64), np.zeros((0, p)), np.zeros(0), np.zeros(0), -np.inf)
 
 
+def _merge_scans(a, b, m):
+    """Top ``m`` of two scans (order (-key, idx)); ``outside_max`` covers every row left out."""
+    if a is None:
+        return b
+    merged = _merge_top(a, b.idx, b.X, b.y, b.key, m)
+    merged.outside_max = max(merged.outside_max, a.outside_max, b.outside_max)
+    return merged
+
+
+@dataclass
+class _ScanParams:
+    """Public inputs of one scan pass (shipped to the workers)."""
+
+    d: int
+    p: int
+    intercept: bool
+    beta: np.ndarray
+    n_candidates: int
+    weights: RowWeights
+    factor: object = None
+    screen: object = None
+    inv_s2: object = None
+    slack: float = 1.0
+    GinvF: object = None
+    saturate_at: object = None
+
+
+def _scan_block(offset, Xb, yb, params, into=None):
+    """Partial ``(by_leverage, by_residual, n above the saturation threshold, m)`` of a block."""
+    P = params
+    d, p, m_top = P.d, P.p, P.n_candidates
+    q = d
+    intercept = P.intercept
+    m = Xb.shape[0]
+    gidx = np.arange(offset, offset + m, dtype=np.int64)
+    wb = P.weights.block(offset, offset + m)
+    if wb is not None:
+        alive = wb > 0
+        Xb, yb, gidx = Xb[alive], yb[alive], gidx[alive]
+    fitted = np.dot(Xb, P.beta[:q])
+    if intercept:
+        fitted += P.beta[d]
+    r = np.abs(yb - fitted)
+    pos, left = _top_rows(r, gidx, m_top)
+    res = Scan(gidx[pos], _augment(Xb[pos], intercept) if intercept else Xb[pos], yb[pos],
+               r[pos], left)
+    lev, above = None, 0
+    factor = P.factor
+    if factor is not None:
+        skipped = -np.inf
+        exact = None
+        if P.screen is not None:
+            bound = np.einsum("ij,ij,j->i", Xb, Xb, P.inv_s2[:q])
+            if intercept:
+                bound += P.inv_s2[d]
+            keep = bound * P.slack > P.screen
+            if not np.all(keep):
+                exact = np.flatnonzero(keep)
+                skipped = float(P.screen)
+        Xe = Xb if exact is None else Xb[exact]
+        if factor.Ginv is not None and len(Xe) > 4 * p:
+            # Triangular multiply in place (half the flops of GEMM).
+            buf = np.empty((len(Xe), p))
+            buf[:, :q] = Xe
+            if intercept:
+                buf[:, d] = 1.0
+            Z = blas.dtrmm(1.0, P.GinvF, buf.T, lower=1, overwrite_b=1)
+        elif factor.Ginv is not None:
+            # z = G^{-1} [x; 1] = Ginv[:, :d] x + Ginv[:, d]: no augmented copy.
+            Z = np.dot(factor.Ginv[:, :q], Xe.T)
+            if intercept:
+                Z += factor.Ginv[:, d][:, None]
+        else:
+            Xa = _augment(Xe, intercept) if intercept else Xe
+            Z = linalg.solve_triangular(factor.G, Xa.T, lower=True, check_finite=False)
+        h = np.einsum("ij,ij->j", Z, Z)
+        ge, ye = (gidx, yb) if exact is None else (gidx[exact], yb[exact])
+        pos, left = _top_rows(h, ge, m_top)
+        lev = Scan(ge[pos], _augment(Xe[pos], intercept) if intercept else Xe[pos], ye[pos],
+                   h[pos], max(left, skipped))
+        if P.saturate_at is not None:
+            above = int(np.count_nonzero(h > P.saturate_at))
+    part = (lev, res, above, m_top)
+    return part if into is None else _scan_combine(into, part)
+
+
+def _scan_combine(a, b):
+    m = a[3]
+    lev = None if a[0] is None and b[0] is None else _merge_scans(a[0], b[0], m)
+    return lev, _merge_scans(a[1], b[1], m), a[2] + b[2], m
+
+
 def scan_pass(source, *, beta, n_candidates, weights=None, factor=None, screen=None,
               saturate=None):
     """One pass selecting candidate rows among rows of positive weight.
@@ -424,85 +605,42 @@ def scan_pass(source, *, beta, n_candidates, weights=None, factor=None, screen=N
     they compare with, so skipped rows can never be needed. On clean data
     almost every row is skipped and the pass costs ``O(n p)``.
 
-    ``saturate=(threshold, count)``: stop as soon as ``count`` rows have
-    leverage above ``threshold`` and flag ``by_leverage.saturated`` (leverage
-    filtering then saturates for certain; the scan is incomplete and unused).
+    ``saturate=(threshold, count)``: flag ``by_leverage.saturated`` when at
+    least ``count`` rows have leverage above ``threshold`` (leverage filtering
+    then saturates for certain and the scan is unused). A sequential source
+    stops the pass as soon as that happens; a Dask source completes it.
     """
     weights = RowWeights() if weights is None else weights
     d, p = source.d, source.p
-    lev = _empty_scan(p) if factor is not None else None
-    res = _empty_scan(p)
-    raw = getattr(source, "raw_blocks", None)
-    blocks = raw() if raw is not None else source.blocks()
-    intercept = raw is not None and source.fit_intercept
-    q = d if intercept else p
+    intercept = source.fit_intercept
+    n_candidates = int(n_candidates)
     # Screening pays off only if typical leverages (mean p/n) are below the screen.
     use_screen = (factor is not None and screen is not None and factor.Ginv is not None
                   and factor.scaled_lambda_min > 0 and screen * source.n > p)
-    if use_screen:
-        inv_s2 = 1.0 / factor.col_scale**2
-        slack = (1.0 + 1e-6) / factor.scaled_lambda_min
-    work = None
-    GinvF = None if factor is None or factor.Ginv is None else np.asfortranarray(factor.Ginv)
-    above = 0
-    for start, Xb, yb in blocks:
-        m = Xb.shape[0]
-        gidx = np.arange(start, start + m, dtype=np.int64)
-        wb = weights.block(start, start + m)
-        if wb is not None:
-            alive = wb > 0
-            Xb, yb, gidx = Xb[alive], yb[alive], gidx[alive]
-        fitted = np.dot(Xb, beta[:q])
-        if intercept:
-            fitted += beta[d]
-        r = np.abs(yb - fitted)
-        pos, left = _top_rows(r, gidx, n_candidates)
-        rows = source.augment(Xb[pos]) if intercept else Xb[pos]
-        res = _merge_top(res, gidx[pos], rows, yb[pos], r[pos], n_candidates)
-        res.outside_max = max(res.outside_max, left)
-        if factor is None:
-            continue
-        skipped = -np.inf
-        exact = None
-        if use_screen:
-            bound = np.einsum("ij,ij,j->i", Xb, Xb, inv_s2[:q])
-            if intercept:
-                bound += inv_s2[d]
-            keep = bound * slack > screen
-            if not np.all(keep):
-                exact = np.flatnonzero(keep)
-                skipped = float(screen)
-        Xe = Xb if exact is None else Xb[exact]
-        if factor.Ginv is not None and len(Xe) > 4 * p:
-            # Triangular multiply in place in a reused buffer (half the flops of GEMM).
-            if work is None or work.shape[0] < len(Xe):
-                work = np.empty((len(Xe), p))
-            buf = work[: len(Xe)]
-            buf[:, :q] = Xe
-            if intercept:
-                buf[:, d] = 1.0
-            Z = blas.dtrmm(1.0, GinvF, buf.T, lower=1, overwrite_b=1)
-        elif factor.Ginv is not None:
-            # z = G^{-1} [x; 1] = Ginv[:, :d] x + Ginv[:, d]: no augmented copy.
-            Z = np.dot(factor.Ginv[:, :q], Xe.T)
-            if intercept:
-                Z += factor.Ginv[:, d][:, None]
-        else:
-            Xa = source.augment(Xe) if intercept else Xe
-            Z = linalg.solve_triangular(factor.G, Xa.T, lower=True, check_finite=False)
-        h = np.einsum("ij,ij->j", Z, Z)
-        ge, ye = (gidx, yb) if exact is None else (gidx[exact], yb[exact])
-        pos, left = _top_rows(h, ge, n_candidates)
-        rows = source.augment(Xe[pos]) if intercept else Xe[pos]
-        lev = _merge_top(lev, ge[pos], rows, ye[pos], h[pos], n_candidates)
-        lev.outside_max = max(lev.outside_max, left, skipped)
-        if saturate is not None:
-            above += int(np.count_nonzero(h > saturate[0]))
-            if above >= saturate[1]:
-                lev.saturated = True
-                break
-    return lev, res
+    params = _ScanParams(
+        d=d, p=p, intercept=intercept, beta=np.asarray(beta, np.float64),
+        n_candidates=n_candidates, weights=weights, factor=factor,
+        screen=float(screen) if use_screen else None,
+        inv_s2=1.0 / factor.col_scale**2 if use_screen else None,
+        slack=(1.0 + 1e-6) / factor.scaled_lambda_min if use_screen else 1.0,
+        GinvF=None if factor is None or factor.Ginv is None else np.asfortranarray(factor.Ginv),
+        saturate_at=None if (saturate is None or factor is None) else float(saturate[0]),
+    )
+    stop = None
+    if params.saturate_at is not None:
+        count = saturate[1]
 
+        def stop(part):
+            return part[2] >= count
+
+    lev, res, above, _ = source.reduce(_scan_block, _scan_combine, params, stop=stop)
+    if res is None:
+        res = _empty_scan(p)
+    if factor is not None and lev is None:
+        lev = _empty_scan(p)
+    if lev is not None and params.saturate_at is not None and above >= saturate[1]:
+        lev.saturated = True
+    return lev, res
 
 # ---------------------------------------------------------------------------
 # Stable leverage filtering (spec §6.2), engine

@@ -435,4 +435,6 @@ def test_private_llp_fit_uses_the_exact_accountant():
     assert est.epsilon_ == 2.0 and est.delta_ <= 1e-5
     assert est.privacy_report_["assumption"] == "not-required"
     assert est.privacy_spent_.events[0].name == "llp_aggregate"
-    assert np.all(np.abs(est.coef_ - [1.0, -1.0]) < 0.5)
+    # Sanity only: across seeds each coefficient's noise has sd ~0.2 at this n
+    # (30 seeds: max abs error 0.04-0.56), so 1.0 is ~5 sd; no accuracy claim here.
+    assert np.all(np.abs(est.coef_ - [1.0, -1.0]) < 1.0)
