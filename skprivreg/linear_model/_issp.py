@@ -38,6 +38,7 @@ from ._issp_filters import (
     ArrayRowSource,
     DaskRowSource,
     _add_partials,
+    gram_piece_add,
     slf_engine,
     srf_engine,
     srf_weights,
@@ -493,24 +494,7 @@ def _group_rss(grams, p):
     return np.maximum(yy - fitted, 0.0)
 
 
-def _augmented_gram_add(G, Xs, ys, intercept):
-    """``G += [Xs 1 ys]^T [Xs 1 ys]`` (ones column only if ``intercept``), upper triangle.
-
-    The ones and ``y`` columns are handled by dot products on the piece (still
-    in cache after the ``dsyrk``), so no augmented copy of the rows is built.
-    """
-    d = Xs.shape[1]
-    p = G.shape[0] - 1
-    G[:d, :d] += np.dot(Xs.T, Xs)  # dsyrk
-    G[:d, p] += np.dot(ys, Xs)
-    G[p, p] += np.dot(ys, ys)
-    if intercept:
-        G[:d, d] += Xs.sum(axis=0)
-        G[d, d] += Xs.shape[0]
-        G[d, p] += ys.sum()
-
-
-def _group_gram_block(offset, Xb, yb, params, into=None):
+def _group_gram_block(offset, Xb, yb, params, into=None, check_finite=False):
     """Block function of :func:`_group_grams`: upper triangles ``(grams, rest)`` of one block."""
     p, intercept, seg_group, seg, used, m = params
     if into is None:
@@ -520,12 +504,13 @@ def _group_gram_block(offset, Xb, yb, params, into=None):
     lo = start
     while lo < stop:
         if lo >= used:
-            _augmented_gram_add(rest, Xb[lo - start:], yb[lo - start:], intercept)
+            gram_piece_add(rest, Xb[lo - start:], yb[lo - start:], intercept,
+                           check_finite=check_finite)
             break
         i = lo // seg
         hi = min(stop, (i + 1) * seg, used)
-        _augmented_gram_add(grams[seg_group[i]], Xb[lo - start:hi - start],
-                            yb[lo - start:hi - start], intercept)
+        gram_piece_add(grams[seg_group[i]], Xb[lo - start:hi - start],
+                       yb[lo - start:hi - start], intercept, check_finite=check_finite)
         lo = hi
     return into
 
@@ -548,6 +533,22 @@ def _group_grams(source, seg_group, seg, used, m):
     rest = np.triu(rest)
     rest += np.triu(rest, 1).T
     return grams, rest
+
+
+def _residual_scale_label(psi):
+    """Histogram bin of one group's ``psi``: ``floor(4 log2 psi)``, ``'zero'`` or ``'overflow'``.
+
+    A group whose Gram matrix overflowed float64 (a finite row above about
+    1e154) has a non-finite ``psi``; it gets its own public label, which is a
+    function of that group's rows only like every other label.
+    """
+    if not math.isfinite(psi):
+        return "overflow"
+    return "zero" if psi <= 0 else int(math.floor(4.0 * math.log2(psi)))
+
+
+def _residual_scale_tie_key(label):
+    return {"zero": -math.inf, "overflow": math.inf}.get(label, label)
 
 
 def private_residual_scale(source, eps0, delta0, rng_partition, rng_noise, *,
@@ -577,11 +578,10 @@ def private_residual_scale(source, eps0, delta0, rng_partition, rng_noise, *,
     b_eff = used // m
     grams, rest = _group_grams(source, seg_group, seg, used, m)
     psi = _group_rss(grams, p) / (b_eff - p)
-    labels = [("zero" if v <= 0 else int(math.floor(4.0 * math.log2(v)))) for v in psi]
-    mode = stability_mode(labels, eps0, delta0, rng_noise,
-                          tie_key=lambda lab: -math.inf if lab == "zero" else lab)
+    labels = [_residual_scale_label(v) for v in psi]
+    mode = stability_mode(labels, eps0, delta0, rng_noise, tie_key=_residual_scale_tie_key)
     total = grams.sum(axis=0) + rest if return_gram else None
-    if mode is None or mode == "zero":
+    if mode is None or mode in ("zero", "overflow"):
         return None
     sigma2_up = 2.0 ** ((2 * mode + 3) / 8.0)
     R0 = residual_slack * math.sqrt(sigma2_up) * math.sqrt(2.0 * math.log(2.0 * n / eta))

@@ -753,6 +753,63 @@ def test_memmap_and_chunks_equal_in_memory(tmp_path):
     assert b.n_features_in_ == 1
 
 
+@pytest.mark.parametrize("where", ["X", "y"])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("residual_bound", [3.0, "auto"])
+@pytest.mark.parametrize("feature_clip", [None, 2.0])
+def test_streamed_non_finite_entry_fails_before_spending(where, value, residual_bound,
+                                                         feature_clip):
+    # The streamed first pass checks finiteness piece by piece inside the Gram
+    # accumulation (or before the public clip, which would hide an infinity).
+    rng = np.random.default_rng(23)
+    n = 60_000
+    X = rng.standard_normal((n, 2))
+    y = X @ [1.0, 1.0] + rng.standard_normal(n)
+    if where == "X":
+        X[47_321, 1] = value
+    else:
+        y[47_321] = value
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    est = ISSPRegressor(epsilon=8.0, delta=1e-5, residual_bound=residual_bound,
+                        feature_clip=feature_clip, chunk_size=20_000, accountant=acc,
+                        random_state=0)
+    with pytest.raises(ValueError, match=f"Input {where} contains NaN or infinity"):
+        est.fit(X, y)
+    assert acc.n_spends == 0 and not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("chunk_size", [None, 20_000])
+def test_overflowing_finite_row_is_data_not_an_error(chunk_size):
+    # A finite row whose square overflows float64 is legal input: no
+    # "NaN or infinity" error, the residual-scale histogram gives its group the
+    # public label 'overflow', and the fit ends in a documented outcome.
+    rng = np.random.default_rng(29)
+    n = 60_000
+    X = rng.standard_normal((n, 2))
+    y = X @ [1.0, 1.0] + rng.standard_normal(n)
+    X[31_337, 0] = 1e200
+    for residual_bound in (3.0, "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = ISSPRegressor(epsilon=8.0, delta=1e-5, residual_bound=residual_bound,
+                                chunk_size=chunk_size, on_fail="zero", random_state=0)
+            est.fit(X, y)
+        assert est.privacy_spent_.epsilon == 8.0
+        assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
+
+
+def test_residual_scale_labels():
+    from skprivreg.linear_model._issp import _residual_scale_label, _residual_scale_tie_key
+
+    assert _residual_scale_label(0.0) == "zero"
+    assert _residual_scale_label(1.0) == 0
+    assert _residual_scale_label(2.0) == 4
+    assert _residual_scale_label(math.nan) == "overflow"
+    assert _residual_scale_label(math.inf) == "overflow"
+    keys = sorted(["overflow", 3, "zero", -2], key=_residual_scale_tie_key)
+    assert keys == ["zero", -2, 3, "overflow"]
+
+
 def test_non_private_mode_warns_and_fits_ols():
     from skprivreg.exceptions import PrivacyLeakWarning
 
