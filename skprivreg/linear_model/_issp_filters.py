@@ -922,12 +922,15 @@ def srf_engine(
         return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes)
     G = base.G
     if h_bound is None:
-        # Exact max leverage under S_w over supp(w): one whitening pass (rare path).
+        # Exact max leverage under S_w over supp(w), and the first residual
+        # candidates under beta_w, from one whitening pass (rare path).
         supp = RowWeights.from_pairs(W_idx[W_val == 0], np.zeros(int(np.sum(W_val == 0))))
-        lev, _ = scan_pass(source, beta=base.beta, n_candidates=1, weights=supp,
-                           factor=base)
+        lev, first_scan = scan_pass(source, beta=base.beta, n_candidates=M, weights=supp,
+                                    factor=base)
         passes += 1
         h_bound = max(float(np.max(lev.key, initial=0.0)), lev.outside_max) * (1 + 1e-9)
+        if base_scan is None:
+            base_scan = first_scan
     hb = float(h_bound)
     F_idx, F_level, F_z, F_y, F_w = [], [], [], [], []
 
