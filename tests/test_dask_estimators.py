@@ -362,7 +362,7 @@ def test_lba_nan_in_a_dask_block_fails_before_spending(client, label_data, where
     assert acc.n_spends == 0 and not hasattr(est, "coef_")
 
 
-def test_lba_dask_dataframe_feature_names_and_llp_refused(client, label_data):
+def test_lba_dask_dataframe_feature_names(client, label_data):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")
     X, y = label_data
@@ -374,10 +374,146 @@ def test_lba_dask_dataframe_feature_names_and_llp_refused(client, label_data):
     assert list(lazy.feature_names_in_) == ["a", "b"]
     assert lazy.aggregated_.feature_names == ("a", "b")
     _assert_same_dataset(lazy.aggregated_, ref.aggregated_)
+
+
+# ---------------------------------------------------------------------------
+# WeightedLBARegressor(mode='llp') on Dask
+# ---------------------------------------------------------------------------
+# The partition, noise set, noise values and weights are drawn on the driver
+# from the same streams as on NumPy input, so bag_indices and weights are
+# bit-identical; y_agg uses the NumPy per-bag arithmetic on the gathered
+# labels, and the features' weighted bag sums likewise (measured over the
+# five configurations below x 3 seeds x row chunks of 16000 and 7000:
+# bit-identical, max relative difference 0 on y_agg, design and coef_).
+# RTOL_AGG (1e-12) only allows another einsum summation order; coef_ within
+# 1e-9 as for LBA.
+LLP_BASE = dict(mode="llp", epsilon=8.0, delta=1e-6, label_bounds=(0.0, 1.1))
+LLP_CONFIGS = {
+    "per-bag": {},
+    "global": dict(noise_allocation="global", noise_fraction=0.3),
+    "clipped-no-intercept": dict(label_bounds=(0.0, 0.9), fit_intercept=False,
+                                 noise_scale=0.5, bag_size=300),
+    "ridge-bags-not-covering": dict(estimator="ridge", alpha=10.0, n_bags=150),
+    "none": dict(assumption="none", bag_size=120, label_bounds=None, noise_fraction=0.0),
+}
+
+
+def _fit_recording_warnings(est, *data):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(*data)
+    return est, sorted((w.category.__name__, str(w.message)) for w in caught)
+
+
+def _assert_same_llp(lazy, ref):
+    a, b = lazy.aggregated_, ref.aggregated_
+    assert type(a).__name__ == "LLPDataset"
+    np.testing.assert_array_equal(a.bag_indices, b.bag_indices)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    np.testing.assert_allclose(a.y_agg, b.y_agg, rtol=RTOL_AGG,
+                               atol=RTOL_AGG * np.max(np.abs(b.y_agg)))
+    assert a.privacy == b.privacy
+    assert (a.label_bounds, a.n_samples, a.bag_size, a.fit_intercept) == (
+        b.label_bounds, b.n_samples, b.bag_size, b.fit_intercept)
+    scale = np.max(np.abs(ref.coef_))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9, atol=1e-12 * scale)
+    assert lazy.intercept_ == pytest.approx(ref.intercept_, rel=1e-9, abs=1e-12 * scale)
+    assert (lazy.epsilon_, lazy.delta_) == (ref.epsilon_, ref.delta_)
+
+
+@pytest.mark.parametrize("name", list(LLP_CONFIGS))
+def test_llp_on_dask_equals_numpy(client, label_data, name):
+    X, y = label_data
+    params = dict(random_state=3, **{**LLP_BASE, **LLP_CONFIGS[name]})
+    ref, ref_warnings = _fit_recording_warnings(WeightedLBARegressor(**params), X, y)
+    lazy, lazy_warnings = _fit_recording_warnings(
+        WeightedLBARegressor(**params), _lazy(X, LBA_CHUNK), _lazy(y, LBA_CHUNK)
+    )
+    _assert_same_llp(lazy, ref)
+    assert lazy_warnings == ref_warnings
+    if name == "clipped-no-intercept":
+        assert ("ClippingWarning", "Some labels were clipped to the declared label_bounds.") \
+            in lazy_warnings
+    # The label noise is really there (except without privacy).
+    agg = lazy.aggregated_
+    clean = np.einsum("jr,jr->j", agg.weights,
+                      np.clip(y, *agg.label_bounds)[agg.bag_indices])
+    gap = np.max(np.abs(agg.y_agg - clean))
+    assert gap == 0.0 if name == "none" else gap > 1e-2
+
+
+def test_llp_dask_dataframe_and_fit_aggregated(client, label_data):
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    X, y = label_data
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    ddf = dd.from_pandas(frame, npartitions=5)
+    params = dict(random_state=2, **LLP_BASE)
+    lazy = _lba_quiet(WeightedLBARegressor(**params).fit, ddf,
+                      dd.from_pandas(pd.Series(y), npartitions=5))
+    ref = _lba_quiet(WeightedLBARegressor(**params).fit, frame, y)
+    assert list(lazy.feature_names_in_) == ["a", "b"]
+    assert lazy.aggregated_.feature_names == ("a", "b")
+    _assert_same_llp(lazy, ref)
+    # The analyst's side: the released dataset with the public features on Dask.
+    Zbar = ref.aggregated_.design(_lazy(X, 7_000))
+    assert isinstance(Zbar, np.ndarray)
+    np.testing.assert_allclose(Zbar, ref.aggregated_.design(X), rtol=RTOL_AGG,
+                               atol=RTOL_AGG * np.max(np.abs(Zbar)))
+    refit = WeightedLBARegressor(mode="llp").fit_aggregated(ref.aggregated_, ddf)
+    assert list(refit.feature_names_in_) == ["a", "b"]
+    np.testing.assert_allclose(refit.coef_, ref.coef_, rtol=1e-9)
+    assert refit.privacy_spent_.epsilon == 0
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_llp_nan_in_a_dask_block_fails_before_spending(client, label_data, where):
+    X, y = label_data
+    X, y = X.copy(), y.copy()
+    if where == "X":
+        X[51_000, 1] = np.inf
+    else:
+        y[51_000] = np.nan
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    llp = WeightedLBARegressor(mode="llp", epsilon=8.0, delta=1e-6, assumption="declared",
-                               residual_var_lower_bound=0.05, bag_size=200,
-                               label_bounds=(0, 1.1), accountant=acc)
-    with pytest.raises(ValueError, match="llp"):
-        _lba_quiet(llp.fit, _lazy(X, LBA_CHUNK), _lazy(y, LBA_CHUNK))
-    assert acc.n_spends == 0
+    est = WeightedLBARegressor(accountant=acc, random_state=0, **LLP_BASE)
+    with pytest.raises(ValueError, match=f"Input {where} contains NaN or infinity"):
+        _lba_quiet(est.fit, _lazy(X, LBA_CHUNK), _lazy(y, LBA_CHUNK))
+    assert acc.n_spends == 0 and not hasattr(est, "coef_")
+    assert not hasattr(est, "privacy_spent_")
+
+
+def test_llp_mlp_on_dask_features_refused_before_spending(client, label_data):
+    X, y = label_data
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    est = WeightedLBARegressor(estimator="mlp", accountant=acc, random_state=0, **LLP_BASE)
+    with pytest.raises(ValueError, match="estimator='mlp'.*NumPy"):
+        _lba_quiet(est.fit, _lazy(X, LBA_CHUNK), _lazy(y, LBA_CHUNK))
+    assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")
+    released = _lba_quiet(WeightedLBARegressor(random_state=0, **LLP_BASE).fit, X, y)
+    for mode in ("llp", "lba"):  # fit_aggregated follows the dataset, not mode
+        with pytest.raises(ValueError, match="estimator='mlp'.*NumPy"):
+            WeightedLBARegressor(mode=mode, estimator="mlp").fit_aggregated(
+                released.aggregated_, _lazy(X, LBA_CHUNK))
+
+
+def test_llp_lazy_predict_equals_numpy(client, label_data):
+    X, y = label_data
+    params = dict(random_state=4, **LLP_BASE)
+    ref = _lba_quiet(WeightedLBARegressor(**params).fit, X, y)
+    Xd = _lazy(X, LBA_CHUNK)
+    lazy = _lba_quiet(WeightedLBARegressor(**params).fit, Xd, _lazy(y, LBA_CHUNK))
+    pred = lazy.predict(Xd)
+    assert isinstance(pred, da.Array) and pred.shape == (X.shape[0],)
+    np.testing.assert_allclose(pred.compute(), ref.predict(X), rtol=1e-9, atol=1e-12)
+    # MLP: NumPy features (the rows of every bag in memory), labels on Dask;
+    # its prediction is lazy on Dask input too.
+    mlp_params = dict(hidden_layer_sizes=(8,), max_iter=3, early_stopping=False)
+    mlp = _lba_quiet(WeightedLBARegressor(estimator="mlp", mlp_params=mlp_params,
+                                          **params).fit, X, _lazy(y, LBA_CHUNK))
+    mlp_ref = _lba_quiet(WeightedLBARegressor(estimator="mlp", mlp_params=mlp_params,
+                                              **params).fit, X, y)
+    np.testing.assert_allclose(mlp.aggregated_.y_agg, mlp_ref.aggregated_.y_agg,
+                               rtol=RTOL_AGG, atol=1e-12)
+    pred = mlp.predict(Xd)
+    assert isinstance(pred, da.Array)
+    np.testing.assert_allclose(pred.compute(), mlp_ref.predict(X), rtol=1e-9, atol=1e-12)

@@ -344,7 +344,22 @@ class LLPDataset(_SavableMixin):
         return self.y_agg.shape[0]
 
     def design(self, X):
-        """``Zbar`` (m, p) from the public features ``X`` (the LLP linear bag loss)."""
+        """``Zbar`` (m, p) from the public features ``X`` (the LLP linear bag loss).
+
+        Parameters
+        ----------
+        X : array-like or Dask array of shape (n_samples, n_features)
+            A Dask array or data frame is combined on its workers (the used
+            rows gathered into blocks of whole bags); only the ``(m, p)``
+            sums come back.
+
+        Returns
+        -------
+        Zbar : ndarray of shape (n_bags, p)
+            ``sum_r w_jr z_{i_jr}`` with ``z = [x, 1]`` when ``fit_intercept``.
+        """
+        if is_dask_collection(X):
+            return _llp_design_dask(X, self.bag_indices, self.weights, self.fit_intercept)
         X = np.asarray(X, dtype=np.float64)
         Z = np.column_stack([X, np.ones(X.shape[0])]) if self.fit_intercept else X
         return lba_aggregate(Z, None, self.bag_indices, self.weights)[0]
@@ -725,12 +740,12 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     :class:`PrivacyCheckFailedError` (fixed message) when the PTR refuses;
     the caller must record the budget first (the plan's ledger).
 
-    Dask arrays (``mode='lba'``) are aggregated on the cluster by
+    Dask arrays (both modes) are aggregated on the cluster by
     :func:`_run_lba_dask`, with the same streams, the same rank and PTR
-    decisions, and the same aggregates up to float64 round-off. The secret
-    weights are sent to the workers inside the compute (the cluster is
-    trusted as the data owner's environment) and are never stored, logged
-    or returned.
+    decisions, the same partition (and LLP weights), and the same aggregates
+    up to float64 round-off. The secret weights (LBA) and label noise (LLP)
+    are sent to the workers inside the compute (the cluster is trusted as
+    the data owner's environment) and are never stored, logged or returned.
 
     Returns
     -------
@@ -860,24 +875,31 @@ def _merge_label_scans(a, b):
     return min(a[0], b[0]), max(a[1], b[1]), a[2] or b[2]
 
 
-def _bag_blocks(X, y, bags):
+def _bag_blocks(X, y, bags, chunk_rows=None):
     """Delayed blocks of whole bags: rows ``bags.ravel()`` gathered on the workers.
 
     Returns ``(x_blocks, y_blocks, bag_slices)``; block ``i`` holds the rows
     of the bags ``bag_slices[i]`` in bag order (``k`` consecutive rows per
-    bag). The partition is public; the gather moves rows between workers,
-    never to the driver.
+    bag). Either ``X`` or ``y`` may be ``None`` (its blocks are then
+    ``None``): only what a pass needs is moved. A block holds about
+    ``chunk_rows`` rows (default: the largest row chunk of ``X``, else of
+    ``y``), so the same ``chunk_rows`` gives the same ``bag_slices``. The
+    partition is public; the gather moves rows between workers, never to
+    the driver.
     """
     m, k = bags.shape
-    per_block = max(1, -(-max(X.chunks[0]) // k))
-    rows = tuple(
-        k * (min(start + per_block, m) - start) for start in range(0, m, per_block)
-    )
-    order = bags.ravel()
-    Xg = X.rechunk({1: -1})[order].rechunk((rows, -1))
-    yg = y[order].rechunk((rows,))
+    if chunk_rows is None:
+        chunk_rows = max((X if X is not None else y).chunks[0])
+    per_block = max(1, -(-int(chunk_rows) // k))
     bag_slices = [slice(a, min(a + per_block, m)) for a in range(0, m, per_block)]
-    return Xg.to_delayed().ravel(), yg.to_delayed().ravel(), bag_slices
+    rows = tuple(k * (g.stop - g.start) for g in bag_slices)
+    order = bags.ravel()
+    x_blocks = y_blocks = None
+    if X is not None:
+        x_blocks = X.rechunk({1: -1})[order].rechunk((rows, -1)).to_delayed().ravel()
+    if y is not None:
+        y_blocks = y[order].rechunk((rows,)).to_delayed().ravel()
+    return x_blocks, y_blocks, bag_slices
 
 
 def _local_bags(n_bags, bag_size):
@@ -903,6 +925,62 @@ def _group_aggregates(X_b, y_b, weights, fit_intercept, label_bounds):
     )
 
 
+def _group_design_sums(X_b, weights, fit_intercept):
+    """``Zbar`` of a block of whole bags (public features, released LLP weights)."""
+    return lba_aggregate(_design(X_b, fit_intercept), None, _local_bags(*weights.shape), weights)[0]
+
+
+def _group_llp_aggregates(y_b, weights, noise, label_bounds):
+    """LLP's ``ybar`` of a block of whole bags: ``sum_r w_jr (clip(y) + noise)``.
+
+    ``noise`` (g, k) is the secret per-slot noise, zero where a slot is not
+    in the noise set; the arithmetic is that of :func:`run_aggregation`.
+    """
+    y_b = np.clip(np.asarray(y_b, dtype=np.float64), *label_bounds)
+    noisy = y_b.reshape(weights.shape) + noise
+    return np.einsum("jr,jr->j", weights, noisy)
+
+
+def _llp_design_dask(X, bags, weights, fit_intercept):
+    """:meth:`LLPDataset.design` for a Dask array ``X``: ``Zbar`` (m, p) as NumPy.
+
+    The used rows are gathered on the workers into blocks of whole bags
+    (:func:`_bag_blocks`); only the ``(m, p)`` weighted sums come back.
+    Public features and released weights: no secret is involved.
+    """
+    import dask
+
+    if hasattr(X, "to_dask_array"):
+        X = X.to_dask_array(lengths=True)
+    if np.isnan(X.shape[0]):
+        raise ValueError(
+            "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
+        )
+    X = X.astype(np.float64)
+    x_blocks, _, groups = _bag_blocks(X, None, bags)
+    parts = _compute(
+        dask.delayed(_group_design_sums, pure=False)(xb, weights[g], fit_intercept)
+        for xb, g in zip(x_blocks, groups)
+    )
+    return np.concatenate(parts)
+
+
+def _llp_slot_noise(bags, n_samples, plan, rng):
+    """The secret per-slot noise (m, k), drawn as :func:`run_aggregation` draws it.
+
+    Same stream, same order: the noise set :func:`llp_noise_mask`, then
+    ``|N|`` standard normals assigned to the members of ``N`` in increasing
+    row order (NumPy's ``noisy[mask] += ...``). Rows outside the bags
+    (possible with ``'global'`` allocation) get their draw but are unused.
+    """
+    mask = llp_noise_mask(bags, n_samples, plan.noise_fraction, plan.noise_allocation, rng)
+    per_row = np.zeros(n_samples)
+    per_row[mask] = plan.noise_scale * rng.standard_normal(int(mask.sum()))
+    slot_noise = per_row[bags]
+    del per_row, mask
+    return slot_noise
+
+
 def _compute(tasks):
     import dask
 
@@ -912,45 +990,57 @@ def _compute(tasks):
 def _run_lba_dask(X, y, plan, rngs, feature_names=None):
     """:func:`run_aggregation` for Dask arrays, without collecting X or y on the driver.
 
-    Same order, same streams and the same per-bag arithmetic as the NumPy
-    path: the partition is drawn on the driver from the released stream;
-    a first pass over the row blocks checks finiteness and clipping (NaN
-    fails here, before anything is spent); the used rows are gathered on the
-    workers into blocks of whole bags, where the feature-only rank check
-    and the per-bag residual norms (``'ptr'``) run with the NumPy code, so
-    the rank decision and ``min_j sqrt(RSS_j)`` are bit-identical; the PTR
-    draw happens on the driver. The secret N(0, 1) weights are drawn on the
-    driver from the secret stream and shipped, one slice per block of bags,
-    inside tasks with random keys (no hash of them is computed); only the
-    ``(m, p)`` aggregates come back. Trust assumption: the cluster's workers
-    and scheduler are the data owner's environment (they see the labels
-    anyway); the weights live in task memory only during the compute and
-    are never stored, logged or returned.
+    Both modes, with the same order, the same streams and the same per-bag
+    arithmetic as the NumPy path. The partition is drawn on the driver from
+    the released stream; a first pass over the row blocks checks finiteness
+    and clipping (NaN or infinity fails here, before anything is spent, and
+    the :class:`ClippingWarning` / :class:`PrivacyLeakWarning` are those of
+    the NumPy path); then the used rows are gathered on the workers into
+    blocks of whole bags (:func:`_bag_blocks`).
 
-    Only ``mode='lba'``; LLP releases its weights and needs per-row noise,
-    and is supported on NumPy input only.
+    ``mode='lba'``: the feature-only rank check and the per-bag residual
+    norms (``'ptr'``) run on the gathered blocks with the NumPy code, so the
+    rank decision and ``min_j sqrt(RSS_j)`` are bit-identical; the PTR draw
+    happens on the driver. The secret N(0, 1) weights are drawn on the
+    driver from the secret stream and shipped, one slice per block of bags;
+    only the ``(m, p)`` aggregates come back.
+
+    ``mode='llp'``: only the labels are gathered. The noise set, the noise
+    values (``'noise'``) and the released weights (``'weights'``) are drawn
+    on the driver exactly as on NumPy input; the weights and the secret
+    per-slot noise (zero on slots outside the noise set) are shipped, one
+    slice per block of bags, and the workers return only the ``(m,)`` noisy
+    aggregates of the clipped labels. The features are not moved: the
+    analyst's :meth:`LLPDataset.design` combines them on the workers later.
+
+    Secrets travel inside tasks with random keys (``pure=False``; no hash of
+    them is computed), and nothing random runs on a worker. Trust
+    assumption: the cluster's workers and scheduler are the data owner's
+    environment (they see the labels anyway); the secret weights (LBA) and
+    the label noise (LLP) live in task memory only during the compute and
+    are never stored, logged or returned.
     """
     import dask
     import dask.array as da
 
-    if plan.mode != "lba":
-        raise ValueError(
-            "mode='llp' is supported on NumPy input only; compute the data or use "
-            "mode='lba' for Dask input."
-        )
     X, y = (v if is_dask_collection(v) else da.from_array(np.asarray(v)) for v in (X, y))
     n = X.shape[0]
     k, m, fit_intercept = plan.bag_size, plan.n_bags, plan.fit_intercept
+    lba = plan.mode == "lba"
     bags, _ = sample_bags(n, k, m, rngs["partition"])
 
     low, high, clipped = sum_over_row_blocks(
         partial(_label_scan_block, label_bounds=plan.label_bounds), X, y,
         combine=_merge_label_scans,
     )
-    x_blocks, y_blocks, groups = _bag_blocks(X, y, bags)
+    if lba:
+        x_blocks, y_blocks, groups = _bag_blocks(X, y, bags)
+    else:
+        # LLP aggregates the labels only; blocks sized by X's row chunks.
+        _, y_blocks, groups = _bag_blocks(None, y, bags, chunk_rows=max(X.chunks[0]))
     sizes = [g.stop - g.start for g in groups]
 
-    if plan.private and k <= _design_width(X.shape[1], fit_intercept):
+    if lba and plan.private and k <= _design_width(X.shape[1], fit_intercept):
         flags = _compute(
             dask.delayed(_group_full_rank)(xb, fit_intercept, g, k)
             for xb, g in zip(x_blocks, sizes)
@@ -974,7 +1064,7 @@ def _run_lba_dask(X, y, plan, rngs, feature_names=None):
         )
 
     ptr_passed = None
-    if plan.private and plan.assumption == "ptr":
+    if lba and plan.private and plan.assumption == "ptr":
         lows = _compute(
             dask.delayed(_group_min_residual)(
                 xb, yb, fit_intercept, g, k, tuple(label_bounds), _label_bound(plan)
@@ -986,6 +1076,30 @@ def _run_lba_dask(X, y, plan, rngs, feature_names=None):
     _raise_if_ptr_failed(ptr_passed, plan)
     report = _release_report(plan, ptr_passed, label_bounds)
     names = None if feature_names is None else tuple(str(v) for v in feature_names)
+
+    if not lba:
+        slot_noise = _llp_slot_noise(bags, n, plan, rngs["noise"])
+        weights = rngs["weights"].standard_normal((m, k))
+        parts = _compute(
+            dask.delayed(_group_llp_aggregates, pure=False)(
+                yb, weights[g], slot_noise[g], tuple(label_bounds)
+            )
+            for yb, g in zip(y_blocks, groups)
+        )
+        del slot_noise
+        ybar = np.concatenate(parts)
+        del parts
+        return LLPDataset(
+            bag_indices=bags,
+            weights=weights,
+            y_agg=ybar,
+            n_samples=n,
+            bag_size=k,
+            feature_names=names,
+            label_bounds=tuple(label_bounds),
+            fit_intercept=fit_intercept,
+            privacy=report,
+        )
 
     weights = sample_lba_weights(m, k, rngs["weights"])
     parts = _compute(
@@ -1058,7 +1172,7 @@ def aggregate(
     Parameters
     ----------
     X : array-like (n, d)
-        Public features. Dask arrays or data frames (``mode='lba'``) are
+        Public features. Dask arrays or data frames (both modes) are
         aggregated on their cluster without collecting X or y (see
         :func:`run_aggregation` for the trust assumption).
     y : array-like (n,)

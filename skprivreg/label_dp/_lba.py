@@ -8,7 +8,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 
-from .._blockwise import validate_blockwise_data
+from .._blockwise import is_dask_collection, set_dask_feature_names, validate_blockwise_data
 from .._compat import (
     HasMethods,
     Interval,
@@ -19,7 +19,7 @@ from .._compat import (
 )
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin, get_rng
-from ..linear_model._base import solve_psd_repaired
+from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
 from ._aggregate import (
     RNG_PURPOSES,
     AggregatedDataset,
@@ -158,6 +158,19 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     :class:`~skprivreg.exceptions.PrivacyLeakWarning` is emitted when one is
     used with privacy on. Fitting inside ``GridSearchCV`` or cross-validation
     composes budgets and scores on raw labels: not private.
+
+    **Dask.** ``fit`` accepts Dask arrays and data frames in both modes
+    without collecting X or y on the driver: the partition, the secret
+    weights (LBA) and the LLP noise and weights are drawn on the driver from
+    the same streams as for NumPy input (same release up to float64
+    round-off); the workers gather the rows of each bag and return only the
+    per-bag aggregates (the cluster is trusted as the data owner's
+    environment, see :func:`~skprivreg.label_dp._aggregate.run_aggregation`).
+    For LLP the linear fit combines the public features on the workers too
+    (:meth:`LLPDataset.design`). ``estimator='mlp'`` trains on the rows of
+    every bag in memory and needs NumPy ``X``: it is refused on a Dask ``X``
+    before anything is spent. ``predict`` on Dask input returns a lazy Dask
+    array, row block by row block.
 
     Parameters
     ----------
@@ -337,12 +350,13 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Public features. A Dask array or data frame (``mode='lba'``
-            only) is aggregated on its workers: the driver draws the
-            partition, the PTR noise and the secret weights, and receives
-            only the ``(m, p)`` aggregates (see
+            Public features. A Dask array or data frame is aggregated on
+            its workers: the driver draws the partition, the PTR noise and
+            the secret weights (LBA) or the label noise and weights (LLP),
+            and receives only the per-bag aggregates (see
             :func:`~skprivreg.label_dp._aggregate.run_aggregation`; the
-            cluster is trusted as the data owner's environment).
+            cluster is trusted as the data owner's environment). With
+            ``estimator='mlp'`` X must be a NumPy array.
         y : array-like of shape (n_samples,)
             Private labels (clipped to ``label_bounds``).
 
@@ -352,12 +366,17 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Raises
         ------
+        ValueError
+            Bad or non-finite input, or ``estimator='mlp'`` with a Dask
+            ``X``; before anything is spent.
         InsufficientDataError, PrivacyInfeasibleError
             From public facts, before any label is read; nothing spent.
         PrivacyCheckFailedError
             The private residual check refused; the budget is spent
             (``privacy_spent_``).
         """
+        if self.mode == "llp" and is_dask_collection(X):
+            self._check_mlp_numpy_input()
         X, y = validate_blockwise_data(self, X, y, multi_output=False)
         self._validate_privacy_params()
         plan = self._plan(X.shape[0], X.shape[1])
@@ -376,6 +395,15 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self._fit_dataset(dataset, X, rngs["postprocess"])
         return self
 
+    def _check_mlp_numpy_input(self):
+        # fit_aggregated fits an MLP on any LLPDataset, whatever self.mode says.
+        if _is_mlp(self.estimator):
+            raise ValueError(
+                "estimator='mlp' trains on the rows of every bag in memory and needs "
+                "X as a NumPy array; pass X.compute() (the features are public) or use "
+                "a linear estimator ('ols', 'ridge') on Dask input."
+            )
+
     def fit_aggregated(self, dataset, X=None):
         """Fit from a released dataset (the analyst's side; no label is seen).
 
@@ -384,7 +412,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         dataset : AggregatedDataset or LLPDataset
             From :func:`skprivreg.label_dp.aggregate` (or ``aggregated_``).
         X : array-like (n_samples, n_features) or None
-            The public features; required for an ``LLPDataset``.
+            The public features; required for an ``LLPDataset``. A Dask
+            array or data frame is combined on its workers (linear
+            estimators only).
 
         Returns
         -------
@@ -397,7 +427,16 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if isinstance(dataset, LLPDataset):
             if X is None:
                 raise ValueError("An LLPDataset needs the public features X.")
-            X = validate_data(self, X, dtype=np.float64)
+            if is_dask_collection(X):
+                self._check_mlp_numpy_input()
+                validate_data(self, X, skip_check_array=True)
+                set_dask_feature_names(self, X, reset=True)
+                if hasattr(X, "to_dask_array"):
+                    X = X.to_dask_array(lengths=True)
+                if X.ndim != 2:
+                    raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
+            else:
+                X = validate_data(self, X, dtype=np.float64)
             if X.shape[0] != dataset.n_samples:
                 raise ValueError("X must have the dataset's n_samples rows.")
         elif isinstance(dataset, AggregatedDataset):
@@ -472,17 +511,27 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or Dask array of shape (n_samples, n_features)
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
+        y_pred : ndarray or Dask array of shape (n_samples,)
+            Lazy (one task per row block) for a Dask array or data frame:
+            the prediction of a row depends on that row only.
         """
         check_is_fitted(self, "aggregated_")
+        if getattr(self, "mlp_", None) is None:
+            return LinearPredictMixin.predict(self, X)
+        if is_dask_collection(X):
+            validate_data(self, X, skip_check_array=True, reset=False)
+            set_dask_feature_names(self, X, reset=False)
+            if hasattr(X, "to_dask_array"):
+                X = X.to_dask_array(lengths=True)
+            return X.astype(np.float64).rechunk({1: -1}).map_blocks(
+                self.mlp_.predict, drop_axis=1, dtype=np.float64, meta=np.empty(0)
+            )
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        if getattr(self, "mlp_", None) is not None:
-            return self.mlp_.predict(X)
-        return X @ self.coef_ + self.intercept_
+        return self.mlp_.predict(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
