@@ -11,6 +11,7 @@ directly see the real function.
 """
 
 import hashlib
+import warnings
 
 import numpy as np
 import pytest
@@ -34,3 +35,17 @@ def _reproducible_default_seed(request, monkeypatch):
 
     for module in (_base, _reusecov):  # modules that call seed_sequence by name
         monkeypatch.setattr(module, "seed_sequence", seed_sequence)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of two single-threaded worker processes, one per test module."""
+    distributed = pytest.importorskip("distributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        with distributed.Client(cluster) as dask_client:
+            yield dask_client
+        cluster.close()

@@ -22,18 +22,6 @@ RTOL = 1e-9
 
 
 @pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        with distributed.Client(cluster) as client:
-            yield client
-        cluster.close()
-
-
-@pytest.fixture(scope="module")
 def data():
     X, y = make_linear_regression(12_000, 5, intercept=1.0, random_state=0)
     return X, y

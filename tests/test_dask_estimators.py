@@ -36,18 +36,6 @@ CHUNK = 2_500
 
 
 @pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        with distributed.Client(cluster) as client:
-            yield client
-        cluster.close()
-
-
-@pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(11)
     X = rng.normal(size=(N, D))

@@ -34,18 +34,6 @@ RTOL = 1e-8
 
 
 @pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        )
-        with distributed.Client(cluster) as client:
-            yield client
-        cluster.close()
-
-
-@pytest.fixture(scope="module")
 def clean_data():
     """n = 1e6, d = 1, epsilon = 8, bounded X: the clean path (no row filtered), PASS."""
     rng = np.random.default_rng(5)
