@@ -741,7 +741,7 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     the caller must record the budget first (the plan's ledger).
 
     Dask arrays (both modes) are aggregated on the cluster by
-    :func:`_run_lba_dask`, with the same streams, the same rank and PTR
+    :func:`_run_aggregation_dask`, with the same streams, the same rank and PTR
     decisions, the same partition (and LLP weights), and the same aggregates
     up to float64 round-off. The secret weights (LBA) and label noise (LLP)
     are sent to the workers inside the compute (the cluster is trusted as
@@ -752,7 +752,7 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     dataset : AggregatedDataset or LLPDataset
     """
     if is_dask_collection(X) or is_dask_collection(y):
-        return _run_lba_dask(X, y, plan, rngs, feature_names)
+        return _run_aggregation_dask(X, y, plan, rngs, feature_names)
     n = X.shape[0]
     Z = _design(X, plan.fit_intercept)
     bags, _ = sample_bags(n, plan.bag_size, plan.n_bags, rngs["partition"])
@@ -987,7 +987,7 @@ def _compute(tasks):
     return dask.compute(*tasks)
 
 
-def _run_lba_dask(X, y, plan, rngs, feature_names=None):
+def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
     """:func:`run_aggregation` for Dask arrays, without collecting X or y on the driver.
 
     Both modes, with the same order, the same streams and the same per-bag
