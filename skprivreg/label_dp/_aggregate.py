@@ -781,27 +781,33 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
         weights = sample_lba_weights(plan.n_bags, plan.bag_size, rngs["weights"])
         Zbar, ybar = lba_aggregate(Z, y, bags, weights)
         del weights
-        return AggregatedDataset(
-            X_agg=Zbar[:, : X.shape[1]].copy(),
-            w_sum=Zbar[:, -1].copy() if plan.fit_intercept else None,
-            y_agg=ybar,
-            bag_indices=bags,
-            n_samples=n,
-            bag_size=plan.bag_size,
-            feature_names=names,
-            label_bounds=tuple(label_bounds),
-            fit_intercept=plan.fit_intercept,
-            privacy=report,
-        )
+        return _lba_dataset(Zbar, ybar, X.shape[1], bags, n, plan, names, label_bounds, report)
 
-    mask = llp_noise_mask(
-        bags, n, plan.noise_fraction, plan.noise_allocation, rngs["noise"]
-    )
-    noisy = y.copy()
-    noisy[mask] += plan.noise_scale * rngs["noise"].standard_normal(int(mask.sum()))
+    slot_noise = _llp_slot_noise(bags, n, plan, rngs["noise"])
     weights = rngs["weights"].standard_normal((plan.n_bags, plan.bag_size))
-    ybar = np.einsum("jr,jr->j", weights, noisy[bags])
-    del noisy, mask
+    ybar = _group_llp_aggregates(y[bags.ravel()], weights, slot_noise, tuple(label_bounds))
+    del slot_noise
+    return _llp_dataset(weights, ybar, bags, n, plan, names, label_bounds, report)
+
+
+def _lba_dataset(Zbar, ybar, d, bags, n, plan, names, label_bounds, report):
+    """The released :class:`AggregatedDataset` (NumPy and Dask paths)."""
+    return AggregatedDataset(
+        X_agg=Zbar[:, :d].copy(),
+        w_sum=Zbar[:, -1].copy() if plan.fit_intercept else None,
+        y_agg=ybar,
+        bag_indices=bags,
+        n_samples=n,
+        bag_size=plan.bag_size,
+        feature_names=names,
+        label_bounds=tuple(label_bounds),
+        fit_intercept=plan.fit_intercept,
+        privacy=report,
+    )
+
+
+def _llp_dataset(weights, ybar, bags, n, plan, names, label_bounds, report):
+    """The released :class:`LLPDataset` (NumPy and Dask paths)."""
     return LLPDataset(
         bag_indices=bags,
         weights=weights,
@@ -966,12 +972,12 @@ def _llp_design_dask(X, bags, weights, fit_intercept):
 
 
 def _llp_slot_noise(bags, n_samples, plan, rng):
-    """The secret per-slot noise (m, k), drawn as :func:`run_aggregation` draws it.
+    """The secret per-slot noise (m, k) of LLP (NumPy and Dask paths alike).
 
-    Same stream, same order: the noise set :func:`llp_noise_mask`, then
+    From the ``'noise'`` stream: the noise set :func:`llp_noise_mask`, then
     ``|N|`` standard normals assigned to the members of ``N`` in increasing
-    row order (NumPy's ``noisy[mask] += ...``). Rows outside the bags
-    (possible with ``'global'`` allocation) get their draw but are unused.
+    row order. Rows outside the bags (possible with ``'global'`` allocation)
+    get their draw but are unused.
     """
     mask = llp_noise_mask(bags, n_samples, plan.noise_fraction, plan.noise_allocation, rng)
     per_row = np.zeros(n_samples)
@@ -1089,17 +1095,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
         del slot_noise
         ybar = np.concatenate(parts)
         del parts
-        return LLPDataset(
-            bag_indices=bags,
-            weights=weights,
-            y_agg=ybar,
-            n_samples=n,
-            bag_size=k,
-            feature_names=names,
-            label_bounds=tuple(label_bounds),
-            fit_intercept=fit_intercept,
-            privacy=report,
-        )
+        return _llp_dataset(weights, ybar, bags, n, plan, names, label_bounds, report)
 
     weights = sample_lba_weights(m, k, rngs["weights"])
     parts = _compute(
@@ -1112,19 +1108,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
     Zbar = np.concatenate([p[0] for p in parts])
     ybar = np.concatenate([p[1] for p in parts])
     del parts
-    d = X.shape[1]
-    return AggregatedDataset(
-        X_agg=Zbar[:, :d].copy(),
-        w_sum=Zbar[:, -1].copy() if fit_intercept else None,
-        y_agg=ybar,
-        bag_indices=bags,
-        n_samples=n,
-        bag_size=k,
-        feature_names=names,
-        label_bounds=tuple(label_bounds),
-        fit_intercept=fit_intercept,
-        privacy=report,
-    )
+    return _lba_dataset(Zbar, ybar, X.shape[1], bags, n, plan, names, label_bounds, report)
 
 
 def _design_width(n_features, fit_intercept):

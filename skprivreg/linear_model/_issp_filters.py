@@ -126,12 +126,11 @@ def run_block(fn, offset, X, y, clip, check_finite, params, into=None):
     (:func:`gram_piece_add`); with a clip it must run first, because
     clipping maps an infinite entry to a finite one.
     """
-    if clip is not None or not check_finite:
-        X, y = _prepare_block(X, y, clip, check_finite)
-        return fn(offset, X, y, params, into)
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
-    return fn(offset, X, y, params, into, check_finite=True)
+    fused = check_finite and clip is None
+    X, y = _prepare_block(X, y, clip, check_finite and not fused)
+    if fused:
+        return fn(offset, X, y, params, into, check_finite=True)
+    return fn(offset, X, y, params, into)
 
 
 # Rows per piece: a piece of about 1 MiB stays in cache between the BLAS calls
@@ -234,14 +233,6 @@ class ArrayRowSource:
             # Validated once, during the first complete pass (before any noise).
             self.check_finite = False
         return acc
-
-    def blocks(self):
-        """Yield ``(offset, X~_block, y_block)`` (clipped, ones column appended)."""
-        for start in range(0, self.n, self.chunk_size):
-            end = min(start + self.chunk_size, self.n)
-            Xb, yb = _prepare_block(self.X[start:end], self.y[start:end], self.clip,
-                                    self.check_finite)
-            yield start, _augment(Xb, self.fit_intercept), yb
 
     def augment(self, Xraw):
         """Append the ones column (if ``fit_intercept``) to raw rows (a copy)."""
