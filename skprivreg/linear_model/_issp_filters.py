@@ -368,6 +368,8 @@ def _merge_column_tops(tops, block, m):
     both = np.vstack([tops, np.abs(block)])
     if both.shape[0] <= m:
         return both, np.zeros(both.shape[1])
+    if m <= 0:  # nothing kept (non-private OLS): every entry counts towards the bulk
+        return both[:0], np.sum(both**2, axis=0)
     part = np.partition(both, both.shape[0] - m, axis=0)
     evicted = part[: both.shape[0] - m]
     return part[both.shape[0] - m:], np.sum(evicted**2, axis=0)
