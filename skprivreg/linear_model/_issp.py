@@ -558,14 +558,31 @@ def _group_rss(grams, p):
     """``RSS_j = min_beta ||y - X beta||^2`` of each group from its augmented Gram matrix.
 
     The last pivot of the Cholesky factor of ``[X y]^T [X y]`` squared is the
-    Schur complement ``y^T y - t^T S^{-1} t`` = RSS; groups whose factor fails
-    (rank-deficient designs or an exact fit) use a pseudo-inverse instead.
+    Schur complement ``y^T y - t^T S^{-1} t`` = RSS; a group whose factor fails
+    (rank-deficient design or an exact fit) uses a pseudo-inverse instead.
+    ``RSS_j`` is a function of group ``j``'s Gram matrix alone, bit for bit:
+    the stacked factorisation is LAPACK's per-matrix routine applied to each
+    group, and when one group fails every group is redone on its own, so one
+    degenerate group never changes the method (or the bits) of another. The
+    histogram's sensitivity analysis needs exactly this.
     """
     try:
-        L = np.linalg.cholesky(grams)
-        return L[:, p, p] ** 2
+        return np.linalg.cholesky(grams)[:, p, p] ** 2
     except np.linalg.LinAlgError:
         pass
+    return np.concatenate([_one_group_rss(grams[j:j + 1], p) for j in range(len(grams))])
+
+
+def _one_group_rss(gram, p):
+    """:func:`_group_rss` of a stack holding one group."""
+    try:
+        return np.linalg.cholesky(gram)[:, p, p] ** 2
+    except np.linalg.LinAlgError:
+        return _group_rss_pinv(gram, p)
+
+
+def _group_rss_pinv(grams, p):
+    """RSS by a pseudo-inverse of each (scaled) Gram matrix of the stack."""
     # Jacobi scaling first: the projection is invariant to column scales, and
     # eigh of the scaled matrix is accurate for badly scaled columns.
     diag = np.einsum("gii->gi", grams[:, :p, :p])
