@@ -37,8 +37,11 @@ from ._base import LinearPredictMixin, split_intercept
 from ._issp_filters import (
     ArrayRowSource,
     DaskRowSource,
+    RowWeights,
     _add_partials,
+    cross_pass,
     gram_piece_add,
+    magnitude,
     slf_engine,
     srf_engine,
     srf_weights,
@@ -65,6 +68,10 @@ CLAIM18_CONSTANT = 3136.0
 MAX_LOG_BLOWUP = 700.0
 #: Claim 19 holds for epsilon in the open interval (0, 1): cap at 0.999 (spec §14).
 SHAPE_EPSILON_CAP = 0.999
+#: The release sums ``X^T diag(v) y`` from scratch when the rounding error of
+#: subtracting the removed rows could exceed this fraction of the noise scale c.
+RELEASE_REBASE_TOL = 1e-9
+_EPS = float(np.finfo(np.float64).eps)
 #: Default streaming block (rows) when ``chunk_size=None``.
 DEFAULT_BLOCK = 1 << 17
 _FAIL_MESSAGE = (
@@ -733,11 +740,11 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
                      gram=gram)
     passes = slf.n_passes
     srf = None
+    W_idx = slf.removed_idx
+    W_val = np.clip(2 * k - slf.removed_level, 0, k).astype(np.int64)
     if slf.score >= k:
         score2_num = k * k
     else:
-        W_idx = slf.removed_idx
-        W_val = np.clip(2 * k - slf.removed_level, 0, k).astype(np.int64)
         if len(W_idx) == 0:
             lev, res = slf.scan
             h_max = max(float(np.max(lev.key, initial=0.0)), lev.outside_max)
@@ -769,7 +776,19 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
         survive = np.clip(2 * k - srf.F_level, 0, k) / k
         omega = (srf.Fw / k) * (1.0 - survive)
         K = np.eye(p) - (srf.Fz.T * omega) @ srf.Fz
-        b = srf.factor.theta - srf.Fz.T @ (omega * srf.Fy)
+        terms = srf.Fz.T * (omega * srf.Fy)
+        mag = magnitude(srf.factor.theta) + magnitude(terms)
+        if _EPS * p * mag > RELEASE_REBASE_TOL * c:
+            # Subtracting the removed rows could cancel (a huge label): sum
+            # X~^T diag(v) y over the rows again instead (rebase rule).
+            v_of = dict(zip(W_idx.tolist(), (W_val / k).tolist()))
+            v_of.update(zip(srf.F_idx.tolist(), ((srf.Fw / k) * survive).tolist()))
+            weights = RowWeights.from_pairs(list(v_of), list(v_of.values()))
+            b = linalg.solve_triangular(G, cross_pass(source, weights), lower=True,
+                                        check_finite=False)
+            trace.n_passes += 1
+        else:
+            b = srf.factor.theta - terms.sum(axis=1)
     else:
         K = np.eye(p)
         b = srf.factor.theta
