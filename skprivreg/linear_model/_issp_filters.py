@@ -867,9 +867,14 @@ def slf_engine(source, L0, k, *, n_candidates=None, schedule="corrected", dense_
                 break
             if E_rows:
                 ZE = Zc[E_rows]
-                K = np.eye(p) - ZE.T @ ZE
-                lam_min = linalg.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0]
-                if lam_min < 0.5:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    K = np.eye(p) - ZE.T @ ZE
+                # A removed row's whitened z has ||z||^2 = h <= 1 in exact
+                # arithmetic; an overflowing one (float factor of an extreme
+                # row) forces a rebase like any leverage above 1/2.
+                lam_min = (linalg.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0]
+                           if np.all(np.isfinite(K)) else -math.inf)
+                if not lam_min >= 0.5:
                     factor, lev = rebase(j)
                     if factor.pd:
                         Zc = linalg.solve_triangular(
