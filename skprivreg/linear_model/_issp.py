@@ -303,10 +303,12 @@ def _predicted_score1(n, p, k, L0):
     Rows with leverage above ``L_j`` leave at level ``j`` or above, so SCORE1
     is about ``min_{0<=j<=k} (N_j + j)`` with ``N_j = n P[h > L_j]`` the
     expected number of such rows, ``h ~ Beta(p/2, (n-p)/2)`` (leverage of
-    Gaussian rows; spec §6.6).
+    Gaussian rows; spec §6.6). For large k the minimum runs over at most 257
+    evenly spaced levels including 0 and k: ``N_j`` decreases in ``j``, so this
+    overstates the minimum by at most the spacing ``k/256``.
     """
     top = L0 / (1.0 + 2.0 * k * L0)
-    levels = np.arange(k + 1, dtype=np.float64)
+    levels = np.unique(np.round(np.linspace(0, k, min(k + 1, 257)))).astype(np.float64)
     thresholds = np.exp((levels - 2 * k) / k) * top
     counts = n * beta_dist.sf(thresholds, p / 2.0, (n - p) / 2.0)
     return float(min(k, np.min(counts + levels)))
@@ -320,7 +322,7 @@ def _min_n_to_pass(p, k, L0, tau, n_max=1e16):
     lo, hi = math.log(p + 2.0), math.log(n_max)
     if not ok(math.exp(hi)):
         return math.inf
-    for _ in range(60):
+    for _ in range(40):
         mid = 0.5 * (lo + hi)
         if ok(math.exp(mid)):
             hi = mid

@@ -257,3 +257,169 @@ def test_brute_force_neighbouring_pairs_stay_within_the_proven_bounds(case):
     assert worst["score1"] <= 2
     assert worst["score2"] <= 4
     assert worst["score"] <= 4
+
+
+# ---------------------------------------------------------------------------
+# Any epsilon, any split: a working plan or a refusal before any spend
+# ---------------------------------------------------------------------------
+SPLITS = ["auto", "paper", (0.9, 0.05, 0.05), (0.1, 0.85, 0.05), (0.05, 0.05, 0.9)]
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 8.0, 30.0, 100.0, 709.0, 710.0, 1000.0, 1e4])
+def test_every_epsilon_and_split_gives_a_valid_plan(epsilon):
+    """Budgets add up exactly, the weak-triangle delta holds, every constant is finite.
+
+    The delta split is delta_T = delta1/3, delta_C = (D/2) e^{-eps_M},
+    delta_M = min(D/2, (D - delta_C) e^{-eps_C'}), D = 2 delta1/3; checked here
+    in log space: max(delta_M + e^{eps_M} delta_C, delta_C + e^{eps_C'} delta_M) <= D.
+    """
+    for split in SPLITS:
+        plan = issp_plan(2_000_000, 2, epsilon, 1e-6, budget_split=split)
+        assert plan.eps_r0 + plan.eps_ptr + plan.eps_loc + plan.eps_shape + plan.eps_unused == \
+            pytest.approx(epsilon, rel=1e-12)
+        assert plan.ledger().epsilon == pytest.approx(epsilon - plan.eps_unused, rel=1e-12)
+        assert plan.ledger().delta == pytest.approx(1e-6, rel=1e-12)
+        D = 2 * (1e-6 - plan.delta_r0) / 3
+        assert plan.delta_gauss == pytest.approx(D, rel=1e-12)
+        eps_c = min(plan.eps_shape, 0.999)
+        log_dc = math.log(D / 2) - plan.eps_loc  # delta_C may underflow; its log does not
+        assert plan.delta_loc + math.exp(plan.eps_loc + log_dc) <= D * (1 + 1e-12)
+        assert math.exp(log_dc) + math.exp(eps_c) * plan.delta_loc <= D * (1 + 1e-12)
+        assert plan.delta_loc >= D / (2 * math.e)  # never collapses
+        assert 0 < plan.noise_per_r0 < math.inf and plan.k >= 1
+        assert 0 < plan.leverage_bound <= 1 / (96 * plan.k)
+        # the Claim-19 cap holds for the L0 used
+        assert 56 * plan.leverage_bound <= eps_c / (3 * (math.log(2) - log_dc)) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_large_epsilon_fits_or_refuses_before_spending(split):
+    """epsilon = 1000 on 2e5 rows: PASS, or a ConfigurationError with nothing spent."""
+    rng = np.random.default_rng(17)
+    n = 200_000
+    X = rng.standard_normal((n, 2))
+    y = X @ [1.0, -1.0] + rng.standard_normal(n)
+    acc = BudgetAccountant(epsilon=1e5, delta=1e-2)
+    est = ISSPRegressor(epsilon=1000.0, delta=1e-6, budget_split=split, accountant=acc,
+                        residual_bound=5.5, random_state=0)
+    try:
+        est.fit(X, y)
+    except ISSPConfigurationError as exc:
+        assert acc.n_spends == 0 and not hasattr(est, "coef_")
+        assert "n =" in str(exc)
+    else:
+        assert est.ptr_passed_ and acc.n_spends == 1
+        assert np.all(np.isfinite(est.coef_))
+
+
+def test_non_private_mode_on_an_ill_conditioned_design():
+    rng = np.random.default_rng(19)
+    n = 20_000
+    x = rng.standard_normal(n)
+    X = np.column_stack([x, x * (1 + 1e-13 * rng.standard_normal(n))])
+    y = x + rng.standard_normal(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ISSPRegressor(epsilon=np.inf).fit(X, y)
+    assert np.all(np.isfinite(est.coef_)) and est.privacy_spent_.epsilon == np.inf
+
+
+# ---------------------------------------------------------------------------
+# Small data: refuse before spending, say how many rows are needed
+# ---------------------------------------------------------------------------
+def test_predicted_fail_is_refused_before_any_spend_with_the_rows_needed():
+    rng = np.random.default_rng(21)
+    n, d = 442, 10
+    X, y = rng.standard_normal((n, d)), rng.standard_normal(n)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    # default residual_bound='auto': its groups cannot even be formed; the
+    # message says that a numeric bound would not help and how many rows would
+    est = ISSPRegressor(accountant=acc)
+    with pytest.raises(ISSPConfigurationError, match=r"FAIL below about n = [0-9.e+]+ rows"):
+        est.fit(X, y)
+    assert acc.n_spends == 0 and not hasattr(est, "coef_")
+    # a numeric residual_bound (the advice of the old message) used to spend and FAIL
+    est = ISSPRegressor(accountant=acc, residual_bound=1.0)
+    with pytest.raises(ISSPConfigurationError, match=r"n = [0-9.e+]+ rows") as info:
+        est.fit(X, y)
+    assert acc.n_spends == 0 and not hasattr(est, "coef_")
+    plan = issp_plan(n, d, 1.0, 1e-6, residual_bound=1.0)
+    assert plan.fail_predicted
+    needed = float(str(info.value).split("n = ")[1].split(" rows")[0])
+    assert needed == pytest.approx(plan.predicted_n_pass, rel=0.01)
+    # the stated n is where the planner stops predicting FAIL (same split)
+    assert not issp_plan(int(needed * 1.01), d, 1.0, 1e-6, residual_bound=1.0,
+                         budget_split=plan.budget_split).fail_predicted
+    # spending anyway is explicit
+    est = ISSPRegressor(accountant=acc, residual_bound=1.0, predicted_fail="spend",
+                        on_fail="zero")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    assert acc.n_spends == 1 and est.ptr_passed_ is False
+
+
+def test_predicted_fail_refusal_reads_no_data(tmp_path):
+    """Streamed input (a memmap of NaN): the refusal comes before the first data pass."""
+    n, d = 442, 10
+    mm = np.memmap(tmp_path / "X.dat", dtype=np.float64, mode="w+", shape=(n, d))
+    mm[:] = np.nan  # a data pass would raise "Input X contains NaN or infinity"
+    mm.flush()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    est = ISSPRegressor(residual_bound=1.0, accountant=acc)
+    with pytest.raises(ISSPConfigurationError, match="predicted to FAIL"):
+        est.fit(mm, np.zeros(n))
+    assert acc.n_spends == 0
+
+
+# ---------------------------------------------------------------------------
+# epsilon = 1000 on 2e6 clean rows: PASS and the release is N(beta_ols, c^2 S^{-1})
+# ---------------------------------------------------------------------------
+def test_large_epsilon_release_is_exactly_gaussian_around_ols():
+    """Issue check: ISSPRegressor(epsilon=1000, delta=1e-6), 2e6 clean Gaussian rows.
+
+    (i) the trace PASSes with v = 1 and beta_v = beta_ols (rtol 1e-9); (ii) 4000
+    releases drawn with the trace's precision factor, whitened by the
+    independently computed S = X~^T X~ and the plan's c, give M ||u_bar||^2 ~
+    chi2_p and ||u||^2 ~ chi2_p (KS), p-values > 1e-4; a 5% error in c or the
+    diagonal of S in place of S is rejected (power); (iii) four fits of the
+    estimator itself: sum of (b - b_ols)^T S (b - b_ols)/c^2 ~ chi2_{4p}.
+    """
+    from scipy import stats
+
+    from skprivreg.linear_model._issp import _issp_trace
+    from skprivreg.mechanisms import gaussian_precision_shaped
+
+    rng = np.random.default_rng(7)
+    n, p = 2_000_000, 3
+    X = rng.standard_normal((n, 2)) @ np.array([[1.0, 0.6], [0.0, 0.8]])
+    y = X @ [1.0, -1.0] + 0.5 + rng.standard_normal(n)
+    Xa = np.column_stack([X, np.ones(n)])
+    S = Xa.T @ Xa
+    b_ols = np.linalg.solve(S, Xa.T @ y)
+    params = dict(epsilon=1000.0, delta=1e-6)
+    tr = _issp_trace(X, y, random_state=0, **params)
+    assert tr.passed and tr.score == 0 and np.all(tr.V == tr.k**2)
+    np.testing.assert_allclose(tr.beta_hat, b_ols, rtol=1e-9)
+    c = tr.noise_scale
+    L = np.linalg.cholesky(S)
+    draws = gaussian_precision_shaped(tr.beta_hat, tr.precision_factor, c,
+                                      np.random.default_rng(1), size=4000)
+
+    def pvalues(U):
+        M = len(U)
+        mean = U.mean(axis=0)
+        return (stats.chi2.sf(M * mean @ mean, p),
+                stats.kstest(np.sum(U**2, axis=1), stats.chi2(p).cdf).pvalue)
+
+    assert min(pvalues((draws - b_ols) @ L / c)) > 1e-4
+    assert min(pvalues((draws - b_ols) @ L / (1.05 * c))) < 1e-4
+    D = np.diag(np.sqrt(np.diag(S)))
+    assert min(pvalues((draws - b_ols) @ D / c)) < 1e-4
+    q = []
+    for seed in range(1, 5):
+        est = ISSPRegressor(random_state=seed, **params).fit(X, y)
+        assert est.ptr_passed_
+        b = np.r_[est.coef_, est.intercept_]
+        q.append(float((b - b_ols) @ S @ (b - b_ols)) / est.noise_scale_**2)
+    assert stats.chi2.sf(sum(q), 4 * p) > 1e-4 and stats.chi2.cdf(sum(q), 4 * p) > 1e-4
