@@ -57,6 +57,8 @@ __all__ = [
     "gram_pass",
     "cross_pass",
     "tsqr_pass",
+    "exact_dot",
+    "exact_gram_is_pd",
 ]
 
 _EPS = np.finfo(np.float64).eps
@@ -442,6 +444,97 @@ def _merge_column_tops(tops, block, m):
     return part[both.shape[0] - m:], np.sum(evicted**2, axis=0)
 
 
+# ---------------------------------------------------------------------------
+# Exact Gram matrix (the numerical-rank decision)
+#
+# Whether S_A is singular decides SCORE1 = k (spec §6.2 convention). A
+# tolerance on a floating-point factor puts a cut at some rank gap, and one
+# ordinary row can move a design across it. Instead the decision is exact:
+# the Gram matrix of the rows (float64 inputs) is summed exactly in integers
+# and its leading principal minors are computed exactly (Bareiss), so
+# "singular" means singular in exact arithmetic, the arithmetic of the proof.
+# ---------------------------------------------------------------------------
+_LIMB = 18  # bits per limb: |limb| < 2^18, a block of < 2^35 rows sums exactly in float64
+
+
+def _int_significands(v):
+    """``v = M 2^e`` with integer ``|M| < 2^53`` (exact for every finite float)."""
+    m, e = np.frexp(v)
+    return (m * 2.0**53).astype(np.int64), e.astype(np.int64) - 53
+
+
+def exact_dot(a, b):
+    """``sum_i a_i b_i`` exactly, as ``(t, e)`` with value ``t 2^e`` (Python int ``t``).
+
+    Each product of 53-bit significands is split into three partial
+    products below 2^54 (26/27-bit halves) and each of those into 18-bit
+    limbs; limbs are summed per product exponent with ``np.bincount`` in
+    float64, exactly since every partial sum stays below 2^53.
+    """
+    Ma, ea = _int_significands(np.asarray(a, dtype=np.float64))
+    Mb, eb = _int_significands(np.asarray(b, dtype=np.float64))
+    if len(Ma) == 0:
+        return 0, 0
+    sign = np.sign(Ma) * np.sign(Mb)
+    Ma, Mb = np.abs(Ma), np.abs(Mb)
+    low = (1 << 26) - 1
+    ha, la, hb, lb = Ma >> 26, Ma & low, Mb >> 26, Mb & low
+    exps, group = np.unique(ea + eb, return_inverse=True)
+    base = int(exps[0])
+    shifts = (exps - base).tolist()
+    total = 0
+    mask = (1 << _LIMB) - 1
+    for t, shift in ((ha * hb, 52), (ha * lb + la * hb, 26), (la * lb, 0)):
+        for limb in range(3):
+            part = ((t >> (_LIMB * limb)) & mask) * sign
+            if not part.any():
+                continue
+            sums = np.bincount(group, weights=part.astype(np.float64), minlength=len(exps))
+            extra = shift + _LIMB * limb
+            for g in np.flatnonzero(sums):
+                total += int(sums[g]) << (shifts[g] + extra)
+    return total, base
+
+
+def _exact_add(u, v):
+    (tu, eu), (tv, ev) = u, v
+    e = min(eu, ev)
+    return (tu << (eu - e)) + (tv << (ev - e)), e
+
+
+def exact_gram(M):
+    """Exact upper triangle of ``M^T M``: ``{(j, l): (t, e)}``, value ``t 2^e``."""
+    q = M.shape[1]
+    return {(j, l): exact_dot(M[:, j], M[:, l]) for j in range(q) for l in range(j, q)}
+
+
+def _exact_gram_add(a, b):
+    if a is None:
+        return b
+    return {key: _exact_add(a[key], b[key]) for key in a}
+
+
+def exact_gram_is_pd(gram, p):
+    """True iff the exact symmetric matrix ``gram`` (from :func:`exact_gram`) is PD.
+
+    Bareiss fraction-free elimination on the integer matrix ``2^-e_min G``:
+    the k-th pivot is the k-th leading principal minor, all positive iff PD.
+    """
+    e_min = min(e for _, e in gram.values())
+    A = [[0] * p for _ in range(p)]
+    for (j, l), (t, e) in gram.items():
+        A[j][l] = A[l][j] = t << (e - e_min)
+    prev = 1
+    for i in range(p):
+        if A[i][i] <= 0:
+            return False
+        for r in range(i + 1, p):
+            for c in range(i + 1, p):
+                A[r][c] = (A[r][c] * A[i][i] - A[r][i] * A[i][c]) // prev
+        prev = A[i][i]
+    return True
+
+
 def _tsqr_block(offset, Xb, yb, params, into=None, check_finite=False):
     """Partial ``(R, column tops, evicted sum of squares, n_exclude)`` of one block.
 
@@ -456,19 +549,27 @@ def _tsqr_block(offset, Xb, yb, params, into=None, check_finite=False):
     M = np.column_stack([_augment(Xb, intercept) if intercept else Xb, yb])
     if wb is not None:
         keep = wb > 0
-        M = M[keep] * np.sqrt(wb[keep])[:, None]
-    if into is None:
-        R, tops, bulk_sq = np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p)
+        M = M[keep]
+        # S_w (w > 0 on these rows) is PD iff the unweighted rows span: the
+        # exact rank decision uses the rows themselves.
+        exact = exact_gram(M[:, :p])
+        M = M * np.sqrt(wb[keep])[:, None]
     else:
-        R, tops, bulk_sq, _ = into
+        exact = exact_gram(M[:, :p])
+    if into is None:
+        R, tops, bulk_sq, gram = np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p), None
+    else:
+        R, tops, bulk_sq, _, gram = into
     tops, evicted = _merge_column_tops(tops, M[:, :p], n_exclude)
-    return _sorted_qr_r(np.vstack([R, M])), tops, bulk_sq + evicted, n_exclude
+    return (_sorted_qr_r(np.vstack([R, M])), tops, bulk_sq + evicted, n_exclude,
+            _exact_gram_add(gram, exact))
 
 
 def _tsqr_combine(a, b):
-    """TSQR tree step: R of the stacked R factors; merged column tops."""
+    """TSQR tree step: R of the stacked R factors; merged column tops; exact Gram sums."""
     tops, evicted = _merge_column_tops(a[1], b[1], a[3])
-    return _sorted_qr_r(np.vstack([a[0], b[0]])), tops, a[2] + b[2] + evicted, a[3]
+    return (_sorted_qr_r(np.vstack([a[0], b[0]])), tops, a[2] + b[2] + evicted, a[3],
+            _exact_gram_add(a[4], b[4]))
 
 
 def tsqr_pass(source, weights=None, *, n_exclude=0):
@@ -481,12 +582,13 @@ def tsqr_pass(source, weights=None, *, n_exclude=0):
     """
     weights = RowWeights() if weights is None else weights
     p = source.p
-    R, _, bulk_sq, _ = source.reduce(
+    R, _, bulk_sq, _, gram = source.reduce(
         _tsqr_block, _tsqr_combine, (p, source.fit_intercept, weights, int(n_exclude))
     )
     out = np.zeros((p + 1, p + 1))
     out[: R.shape[0]] = R[: p + 1]
-    return out, np.sqrt(bulk_sq)
+    exact_pd = gram is not None and exact_gram_is_pd(gram, p)
+    return out, np.sqrt(bulk_sq), exact_pd
 
 @dataclass
 class Factor:
@@ -550,11 +652,14 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
             Linv = linalg.solve_triangular(L, np.eye(p), lower=True, check_finite=False)
             return Factor(G, theta, beta, True, False, Linv / scale[None, :], scale,
                           float(sv[-1]) ** 2)
-    R_aug, bulk_norms = tsqr_pass(source, weights, n_exclude=n_exclude)
+    R_aug, _, exact_pd = tsqr_pass(source, weights, n_exclude=n_exclude)
     R = R_aug[:p, :p]
-    tol = p * math.sqrt(max(source.n, 1)) * _EPS
-    if not (np.all(np.isfinite(R_aug)) and np.all(np.abs(np.diag(R)) > tol * bulk_norms)
-            and np.all(np.diag(R) != 0)):
+    # Singular iff singular in exact arithmetic (exact Gram, exact minors): no
+    # tolerance, so no cut that one row could move a design across. A factor
+    # that float64 cannot use (a zero or non-finite pivot of R while the exact
+    # Gram matrix is PD: a rank gap below float64's resolution of R) is the one
+    # remaining floating-point caveat; it is treated as singular.
+    if not (exact_pd and np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
         return _singular_factor(p, True)
     G = R.T.copy()
     theta = R_aug[:p, p].copy()

@@ -423,3 +423,63 @@ def test_large_epsilon_release_is_exactly_gaussian_around_ols():
         b = np.r_[est.coef_, est.intercept_]
         q.append(float((b - b_ols) @ S @ (b - b_ols)) / est.noise_scale_**2)
     assert stats.chi2.sf(sum(q), 4 * p) > 1e-4 and stats.chi2.cdf(sum(q), 4 * p) > 1e-4
+
+
+# ---------------------------------------------------------------------------
+# Numerical rank: decided exactly, so no tolerance cut for one row to cross
+# ---------------------------------------------------------------------------
+def test_exact_dot_and_exact_minors():
+    from fractions import Fraction
+
+    from skprivreg.linear_model._issp_filters import exact_dot, exact_gram, exact_gram_is_pd
+
+    rng = np.random.default_rng(23)
+    a = rng.standard_normal(3000) * 10.0 ** rng.integers(-300, 300, 3000)
+    b = rng.standard_normal(3000) * 10.0 ** rng.integers(-8, 8, 3000)
+    a[:5] = [0.0, 5e-324, -5e-324, 1.7976931348623157e308, 1.0]
+    t, e = exact_dot(a, b)
+    assert Fraction(t) * Fraction(2) ** e == sum(
+        Fraction(x) * Fraction(z) for x, z in zip(a.tolist(), b.tolist()))
+    x = rng.standard_normal(100)
+    assert not exact_gram_is_pd(exact_gram(np.column_stack([x, 4 * x, np.ones(100)])), 3)
+    nudged = 4 * x
+    nudged[17] = np.nextafter(nudged[17], np.inf)  # one ulp in one row: full rank
+    assert exact_gram_is_pd(exact_gram(np.column_stack([x, nudged, np.ones(100)])), 3)
+
+
+def test_nearly_collinear_columns_are_not_cut_by_one_row():
+    """n = 20000, p = 2, columns that differ by 1e-14 relative, max leverage ~6e-5.
+
+    In exact arithmetic the design is full rank and every leverage is far below
+    L_base = 4.6e-4: SCORE1 = 0, for the data and for every neighbour. A
+    tolerance on a float64 factor used to declare it singular (SCORE1 = k).
+    """
+    rng = np.random.default_rng(1)
+    n, k = 20_000, 4
+    x = rng.choice([-1.0, 1.0], n) * rng.uniform(0.9, 1.1, n)
+    X = np.column_stack([x, x * (1 + 1e-14 * rng.choice([-1.0, 1.0], n))])
+    y = x + 0.1 * rng.standard_normal(n)
+    g = math.e**2 * 4.6e-4
+    L0 = g / (1 - 2 * k * g)
+    assert _core(X, y, k=k, L0=L0, R0=1.0, fit_intercept=False).score1 == 0
+    for _ in range(25):
+        X2 = X.copy()
+        a = rng.choice([-1.0, 1.0]) * rng.uniform(0.9, 1.1)
+        X2[rng.integers(n)] = [a, a * (1 + 1e-14 * rng.choice([-1.0, 1.0]))]
+        assert _core(X2, y, k=k, L0=L0, R0=1.0, fit_intercept=False).score1 == 0
+
+
+def test_exactly_collinear_columns_stay_singular_for_every_neighbour():
+    """x2 = 2 x1 exactly: singular, SCORE1 = k; a neighbour whose one row breaks the
+    collinearity is full rank, but that row has leverage 1 and leaves: SCORE1 = k."""
+    rng = np.random.default_rng(2)
+    n, k = 5000, 4
+    x = rng.standard_normal(n)
+    X = np.column_stack([x, 2 * x])  # exact in float64
+    y = x + rng.standard_normal(n)
+    L0 = 1 / (96 * k)
+    assert _core(X, y, k=k, L0=L0, R0=3.0, fit_intercept=True).score1 == k
+    for row in ([1.0, 0.0], [1e-3, 2e-3 + 1e-12], [np.nextafter(1.0, 2.0), 2.0]):
+        X2 = X.copy()
+        X2[7] = row
+        assert _core(X2, y, k=k, L0=L0, R0=3.0, fit_intercept=True).score1 == k
