@@ -59,6 +59,7 @@ __all__ = [
     "tsqr_pass",
     "exact_dot",
     "exact_gram_is_pd",
+    "exact_rank_pass",
 ]
 
 _EPS = np.finfo(np.float64).eps
@@ -475,24 +476,28 @@ def exact_dot(a, b):
     Mb, eb = _int_significands(np.asarray(b, dtype=np.float64))
     if len(Ma) == 0:
         return 0, 0
-    sign = np.sign(Ma) * np.sign(Mb)
+    negative = (Ma < 0) != (Mb < 0)
     Ma, Mb = np.abs(Ma), np.abs(Mb)
     low = (1 << 26) - 1
     ha, la, hb, lb = Ma >> 26, Ma & low, Mb >> 26, Mb & low
-    exps, group = np.unique(ea + eb, return_inverse=True)
-    base = int(exps[0])
-    shifts = (exps - base).tolist()
+    e = ea + eb
+    base = int(e.min())
+    group = e - base  # at most ~4200 distinct exponents: bincount, no sort
+    size = int(group.max()) + 1
     total = 0
     mask = (1 << _LIMB) - 1
     for t, shift in ((ha * hb, 52), (ha * lb + la * hb, 26), (la * lb, 0)):
+        np.negative(t, out=t, where=negative)
         for limb in range(3):
-            part = ((t >> (_LIMB * limb)) & mask) * sign
-            if not part.any():
-                continue
-            sums = np.bincount(group, weights=part.astype(np.float64), minlength=len(exps))
+            # floor shifts of a negative t give limbs in [0, 2^18) of its two's
+            # complement; the top limb (arithmetic shift) carries the sign.
+            part = t >> (_LIMB * limb)
+            if limb < 2:
+                part = part & mask
+            sums = np.bincount(group, weights=part.astype(np.float64), minlength=size)
             extra = shift + _LIMB * limb
             for g in np.flatnonzero(sums):
-                total += int(sums[g]) << (shifts[g] + extra)
+                total += int(sums[g]) << (int(g) + extra)
     return total, base
 
 
@@ -549,46 +554,89 @@ def _tsqr_block(offset, Xb, yb, params, into=None, check_finite=False):
     M = np.column_stack([_augment(Xb, intercept) if intercept else Xb, yb])
     if wb is not None:
         keep = wb > 0
-        M = M[keep]
-        # S_w (w > 0 on these rows) is PD iff the unweighted rows span: the
-        # exact rank decision uses the rows themselves.
-        exact = exact_gram(M[:, :p])
-        M = M * np.sqrt(wb[keep])[:, None]
-    else:
-        exact = exact_gram(M[:, :p])
+        M = M[keep] * np.sqrt(wb[keep])[:, None]
+    # Rank certificate: R of the rows scaled to unit max-norm (same rank; no row
+    # dominates, so the backward-error bound is sharp; see _rank_certified).
+    top = np.max(np.abs(M[:, :p]), axis=1, initial=0.0)
+    unit = M[top > 0, :p] / top[top > 0, None]
     if into is None:
-        R, tops, bulk_sq, gram = np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p), None
+        R, tops, bulk_sq, Ru = (np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p),
+                                np.zeros((0, p)))
     else:
-        R, tops, bulk_sq, _, gram = into
+        R, tops, bulk_sq, _, Ru = into
     tops, evicted = _merge_column_tops(tops, M[:, :p], n_exclude)
     return (_sorted_qr_r(np.vstack([R, M])), tops, bulk_sq + evicted, n_exclude,
-            _exact_gram_add(gram, exact))
+            _sorted_qr_r(np.vstack([Ru, unit])))
 
 
 def _tsqr_combine(a, b):
-    """TSQR tree step: R of the stacked R factors; merged column tops; exact Gram sums."""
+    """TSQR tree step: R of the stacked R factors; merged column tops."""
     tops, evicted = _merge_column_tops(a[1], b[1], a[3])
     return (_sorted_qr_r(np.vstack([a[0], b[0]])), tops, a[2] + b[2] + evicted, a[3],
-            _exact_gram_add(a[4], b[4]))
+            _sorted_qr_r(np.vstack([a[4], b[4]])))
+
+
+def _exact_gram_block(offset, Xb, yb, params, into=None, check_finite=False):
+    """Exact Gram sums of the rows of positive weight of one block (unweighted)."""
+    p, intercept, weights = params
+    wb = weights.block(offset, offset + Xb.shape[0])
+    if wb is not None:
+        Xb = Xb[wb > 0]
+    gram = exact_gram(_augment(Xb, intercept) if intercept else Xb)
+    return (_exact_gram_add(None if into is None else into[0], gram),)
+
+
+def _exact_gram_combine(a, b):
+    return (_exact_gram_add(a[0], b[0]),)
+
+
+def exact_rank_pass(source, weights=None):
+    """One pass: is ``S_w`` PD in exact arithmetic? (w > 0 rows span R^p, exactly.)"""
+    weights = RowWeights() if weights is None else weights
+    (gram,) = source.reduce(_exact_gram_block, _exact_gram_combine,
+                            (source.p, source.fit_intercept, weights))
+    return gram is not None and exact_gram_is_pd(gram, source.p)
+
+
+#: Certificate of full rank from a Householder R of the rows scaled to unit
+#: max-norm (scaling rows keeps the rank; Higham 2002, Thm 19.4: columnwise
+#: backward error gamma~_{np} ||a_j||): with D the inverse column norms,
+#: sigma_min(R D) > RANK_CERTIFICATE * n p^{3/2} eps proves X full rank.
+RANK_CERTIFICATE = 10.0
+
+
+def _rank_certified(R, n_rows):
+    """True when the float R proves full rank (else the exact pass decides)."""
+    p = R.shape[0]
+    if not np.all(np.isfinite(R)):
+        return False
+    norms = np.sqrt(np.sum(R * R, axis=0))
+    if not np.all(norms > 0) or not np.all(np.isfinite(norms)):
+        return False
+    smin = linalg.svdvals(R / norms[None, :], check_finite=False)[-1]
+    return bool(smin > RANK_CERTIFICATE * max(n_rows, 1) * p**1.5 * _EPS)
 
 
 def tsqr_pass(source, weights=None, *, n_exclude=0):
     """One pass: row-sorted TSQR of ``diag(sqrt(w)) [X~ y]`` and robust column norms.
 
-    Returns ``(R, bulk_norms)``: the (p+1, p+1) R factor, and for each column
+    Returns ``(R, bulk_norms, R_unit)``: the (p+1, p+1) R factor, ``R_unit``
+    the (p, p) R factor of the kept rows of ``X~`` each scaled to unit
+    max-norm (for the rank certificate), and for each column
     of ``X~`` the norm of its entries without the ``n_exclude`` largest in
     absolute value (the scale of the bulk of the data, untouched by a few
     extreme rows; used for the numerical-rank decision).
     """
     weights = RowWeights() if weights is None else weights
     p = source.p
-    R, _, bulk_sq, _, gram = source.reduce(
+    R, _, bulk_sq, _, Ru = source.reduce(
         _tsqr_block, _tsqr_combine, (p, source.fit_intercept, weights, int(n_exclude))
     )
     out = np.zeros((p + 1, p + 1))
     out[: R.shape[0]] = R[: p + 1]
-    exact_pd = gram is not None and exact_gram_is_pd(gram, p)
-    return out, np.sqrt(bulk_sq), exact_pd
+    unit = np.zeros((p, p))
+    unit[: Ru.shape[0]] = Ru[:p]
+    return out, np.sqrt(bulk_sq), unit
 
 @dataclass
 class Factor:
@@ -610,6 +658,7 @@ class Factor:
     Ginv: object = None
     col_scale: object = None
     scaled_lambda_min: float = 0.0
+    exact_passes: int = 0  # passes of the exact rank decision (rare: uncertified R)
 
 
 def _singular_factor(p, robust):
@@ -652,19 +701,30 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
             Linv = linalg.solve_triangular(L, np.eye(p), lower=True, check_finite=False)
             return Factor(G, theta, beta, True, False, Linv / scale[None, :], scale,
                           float(sv[-1]) ** 2)
-    R_aug, _, exact_pd = tsqr_pass(source, weights, n_exclude=n_exclude)
+    R_aug, _, R_unit = tsqr_pass(source, weights, n_exclude=n_exclude)
     R = R_aug[:p, :p]
-    # Singular iff singular in exact arithmetic (exact Gram, exact minors): no
-    # tolerance, so no cut that one row could move a design across. A factor
-    # that float64 cannot use (a zero or non-finite pivot of R while the exact
-    # Gram matrix is PD: a rank gap below float64's resolution of R) is the one
-    # remaining floating-point caveat; it is treated as singular.
-    if not (exact_pd and np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
-        return _singular_factor(p, True)
+    # Singular iff singular in exact arithmetic: either R certifies full rank
+    # (backward-error bound), or an exact pass decides (exact Gram, exact
+    # minors). No tolerance, so no cut that one row could move a design across.
+    # A factor that float64 cannot use (a zero or non-finite pivot of R while
+    # the exact Gram matrix is PD: a rank gap below float64's resolution of R)
+    # is the one remaining floating-point caveat; it is treated as singular.
+    n_rows = source.n - (0 if weights is None else int(np.sum(weights.w <= 0)))
+    exact = 0
+    if not _rank_certified(R_unit, n_rows):
+        exact = 1
+        if not exact_rank_pass(source, weights):
+            singular = _singular_factor(p, True)
+            singular.exact_passes = exact
+            return singular
+    if not (np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
+        singular = _singular_factor(p, True)
+        singular.exact_passes = exact
+        return singular
     G = R.T.copy()
     theta = R_aug[:p, p].copy()
     beta = linalg.solve_triangular(R, theta, lower=False, check_finite=False)
-    return Factor(G, theta, beta, True, True)
+    return Factor(G, theta, beta, True, True, exact_passes=exact)
 
 
 def _top_rows(keys, idx, m):
@@ -941,7 +1001,7 @@ def slf_engine(source, L0, k, *, n_candidates=None, schedule="corrected", dense_
         # The Gram matrix of all rows may come from an earlier pass (``gram``).
         given = gram if not removed_idx and not first else None
         factor = factor_pass(source, weights, n_exclude=k, gram=given)
-        passes += int(given is None) + int(factor.robust)
+        passes += int(given is None) + int(factor.robust) + factor.exact_passes
         if not factor.pd:
             return factor, None
         # Every row above L_level leaves in the next round of this level: once
@@ -1086,7 +1146,7 @@ def srf_engine(
     passes = 0
     if base is None:
         base = factor_pass(source, weights, n_exclude=k)
-        passes += 1 + int(base.robust)
+        passes += 1 + int(base.robust) + base.exact_passes
     if not base.pd:
         # Impossible in exact arithmetic when SCORE1 < k (Theorem 9(2)); FAIL.
         return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes)
