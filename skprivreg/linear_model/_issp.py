@@ -887,9 +887,15 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     for the private residual scale (``residual_bound='auto'``, Karwa-Vadhan
     stability histogram), then the rest ``(eps1, delta1)`` as
     ``budget_split = (f_T, f_M, f_C)`` of eps1 for PTR / location / shape and
-    ``delta1/3`` for the PTR, ``2 delta1/3`` for the two Gaussian steps
-    combined by the weak triangle inequality. ``budget_split='auto'`` picks
-    f_T from public facts to minimise the predicted noise.
+    ``delta1/3`` for the PTR, ``D = 2 delta1/3`` for the two Gaussian steps
+    combined by the weak triangle inequality
+    (``delta_C = (D/2) e^{-eps_M}``, ``delta_M = min(D/2, (D - delta_C)
+    e^{-min(eps_C, 0.999)})``; valid and overflow-free for every epsilon).
+    At large epsilon the location step spends only up to the epsilon at which
+    the Claim-19 cap still admits L0; the rest is not spent
+    (``planning_['eps_unused']``, and ``privacy_spent_`` says so).
+    ``budget_split='auto'`` picks f_T from public facts to minimise the
+    predicted noise.
 
     **Required bounds.** None. ``leverage_bound`` (L0) and ``residual_bound``
     (R0) are public tuning constants; ``'auto'`` uses a data-independent
@@ -897,7 +903,10 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     them on the same data without charging budget.
 
     **Failure behaviour.** Infeasible requests (from n, d and parameters
-    only) raise :class:`ISSPConfigurationError` before any data access. A
+    only) raise :class:`ISSPConfigurationError` before any data access, and
+    so, by default, does a request the public planner predicts to FAIL at
+    this n (the message states the n from which a PASS is predicted;
+    ``predicted_fail='spend'`` runs anyway). A
     data-dependent FAIL (PTR, or no stable residual scale) spends the whole
     budget, records ``privacy_spent_`` and ``ptr_passed_ = False``, then
     raises :class:`ISSPFailedError` (``on_fail='raise'``) or releases zeros
@@ -923,16 +932,20 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     on clean data). ``predict`` accepts Dask input and returns a Dask array.
 
     **Floating point.** Exact arithmetic is assumed (Mironov 2012 attacks and
-    timing channels are out of scope). The implementation follows the review
-    errata of spec §14: extreme rows are handled by a certified Gram factor
-    with a row-sorted TSQR fallback and by recomputing factors from scratch
-    after removing a row of leverage above 1/2, so a row of norm up to 1e14
-    changes the scores within their proven sensitivity (tested).
+    timing channels are out of scope). Extreme rows are handled by a
+    certified Gram factor with a row-sorted TSQR fallback and by recomputing
+    factors from scratch after removing a row of leverage above 1/2; whether
+    a design is singular is decided in exact arithmetic (a backward-error
+    certificate, else an exact integer Gram matrix and exact minors), so no
+    tolerance cut exists for one row to cross; residual filtering and the
+    release sum the kept rows again instead of subtracting a removed row
+    whose label could cancel. Rows and labels up to 1e300 change the scores
+    within their proven sensitivity (tested on every neighbouring pair of a
+    brute-force harness). Exactly collinear columns (including a constant
+    column with ``fit_intercept=True``) make ISSP FAIL. Remaining caveat:
+    columns that differ only in the last few bits give inaccurate leverages.
     ``feature_clip`` adds a public per-entry clip of X that bounds the
-    dynamic range. Exactly collinear columns (including a constant column
-    with ``fit_intercept=True``) make ISSP FAIL; nearly collinear columns
-    (relative rank gap below about ``p sqrt(n)`` times machine epsilon) are
-    treated as collinear, a floating-point domain restriction.
+    dynamic range.
 
     Parameters
     ----------
@@ -1300,6 +1313,10 @@ def plan_command(argv):
         f"  predicted noise relative to the OLS error c/sigma = {plan.predicted_noise_ratio:.4g}",
         f"  predicted minimum n (clean path, blow-up <= max_blowup) = {plan.predicted_n_min:.3g}",
         f"  clean path possible at this n: {'yes' if plan.clean_path_possible else 'no'}",
+        f"  FAIL predicted at this n: "
+        + (f"yes (PASS predicted from about n = {plan.predicted_n_pass:.3g}; "
+           "ISSPRegressor refuses unless predicted_fail='spend')"
+           if plan.fail_predicted else "no"),
     ]
     lines += [f"  warning: {note}" for note in plan.warnings]
     print("\n".join(lines))
