@@ -73,47 +73,48 @@ def assert_gaussian_noise(noise, sigma, what):
 
 
 def assert_matches_distribution(samples, probs, what, min_expected=5.0):
-    """Pearson chi-square goodness of fit of integer ``samples`` to ``probs``.
+    """Integer ``samples`` follow the exact law ``probs`` (one exact binomial test per cell).
 
-    ``probs[i]`` is the exact probability of outcome ``i`` (the last may stand
-    for "none"). Outcomes with expected count below ``min_expected`` are pooled
-    (so the chi-square approximation holds); the statistic must stay below
-    ``chi2.isf(P_FALSE, dof)``. Probability mass that the exact computation
-    puts nowhere (quadrature error, below 1e-6) is ignored.
+    ``probs[i]`` is the exact probability of outcome ``i``. Outcomes with an
+    expected count below ``min_expected`` are pooled into one cell. The
+    count ``O_c`` of each of the ``K`` cells is Binomial(N, p_c) under the
+    law, so ``binom.ppf(a, N, p_c) <= O_c <= binom.isf(a, N, p_c)`` with
+    ``a = P_FALSE / K`` fails with probability at most ``2 P_FALSE`` over all
+    cells (union bound; exact, no chi-square approximation in the far tail).
+    A point mass (a release computed without noise) or a changed noise scale
+    moves some cell far outside.
     """
     samples = np.asarray(samples)
     probs = np.asarray(probs, dtype=np.float64)
     n = samples.size
     observed = np.bincount(samples, minlength=probs.size).astype(np.float64)
     assert observed.size == probs.size, f"{what}: an outcome outside the support"
-    expected = n * probs
-    order = np.argsort(expected)
-    # Pool the rarest outcomes into one cell until it is large enough.
-    pooled_obs = pooled_exp = 0.0
-    cells_obs, cells_exp = [], []
-    for i in order:
-        if pooled_exp < min_expected:
-            pooled_obs += observed[i]
-            pooled_exp += expected[i]
-        else:
-            cells_obs.append(observed[i])
-            cells_exp.append(expected[i])
-    if pooled_exp >= min_expected or not cells_exp:
-        cells_obs.append(pooled_obs)
-        cells_exp.append(pooled_exp)
-    else:  # merge the too-small pooled cell into the smallest regular cell
-        cells_obs[0] += pooled_obs
-        cells_exp[0] += pooled_exp
-    cells_obs, cells_exp = np.array(cells_obs), np.array(cells_exp)
-    dof = cells_exp.size - 1
-    assert dof >= 1, f"{what}: the exact distribution is (almost) a point mass"
-    statistic = float(np.sum((cells_obs - cells_exp) ** 2 / cells_exp))
-    critical = stats.chi2.isf(P_FALSE, dof)
-    assert statistic <= critical, (
-        f"{what}: chi-square {statistic:.1f} > {critical:.1f} (dof={dof}); observed "
-        f"{observed.astype(int).tolist()} vs expected {np.round(expected, 1).tolist()}"
-    )
-    return statistic, critical
+    small = n * probs < min_expected
+    cells_obs = [*observed[~small], observed[small].sum()]
+    cells_p = [*probs[~small], probs[small].sum()]
+    assert len(cells_p) >= 3, f"{what}: the exact law is (almost) a point mass"
+    a = P_FALSE / len(cells_p)
+    for o, p in zip(cells_obs, cells_p):
+        low, high = stats.binom.ppf(a, n, p), stats.binom.isf(a, n, p)
+        assert low <= o <= high, (
+            f"{what}: a cell of probability {p:.4f} has {int(o)} of {n} draws, outside "
+            f"[{low:.0f}, {high:.0f}]; observed {observed.astype(int).tolist()} vs "
+            f"expected {np.round(n * probs, 1).tolist()}"
+        )
+
+
+def assert_fair_signs(values, what):
+    """The signs of ``values`` are fair coins: ``#{v > 0} ~ Binomial(N, 1/2)``.
+
+    Exact two-sided binomial bounds at ``P_FALSE`` per side. For products
+    ``w_1 w_2`` of independent symmetric weights the sign is a fair coin; a
+    weight shared by the two (``w_1 = w_2``) makes every product positive.
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    n = values.size
+    positive = int(np.sum(values > 0))
+    low, high = stats.binom.ppf(P_FALSE, n, 0.5), stats.binom.isf(P_FALSE, n, 0.5)
+    assert low <= positive <= high, f"{what}: {positive} of {n} positive, outside [{low}, {high}]"
 
 
 # ---------------------------------------------------------------------------
