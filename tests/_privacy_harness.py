@@ -167,7 +167,8 @@ def event(ledger, name):
 def _laplace_survival(t, scale):
     """``P(Lap(0, scale) >= t)``."""
     t = np.asarray(t, dtype=np.float64)
-    return np.where(t >= 0, 0.5 * np.exp(-np.abs(t) / scale), 1.0 - 0.5 * np.exp(-np.abs(t) / scale))
+    half_tail = 0.5 * np.exp(-np.abs(t) / scale)
+    return np.where(t >= 0, half_tail, 1.0 - half_tail)
 
 
 def above_threshold_distribution(queries, threshold, epsilon, grid=40_001):

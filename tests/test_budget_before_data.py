@@ -52,19 +52,25 @@ class DataRead(Exception):
     """Raised by a patched function when fit reads private data values."""
 
 
-def _raiser(what, when=None):
+def _raiser(what, original, when=None):
+    """``original``, except that a call reading private values (``when``) raises."""
+
     def read(*args, **kwargs):
         if when is None or when(*args, **kwargs):
             raise DataRead(what)
-        raise AssertionError(f"{what}: unexpected call")
+        return original(*args, **kwargs)  # a pass over public values only
 
     return read
 
 
-def _reads_y(*args, **kwargs):
-    """For label DP (X public): a pass that also reads Y touches private data."""
-    Y = kwargs.get("Y", args[1] if len(args) > 1 else None)
-    return Y is not None
+def _reads_y(position):
+    """For label DP (X public): a pass that also reads Y (argument ``position``) is private."""
+
+    def predicate(*args, **kwargs):
+        Y = kwargs.get("Y", args[position] if len(args) > position else None)
+        return Y is not None
+
+    return predicate
 
 
 class _ClipRaisingNumpy:
@@ -108,10 +114,13 @@ def _ssp_points():
     return [("skprivreg.linear_model._ssp", "sum_over_row_blocks", None)]
 
 
-def _reusecov_points(when=None):
+def _reusecov_points(label=False):
+    # sufficient_statistics(X, Y, ...) and sum_over_row_blocks(function, X, Y, ...)
     return [
-        ("skprivreg.linear_model._reusecov", "sufficient_statistics", when),
-        ("skprivreg.linear_model._reusecov", "sum_over_row_blocks", when),
+        ("skprivreg.linear_model._reusecov", "sufficient_statistics",
+         _reads_y(1) if label else None),
+        ("skprivreg.linear_model._reusecov", "sum_over_row_blocks",
+         _reads_y(2) if label else None),
     ]
 
 
@@ -142,7 +151,7 @@ CASES = {
         _multi, _reusecov_points()),
     # Label DP: X is public (its norms may be read first); Y must not be.
     "reusecov-label": (lambda: ReuseCovRegressor(1.0, 1e-6, privacy="label", y_bound=3.0),
-                       _multi, _reusecov_points(_reads_y)),
+                       _multi, _reusecov_points(label=True)),
     "label-noise": (
         lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single,
         [("skprivreg.label_dp._baseline", "np", _ClipRaisingNumpy()),
@@ -186,7 +195,7 @@ def _patch(monkeypatch, points, case):
         owner = importlib.import_module(target) if isinstance(target, str) else target
         assert hasattr(owner, name), f"{case}: {target}.{name} no longer exists"
         if how is None or isinstance(how, types.FunctionType):
-            replacement = _raiser(f"{case}: {name}", how)
+            replacement = _raiser(f"{case}: {name}", getattr(owner, name), how)
             if isinstance(owner, type):  # a method: drop self
                 function = replacement
 

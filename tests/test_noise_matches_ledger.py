@@ -432,7 +432,8 @@ def test_private_bound_of_a_fit_matches_its_exact_distribution(Estimator, missin
             est = Estimator(epsilon=8.0, delta=1e-5, bounds_budget=0.5, **declared).fit(X, y)
             released.append(getattr(est, missing + "_"))
     assert event(est.privacy_spent_, missing).epsilon == pytest.approx(epsilon_b)
-    assert_matches_distribution(bins_index(released, bins), probs, f"{Estimator.__name__} {missing}")
+    assert_matches_distribution(bins_index(released, bins), probs,
+                                f"{Estimator.__name__} {missing}")
 
 
 # ---------------------------------------------------------------------------
