@@ -245,3 +245,27 @@ def test_patch_point_is_on_the_data_path(monkeypatch, case):
     est = make().set_params(accountant=BudgetAccountant())
     with quiet(), pytest.raises(DataRead):
         est.fit(X, y)
+
+
+def _fitted_reusecov():
+    X, Y = _multi()
+    with quiet():
+        est = ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0).fit(X, Y)
+    return est, X, Y[:, :2] * 0.5
+
+
+@pytest.mark.xfail(strict=True, reason=_READS_BEFORE_CHECK + " (add_outcomes too)")
+def test_reusecov_add_outcomes_checks_budget_before_reading(monkeypatch):
+    est, X, Y_new = _fitted_reusecov()
+    _patch(monkeypatch, _reusecov_points(), "add_outcomes")
+    est.set_params(accountant=BudgetAccountant(epsilon=1e-3, delta=1e-12))
+    with quiet(), pytest.raises(BudgetExceededError):
+        est.add_outcomes(X, Y_new, epsilon=1.0, delta=1e-6)
+
+
+def test_reusecov_add_outcomes_patch_point_is_on_the_data_path(monkeypatch):
+    est, X, Y_new = _fitted_reusecov()
+    _patch(monkeypatch, _reusecov_points(), "add_outcomes")
+    est.set_params(accountant=BudgetAccountant())
+    with quiet(), pytest.raises(DataRead):
+        est.add_outcomes(X, Y_new, epsilon=1.0, delta=1e-6)
