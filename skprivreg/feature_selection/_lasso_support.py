@@ -412,6 +412,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         """
         self._clear_fitted()
         subsample = self.method == "subsample"
+        self._reset()
         X, y = validate_data(
             self,
             X,
@@ -445,16 +446,15 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         else:
             Lambda, sens, offset, neighbouring = self._perturbation_setup(n, p)
             ledger = self._ledger(private, "lasso_support_perturbation", neighbouring)
-        self._check_budget(ledger)
+        self._spend(ledger)
 
-        rngs = self._rngs("subsamples", "noise")
+        rngs = self._secret_rngs("subsamples", "noise")
         if subsample:
             released, noisy, threshold = self._fit_subsample(X, y, rule, plan, private, rngs)
         else:
             released, noisy, threshold = self._fit_perturbation(
                 X, y, Lambda, sens, offset, private, rngs["noise"]
             )
-        self._charge(ledger)
 
         if released is BOTTOM and self.on_failure == "raise":
             # Leave the estimator unfitted, but keep the ledger of the spend.
@@ -518,8 +518,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     def _fit_perturbation(self, X, y, Lambda, sensitivity, offset, private, rng):
         s = self.max_features
         # Per-entry clipping after public scaling: a per-row map (spec §2.1).
-        X_clip = clip_values(X / self.x_bound, 1.0, name="x")
-        y_clip = s * clip_values(y / self.y_bound, 1.0, name="y")
+        X_clip = clip_values(X / self.x_bound, 1.0)
+        y_clip = s * clip_values(y / self.y_bound, 1.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             support, d_hat = perturbation_distance(X_clip, y_clip, s, Lambda, self.rsc_constant)
@@ -767,6 +767,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
         """
         for name in ("coef_", "intercept_", "support_", "selector_", "stage2_", "privacy_spent_"):
             self.__dict__.pop(name, None)
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
         private = self._validate_privacy_params()
         eps1, eps2 = self._budget_split(private)
@@ -777,8 +778,8 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                 PrivacyEvent("stage2", eps2, delta2 if private else 0.0),
             ]
         )
-        self._check_budget(planned)
-        rngs = self._rngs("selection", "estimation")
+        self._spend(planned)
+        rngs = self._public_rngs("selection", "estimation")
 
         selector = self._make_selector(eps1, rngs["selection"])
         try:
@@ -787,7 +788,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                     warnings.simplefilter("ignore", category=UserWarning)
                 selector.fit(X, y)
         except UnstableSupportError:
-            self._charge(selector.privacy_spent_)
+            # The whole planned budget stays spent (recorded before the data was read).
             raise
         self.selector_ = selector
         support = selector.support_
@@ -801,7 +802,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
             if k > 0:
                 Z = X[:, support]
                 if self.feature_bound is not None:
-                    Z = clip_values(Z, self.feature_bound, name="x")
+                    Z = clip_values(Z, self.feature_bound)
                 fit_intercept = self.fit_intercept
             else:
                 Z = np.ones((X.shape[0], 1))
@@ -819,7 +820,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
             else:
                 intercept = float(np.ravel(stage2.coef_)[0])
         ledger = PrivacyLedger.concatenate(ledgers, composition="gdp" if private else "basic")
-        self._charge(ledger)
+        self._settle(ledger)
         self.coef_ = coef
         self.intercept_ = intercept
         self.support_ = support

@@ -115,6 +115,7 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select ``n_features_to_select`` columns privately."""
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
         private = self._validate_privacy_params()
         p = X.shape[1]
@@ -129,7 +130,7 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
                 )
             ]
         )
-        self._check_budget(ledger)
+        self._spend(ledger)
         if private:
             chosen, _ = private_top_s_correlations(
                 X,
@@ -138,13 +139,12 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
                 self.epsilon,
                 self.x_bound,
                 self.y_bound,
-                self._rngs("noise")["noise"],
+                self._secret_rngs("noise")["noise"],
                 self.neighbouring,
             )
         else:
             scores = marginal_scores(X, y, self.x_bound, self.y_bound)
             chosen = np.argsort(-scores, kind="stable")[:s]
-        self._charge(ledger)
         support = np.zeros(p, dtype=bool)
         support[chosen] = True
         self.support_ = support
