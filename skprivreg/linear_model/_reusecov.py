@@ -152,27 +152,30 @@ def block_statistics(
     largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
     input happens on the workers, before any noise is drawn.
     """
-    check_block_finite(X_b, "X")
-    if Y_b is not None:
-        check_block_finite(Y_b, "y")
-    X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
-    stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
-    if x_public:
-        stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
-    if compute_xtx:
-        stats.xtx = X_b.T @ X_b
-    if Y_b is not None:
-        Y_b = np.asarray(Y_b, dtype=np.float64)
-        # Two reductions first: most blocks need no clipping, and then Y_b is
-        # used without a copy.
-        if y_bound is not None and Y_b.size and (
-            Y_b.max() > y_bound or Y_b.min() < -y_bound
-        ):
-            Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
-        if y_public:
-            stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
-            stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
-        stats.xty = X_b.T @ Y_b
+    # Floating-point warnings would depend on the data (an entry whose square
+    # overflows); finiteness is checked explicitly instead.
+    with np.errstate(all="ignore"):
+        check_block_finite(X_b, "X")
+        if Y_b is not None:
+            check_block_finite(Y_b, "y")
+        X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
+        stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
+        if x_public:
+            stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
+        if compute_xtx:
+            stats.xtx = X_b.T @ X_b
+        if Y_b is not None:
+            Y_b = np.asarray(Y_b, dtype=np.float64)
+            # Two reductions first: most blocks need no clipping, and then Y_b is
+            # used without a copy.
+            if y_bound is not None and Y_b.size and (
+                Y_b.max() > y_bound or Y_b.min() < -y_bound
+            ):
+                Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
+            if y_public:
+                stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
+                stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
+            stats.xty = X_b.T @ Y_b
     return stats
 
 
