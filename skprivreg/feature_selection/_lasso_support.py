@@ -40,21 +40,6 @@ __all__ = [
     "demo_case",
 ]
 
-_FITTED_ATTRIBUTES = (
-    "support_",
-    "selected_features_",
-    "stable_",
-    "threshold_",
-    "subsample_rate_",
-    "n_subsamples_",
-    "max_appearances_",
-    "penalty_",
-    "epsilon_",
-    "delta_",
-    "privacy_spent_",
-)
-
-
 class UnstableSupportError(PrivateTestFailed):
     """The private stability test output bottom: no support is released.
 
@@ -503,7 +488,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         UnstableSupportError
             On bottom with ``on_failure='raise'`` (after recording the budget).
         """
-        self._clear_fitted()
+        self._reset()
         _check_applicable(self)
         subsample = self.method == "subsample"
         X, y = validate_data(
@@ -542,10 +527,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             ledger = self._ledger(private, "lasso_support_perturbation")
         # Checked and recorded before any noisy value is computed: an
         # exception inside the mechanism never loses the spend.
-        self._check_budget(ledger)
-        self._charge(ledger)
+        self._spend(ledger)
 
-        rngs = self._rngs("subsamples", "noise")
+        rngs = self._secret_rngs("subsamples", "noise")
         if subsample:
             released, threshold = self._fit_subsample(X, y, rule, plan, private, rngs)
         else:
@@ -620,10 +604,6 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         threshold = laplace_distance_threshold(self.epsilon, self.delta, sensitivity, offset)
         return released, threshold
 
-    def _clear_fitted(self):
-        for name in _FITTED_ATTRIBUTES:
-            self.__dict__.pop(name, None)
-
     def __sklearn_is_fitted__(self):
         return hasattr(self, "support_")
 
@@ -636,19 +616,6 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         tags.input_tags.sparse = self.method == "subsample"
         tags.target_tags.required = True
         return tags
-
-
-_REGRESSOR_FITTED_ATTRIBUTES = (
-    "coef_",
-    "intercept_",
-    "support_",
-    "stable_",
-    "selector_",
-    "stage2_",
-    "epsilon_",
-    "delta_",
-    "privacy_spent_",
-)
 
 
 class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
@@ -666,10 +633,11 @@ class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin
     ``epsilon_2 = epsilon - epsilon_1``, replace-one. By adaptive sequential
     composition of two replace-one guarantees the whole fit is
     ``(epsilon, delta)``-DP, full DP (one row), replace-one neighbours. Stage 2
-    may use the released support: it is public after stage 1. The budget of
-    both stages is checked before anything runs; each stage records its own
-    spend on the accountant before its noise is drawn, and
-    ``privacy_spent_`` is the concatenation of what was recorded.
+    may use the released support: it is public after stage 1. The plan of
+    both stages is checked and recorded on the accountant before the data is
+    read; after the fit it is replaced by the stages' own ledgers (the same
+    guarantee, at most the plan), or by the selection's alone when stage 2
+    does not run.
 
     Stage 2 clips the selected entries to ``|x| <= feature_bound`` (so rows
     have norm ``<= feature_bound sqrt(k)``) and ``|y| <= target_bound``.
@@ -683,8 +651,8 @@ class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin
     estimates its bounds privately.
 
     **Failure.** On bottom with ``on_failure='raise'``,
-    :class:`UnstableSupportError` is raised after recording the stage-1
-    spend (stage 2 does not run). With ``on_failure='empty'`` stage 2 runs
+    :class:`UnstableSupportError` is raised with the stage-1 spend recorded
+    (stage 2 does not run, and its planned share is released back). With ``on_failure='empty'`` stage 2 runs
     on the empty support: an intercept-only DP model (a DP mean through the
     constant column) if ``fit_intercept``, else all zeros (nothing more
     spent).
@@ -834,9 +802,8 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
             y_bound=self.target_bound if perturbation else None,
             on_failure=self.on_failure,
             n_jobs=self.n_jobs,
-            # The selector records its own spend on the shared accountant,
-            # before its distance test runs.
-            accountant=self.accountant,
+            # The regressor records the whole plan itself, before either stage.
+            accountant=None,
             random_state=rng,
         )
 
@@ -856,7 +823,6 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                 y_bound=self.target_bound,
                 fit_intercept=fit_intercept,
                 ridge="auto" if self.ridge is None else self.ridge,
-                accountant=self.accountant,
                 random_state=rng,
             )
         stage2 = clone(self.estimator)
@@ -866,7 +832,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
             "x_bound": x_bound,
             "y_bound": self.target_bound,
             "fit_intercept": fit_intercept,
-            "accountant": self.accountant,
+            "accountant": None,
         }
         updates.update({k: v for k, v in optional.items() if k in known})
         return stage2.set_params(**updates)
@@ -884,8 +850,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
         -------
         self : object
         """
-        for name in _REGRESSOR_FITTED_ATTRIBUTES:
-            self.__dict__.pop(name, None)
+        self._reset()
         _check_applicable(self, names=set(self.get_params(deep=False)) - {"x_bound", "y_bound"})
         if self.method == "perturbation":
             missing = [n for n in ("feature_bound", "target_bound") if getattr(self, n) is None]
@@ -898,17 +863,16 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
         private = self._validate_privacy_params()
         eps1, eps2 = self._budget_split(private)
         delta2 = self.delta / 2.0
-        # The whole plan must fit before anything runs. Each stage then
-        # records its own spend on the accountant before its noise is drawn
-        # (the selector its distance test, stage 2 its releases).
+        # The plan of both stages (public facts only) is checked and recorded
+        # before the data is read; the nested estimators have no accountant.
         planned = PrivacyLedger(
             [
                 PrivacyEvent("lasso_support", eps1, self.delta / 2.0 if private else 0.0),
                 PrivacyEvent("stage2", eps2, delta2 if private else 0.0),
             ]
         )
-        self._check_budget(planned)
-        rngs = self._rngs("selection", "estimation")
+        self._spend(planned)
+        rngs = self._public_rngs("selection", "estimation")
 
         selector = self._make_selector(eps1, rngs["selection"])
         try:
@@ -917,8 +881,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                     warnings.simplefilter("ignore", category=UserWarning)
                 selector.fit(X, y)
         except UnstableSupportError:
-            # The selector recorded its spend (on the accountant too).
-            self.privacy_spent_ = selector.privacy_spent_
+            # Stage 2 never runs: only the selection's spend remains recorded
+            # (the plan was recorded before the data was read).
+            self._settle(selector.privacy_spent_)
             raise
         self.selector_ = selector
         support = selector.support_
@@ -951,9 +916,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                 intercept = float(np.ravel(stage2.intercept_)[0])
             else:
                 intercept = float(np.ravel(stage2.coef_)[0])
-        # What the accountant received, stage by stage.
+        # The final ledger replaces the plan (same guarantee, at most the plan).
         ledger = PrivacyLedger.concatenate(ledgers, composition="gdp" if private else "basic")
-        self.privacy_spent_ = ledger
+        self._settle(ledger)
         self.coef_ = coef
         self.intercept_ = intercept
         self.support_ = support

@@ -40,7 +40,7 @@ from scipy import sparse
 from scipy.stats import binom
 
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import get_rng
+from .._random import secret_generators
 from ..mechanisms import (
     laplace_distance_test,
     laplace_distance_threshold,
@@ -600,7 +600,7 @@ def stable_mode(
         n_samples=None if X is None else _n_rows(X),
     )
     _warn_if_release_unlikely(plan, epsilon)
-    rngs = get_rng(random_state, ("subsamples", "noise"))
+    rngs = secret_generators(("subsamples", "noise"), random_state)
     if y is not None:
         y = np.asarray(y)
     released = run_stable_mode(

@@ -142,8 +142,7 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select ``n_features_to_select`` columns privately."""
-        self.__dict__.pop("support_", None)
-        self.__dict__.pop("privacy_spent_", None)
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
         private = self._validate_privacy_params()
         if private:
@@ -167,8 +166,7 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
             ]
         )
         # Checked and recorded before the noise is drawn.
-        self._check_budget(ledger)
-        self._charge(ledger)
+        self._spend(ledger)
         if private:
             chosen, _ = private_top_s_correlations(
                 X,
@@ -177,7 +175,7 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
                 self.epsilon,
                 self.x_bound,
                 self.y_bound,
-                self._rngs("noise")["noise"],
+                self._secret_rngs("noise")["noise"],
                 self.neighbouring,
             )
         else:

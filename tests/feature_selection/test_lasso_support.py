@@ -662,7 +662,7 @@ def _t9_small(seed=0):
 FAST = dict(epsilon=2.0, delta=1e-6, max_features=3, selection_rule="lars", sampling="partition")
 
 
-def test_t12_api_pipeline_pickle_reproducible():
+def test_t12_api_pipeline_pickle_reproducible(fixed_noise):
     X, y = _t9_small()
     sel = PrivateLassoSupportSelector(**FAST, random_state=3)
     assert clone(sel).get_params() == sel.get_params()
@@ -685,7 +685,7 @@ def test_t12_pandas_feature_names():
     assert sel.get_feature_names_out().tolist() == ["f0", "f1", "f2"]
 
 
-def test_t12_n_jobs_do_not_change_results():
+def test_t12_n_jobs_do_not_change_results(fixed_noise):
     X, y = sparse_design(8000, 10, seed=1, s=3)
     kw = dict(
         epsilon=2.0, delta=1e-6, noise_level=1.0, max_features=3, n_subsamples=200, random_state=5
