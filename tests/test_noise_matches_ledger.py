@@ -476,9 +476,9 @@ LEDGER_CASES = {
     "reusecov-feature-proj": (
         lambda: ReuseCovRegressor(1.0, 1e-6, privacy="feature", mechanism="proj",
                                   x_bound=2.0), _multi),
-    "reusecov-add-remove": (
+    "reusecov-zero-out": (
         lambda: ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0,
-                                  neighbouring="add-remove"), _multi),
+                                  neighbouring="zero-out"), _multi),
     "label-noise": (
         lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single),
     "lba-declared": (
@@ -502,7 +502,8 @@ LEDGER_CASES = {
         lambda: PrivateLassoRegressor(max_features=3, selection_rule="lars",
                                       on_failure="empty", feature_bound=3.0, target_bound=5.0),
         _sparse),
-    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2), _sparse),
+    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_bound=4.0, y_bound=4.0),
+              _sparse),
 }
 
 
