@@ -55,6 +55,7 @@ __all__ = [
     "srf_engine",
     "factor_pass",
     "gram_pass",
+    "cross_pass",
     "tsqr_pass",
 ]
 
@@ -62,6 +63,10 @@ _EPS = np.finfo(np.float64).eps
 #: Largest condition number of the column-scaled Gram matrix for which the
 #: Cholesky factor is trusted (relative leverage error about eps * this).
 GRAM_CONDITION_MAX = 1e9
+#: Residual filtering recomputes ``X^T W y`` from scratch (one pass) instead of
+#: subtracting removed rows when the cancellation error of the subtraction,
+#: as a residual, could exceed this fraction of ``R_0``.
+RESIDUAL_REBASE_TOL = 1e-9
 
 
 # ---------------------------------------------------------------------------
@@ -155,6 +160,14 @@ def gram_piece_add(G, X, y, intercept, root=None, check_finite=False):
     infinity always reach the diagonal, a sum of squares; an overflow of
     finite entries is then told apart by the exact check).
     """
+    # A finite row whose square overflows (|entry| above about 1e154) is legal
+    # data: the Gram matrix becomes non-finite and the callers fall back (TSQR,
+    # the residual-scale 'overflow' label). No warning: it would depend on data.
+    with np.errstate(over="ignore", invalid="ignore"):
+        _gram_piece_add(G, X, y, intercept, root, check_finite)
+
+
+def _gram_piece_add(G, X, y, intercept, root, check_finite):
     d = X.shape[1]
     p = G.shape[0] - 1
     ones = None
@@ -350,6 +363,60 @@ def gram_pass(source, weights=None):
     return upper + np.triu(upper, 1).T
 
 
+def _cross_block(offset, Xb, yb, params, into=None, check_finite=False):
+    """``X~^T diag(w) y`` of one block (rows of weight 0 skipped), added into ``into``."""
+    p, intercept, weights = params
+    if check_finite:
+        check_block_finite(Xb, "X")
+        check_block_finite(yb, "y")
+    t = np.zeros(p) if into is None else into[0]
+    wb = weights.block(offset, offset + Xb.shape[0])
+    if wb is not None:
+        keep = wb > 0
+        Xb, yb = Xb[keep], yb[keep] * wb[keep]
+    d = Xb.shape[1]
+    t[:d] += np.dot(yb, Xb)
+    if intercept:
+        t[d] += yb.sum()
+    return (t,)
+
+
+def _safe_norm(v):
+    """Euclidean norm without overflow in the squares (entries up to the float64 maximum)."""
+    top = float(np.max(np.abs(v), initial=0.0))
+    if top == 0.0 or not math.isfinite(top):
+        return top
+    return top * float(np.linalg.norm(v / top))
+
+
+def magnitude(vectors):
+    """``sum_j ||a_j||_2`` over the columns of ``vectors``, bounded above without overflow.
+
+    ``sqrt(rows) * sum_j max_i |a_ij|``: the size of the terms of a sum, which
+    bounds its rounding error (``eps`` times this, up to a small factor).
+    """
+    a = np.abs(np.asarray(vectors, dtype=np.float64))
+    if a.size == 0:
+        return 0.0
+    a = a.reshape(a.shape[0], -1)
+    with np.errstate(over="ignore"):
+        return float(math.sqrt(a.shape[0]) * np.sum(np.max(a, axis=0)))
+
+
+def cross_pass(source, weights=None):
+    """One pass: ``X~^T diag(w) y`` summed from scratch over the rows of positive weight.
+
+    The scale-robust update of residual filtering and of the release: after
+    rows are removed, their contribution is never subtracted from a total
+    (with ``|y_j| >= 1e20`` the subtraction cancels catastrophically); the
+    kept rows are summed again (spec §14 rebase rule, applied to ``X^T W y``).
+    """
+    weights = RowWeights() if weights is None else weights
+    (t,) = source.reduce(_cross_block, _add_partials,
+                         (source.p, source.fit_intercept, weights))
+    return t
+
+
 def _sorted_qr_r(M):
     """R factor of ``M`` by Householder QR after sorting rows by decreasing size.
 
@@ -368,6 +435,8 @@ def _merge_column_tops(tops, block, m):
     both = np.vstack([tops, np.abs(block)])
     if both.shape[0] <= m:
         return both, np.zeros(both.shape[1])
+    if m <= 0:  # nothing kept (non-private OLS): every entry counts towards the bulk
+        return both[:0], np.sum(both**2, axis=0)
     part = np.partition(both, both.shape[0] - m, axis=0)
     evicted = part[: both.shape[0] - m]
     return part[both.shape[0] - m:], np.sum(evicted**2, axis=0)
@@ -924,14 +993,39 @@ def srf_engine(
             base_scan = first_scan
     hb = float(h_bound)
     F_idx, F_level, F_z, F_y, F_w = [], [], [], [], []
+    # theta_u = K^{-1} b_u with K = I - Z_F^T diag(om) Z_F (well conditioned:
+    # removed rows have leverage <= L0) and b_u = G^{-1} X~^T diag(u) y. b_u is
+    # updated by subtracting the removed rows from a reference (b_ref, summed
+    # over the rows kept at the time, the first n_ref of F removed). When the
+    # subtraction could cancel (a removed label so large that the rounding error
+    # of b_ref and of the subtracted terms, seen through sqrt(h_bound), reaches
+    # RESIDUAL_REBASE_TOL * R_0), b_ref is recomputed from scratch over the kept
+    # rows (cross_pass): one pass, the rebase rule for residual filtering.
+    ref = {"b": base.theta.copy(), "n": 0, "mag": magnitude(base.theta)}
 
     def current_theta():
+        nonlocal passes
         if not F_idx:
-            return base.theta.copy()
+            return ref["b"].copy()
         Z = np.asarray(F_z)
         om = np.asarray(F_w, dtype=np.float64) / k
+        new = slice(ref["n"], len(F_idx))
+        Fy = np.asarray(F_y)
+        terms = Z[new].T * (om[new] * Fy[new])
+        mag = ref["mag"] + magnitude(terms)
+        if _EPS * p * mag * math.sqrt(hb) > RESIDUAL_REBASE_TOL * R[0]:
+            kept = RowWeights.from_pairs(
+                np.concatenate([W_idx, np.asarray(F_idx, dtype=np.int64)]),
+                np.concatenate([W_val / k, np.zeros(len(F_idx))]),
+            )
+            b_ref = linalg.solve_triangular(G, cross_pass(source, kept), lower=True,
+                                            check_finite=False)
+            passes += 1
+            ref.update(b=b_ref, n=len(F_idx), mag=magnitude(b_ref))
+            b = b_ref
+        else:
+            b = ref["b"] - terms.sum(axis=1)
         K = np.eye(p) - (Z.T * om) @ Z
-        b = base.theta - Z.T @ (om * np.asarray(F_y))
         return linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), b)
 
     def rescan(theta):
@@ -971,9 +1065,7 @@ def srf_engine(
             if fresh:
                 bound = cand.outside_max
             else:
-                bound = cand.outside_max + math.sqrt(hb) * float(
-                    np.linalg.norm(theta_u - theta_scan)
-                )
+                bound = cand.outside_max + math.sqrt(hb) * _safe_norm(theta_u - theta_scan)
             if r_best > R[j]:
                 certain = fresh or bound < r_best
             else:
