@@ -46,8 +46,6 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "Guarantee",
-    "diagnostics",
-    "testing",
     "BudgetExceededError",
     "CompositionError",
     "ConfigurationError",
