@@ -1,9 +1,10 @@
 """skprivreg: differentially private regression for scikit-learn."""
 
-from .accounting import BudgetAccountant, PrivacyEvent, PrivacyLedger
+from . import diagnostics, testing
+from .accounting import BudgetAccountant, Guarantee, PrivacyEvent, PrivacyLedger
 from .exceptions import (
     BudgetExceededError,
-    ClippingWarning,
+    CompositionError,
     ConfigurationError,
     PrivacyLeakWarning,
     PrivateTestFailed,
@@ -44,8 +45,9 @@ __all__ = [
     "BudgetAccountant",
     "PrivacyEvent",
     "PrivacyLedger",
+    "Guarantee",
     "BudgetExceededError",
-    "ClippingWarning",
+    "CompositionError",
     "ConfigurationError",
     "PrivacyLeakWarning",
     "PrivateTestFailed",
