@@ -194,7 +194,7 @@ def issp_k(eps_ptr, delta_ptr, fail_prob=0.0):
 
 
 def _delta_shares(delta1, eps_loc, eps_shape):
-    """``delta_T = delta1/3`` and a Gaussian pair whose combination is ``2 delta1/3`` at any epsilon.
+    """``delta_T = delta1/3`` and a Gaussian pair combining to ``2 delta1/3`` at any epsilon.
 
     The weak triangle inequality (location step at ``(eps_M, delta_M)``, shape
     step at ``(eps_C', delta_C)`` with ``eps_C' = min(eps_C, 0.999)``) gives
@@ -291,7 +291,8 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     return dict(
         budget_split=(f_T, f_M, f_C), eps_ptr=eps_ptr, delta_ptr=delta_ptr, eps_loc=eps_loc,
         delta_loc=delta_loc, eps_shape=eps_shape, delta_shape=math.exp(log_delta_shape),
-        delta_gauss=delta_gauss, eps_unused=eps_unused, ptr_scale=cal.scale, ptr_half_width=cal.half_width,
+        delta_gauss=delta_gauss, eps_unused=eps_unused, ptr_scale=cal.scale,
+        ptr_half_width=cal.half_width,
         ptr_tau=cal.tau, k=k, leverage_bound=L0, caps=caps, feasible=feasible,
         log_blowup=log_blowup, sensitivity_per_r0=sens, noise_per_r0=noise,
     )
@@ -520,7 +521,8 @@ def issp_plan(
         eps_ptr=chosen["eps_ptr"], delta_ptr=chosen["delta_ptr"], eps_loc=chosen["eps_loc"],
         delta_loc=chosen["delta_loc"], eps_shape=chosen["eps_shape"],
         delta_shape=chosen["delta_shape"], delta_gauss=chosen["delta_gauss"],
-        eps_unused=chosen["eps_unused"], ptr_fail_prob=float(ptr_fail_prob), ptr_scale=chosen["ptr_scale"],
+        eps_unused=chosen["eps_unused"], ptr_fail_prob=float(ptr_fail_prob),
+        ptr_scale=chosen["ptr_scale"],
         ptr_half_width=chosen["ptr_half_width"], ptr_tau=chosen["ptr_tau"], k=k,
         leverage_bound=L0, leverage_top=L0 / (1 + 2 * k * L0),
         leverage_base=math.exp(-2) * L0 / (1 + 2 * k * L0), log_blowup=chosen["log_blowup"],
@@ -1221,8 +1223,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
             f"ISSP is predicted to FAIL at n={plan.n} rows (d={plan.d}, "
             f"epsilon={plan.epsilon:g}, delta={plan.delta:g}): a Gaussian design of this "
             "size is expected to have too many rows above the leverage thresholds (top "
-            f"{plan.leverage_top:.3g} at k={plan.k}) for the private test to pass. ISSP is predicted to PASS from about "
-            f"n = {plan.predicted_n_pass:.3g} rows at these settings (python -m skprivreg plan "
+            f"{plan.leverage_top:.3g} at k={plan.k}) for the private test to pass. ISSP "
+            f"is predicted to PASS from about n = {plan.predicted_n_pass:.3g} rows at "
+            "these settings (python -m skprivreg plan "
             "issp shows the numbers). Nothing was spent; pass predicted_fail='spend' to "
             "spend the budget anyway."
         )

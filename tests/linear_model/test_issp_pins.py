@@ -239,9 +239,10 @@ def test_stability_histogram_noise_is_laplace_two_over_epsilon():
     """KS test of the noise added to each occupied bin against Lap(0, 2/eps).
 
     Each bin gets count 200 (always kept: 157 above the threshold, 55 Laplace
-    scales), so noisy - count is one Laplace draw per bin; 4000 bins give a KS test with power against a halved scale
-    (the KS distance between Lap(b) and Lap(b/2) is 0.25, far above the
-    1.95/sqrt(4000) = 0.031 of a 1e-4 test). Break caught: scale 1/eps.
+    scales), so noisy - count is one Laplace draw per bin; 4000 bins give a KS
+    test with power against a halved scale (the KS distance between Lap(b) and
+    Lap(b/2) is 0.25, far above the 1.95/sqrt(4000) = 0.031 of a 1e-4 test).
+    Break caught: scale 1/eps.
     """
     eps, delta = 0.7, 1e-6
     labels = np.repeat(np.arange(4000), 200).tolist()
