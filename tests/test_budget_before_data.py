@@ -169,7 +169,7 @@ CASES = {
                                      noise_scale=8.0),
         _labels, [("skprivreg.label_dp._lba", "run_aggregation", None)]),
     "issp-declared-residual": (
-        lambda: ISSPRegressor(residual_bound=1.0), _single,
+        lambda: ISSPRegressor(residual_bound=1.0, predicted_fail="spend"), _single,
         [("skprivreg.linear_model._issp", "private_residual_scale", None),
          ("skprivreg.linear_model._issp", "_issp_core", None)]),
     "lasso-support-subsample": (

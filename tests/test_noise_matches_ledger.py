@@ -493,7 +493,7 @@ LEDGER_CASES = {
                                      label_bounds=(-10.0, 10.0), noise_fraction=1.0,
                                      noise_scale=8.0),
         lambda: _lba_data(2000, 2)),
-    "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0), _single),
+    "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"), _single),
     "lasso-support": (
         lambda: PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3,
                                             selection_rule="lars", on_failure="empty"),

@@ -47,7 +47,7 @@ COMPAT_ESTIMATORS = [
     # sklearn's tiny data are far below ISSP's minimum n: the private test
     # FAILs and on_fail='zero' releases zero coefficients (the default
     # residual_bound='auto' would raise ConfigurationError there).
-    ISSPRegressor(on_fail="zero", residual_bound=1.0),
+    ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"),
     PrivateLassoSupportSelector(
         max_features=2, selection_rule="lars", on_failure="empty", random_state=0
     ),
