@@ -25,6 +25,7 @@ import warnings
 import matplotlib.pyplot as plt
 import numpy as np
 
+from skprivreg.exceptions import ConfigurationError
 from skprivreg.linear_model import ISSPRegressor, issp_plan
 
 N_FEATURES = 20
@@ -115,19 +116,27 @@ for eps, a, b in zip(eps_fine, n_clean, n_unit):
 # %%
 # What happens below that size
 # ----------------------------
-# A fit on 20,000 rows is a valid request (nothing public forbids it), but
-# the planner's warnings, emitted before any data access, say that the clean
-# path is not predicted. With
+# A fit on 20,000 rows is a valid request, but the planner predicts, from
+# public facts only and before any data access, that the private test will
+# FAIL. By default the fit is then refused with
+# :class:`~skprivreg.exceptions.ConfigurationError` and nothing is
+# spent. With ``predicted_fail='spend'`` the fit goes ahead; with
 # ``on_fail='zero'`` the private test fails, the whole budget is spent and
 # recorded, and the model is all zeros (with ``on_fail='raise'``, the
-# default, :class:`~skprivreg.linear_model.ISSPFailedError` is raised instead). There is
-# never a non-private fallback.
+# default, :class:`~skprivreg.linear_model.ISSPFailedError` is raised
+# instead). There is never a non-private fallback.
 rng = np.random.default_rng(0)
 X = rng.normal(size=(20_000, 5))
 y = X @ np.ones(5) + rng.normal(size=20_000)
+try:
+    ISSPRegressor(epsilon=1.0).fit(X, y)
+except ConfigurationError as exc:
+    print(f"refused: {str(exc)[:150]}...")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    model = ISSPRegressor(epsilon=1.0, on_fail="zero", random_state=0).fit(X, y)
+    model = ISSPRegressor(
+        epsilon=1.0, on_fail="zero", predicted_fail="spend", random_state=0
+    ).fit(X, y)
 for w in caught:
     print(f"{type(w.message).__name__}: {str(w.message)[:150]}...")
 print("ptr_passed_ =", model.ptr_passed_, " coef_ =", model.coef_)
