@@ -81,15 +81,13 @@ def estimators(selected, n_outcomes):
 
     d_scale = 6.0
     made = {
-        "ssp": lambda: SSPRegressor(1.0, 1e-9, x_bound=d_scale, y_bound=10.0, random_state=0),
-        "adassp": lambda: AdaSSPRegressor(1.0, 1e-9, x_bound=d_scale, y_bound=10.0,
+        "ssp": lambda: SSPRegressor(epsilon=1.0, delta=1e-9, x_bound=d_scale, y_bound=10.0, random_state=0),
+        "adassp": lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-9, x_bound=d_scale, y_bound=10.0,
                                           random_state=0),
-        "adassp-private": lambda: AdaSSPRegressor(1.0, 1e-9, random_state=0),
-        "reusecov": lambda: ReuseCovRegressor(
-            1.0, 1e-9, privacy="full", x_bound=d_scale, y_bound=8.0, w_bound=1.0,
+        "adassp-private": lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-9, random_state=0),
+        "reusecov": lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-9, privacy="full", x_bound=d_scale, y_bound=8.0, w_bound=1.0,
             cov_budget="auto", random_state=0),
-        "reusecov-label-proj": lambda: ReuseCovRegressor(
-            1.0, 1e-9, privacy="label", mechanism="proj", y_bound=8.0, w_bound=1.0,
+        "reusecov-label-proj": lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-9, privacy="label", mechanism="proj", y_bound=8.0, w_bound=1.0,
             random_state=0),
         # y - X beta - 1 ~ N(0, 1), |y| < 10 but for a few rows: sigma^2 >= 0.9
         # holds in every bag; n >= 2e6 is needed at (4, 1e-9).

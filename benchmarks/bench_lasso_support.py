@@ -90,8 +90,7 @@ def private_methods(epsilon, sd_y, seed):
         "A_samp partition lasso (c=1)": PrivateLassoSupportSelector(
             **common, noise_level=SIGMA, sampling="partition"
         ),
-        "top-s Gumbel marginal": PrivateTopSSelector(
-            epsilon,
+        "top-s Gumbel marginal": PrivateTopSSelector(epsilon=epsilon,
             n_features_to_select=S,
             x_bound=3.0,
             y_bound=3.0 * sd_y,
@@ -211,8 +210,8 @@ def diabetes_check(seeds):
             counts = {"exact_nonprivate": 0, "bottom": 0, "other": 0}
             for seed in seeds:
                 sel = PrivateLassoSupportSelector(
-                    eps,
-                    delta,
+                    epsilon=eps,
+                    delta=delta,
                     max_features=2,
                     selection_rule="lars",
                     sampling=sampling,
@@ -246,9 +245,7 @@ def timing(n_jobs_list=(1, 2)):
         for n_jobs in n_jobs_list:
             for rule in ("lasso", "lars"):
                 kw = dict(noise_level=SIGMA) if rule == "lasso" else dict(selection_rule="lars")
-                sel = PrivateLassoSupportSelector(
-                    eps,
-                    1e-6,
+                sel = PrivateLassoSupportSelector(epsilon=eps, delta=1e-6,
                     max_features=S,
                     n_subsamples=1000,
                     on_failure="empty",

@@ -19,7 +19,6 @@ would each hold a copy of the budget). It also shows what the accountant does
 """
 
 # %%
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np

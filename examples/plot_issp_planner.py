@@ -123,7 +123,7 @@ for eps, a, b in zip(eps_fine, n_clean, n_unit):
 # spent. With ``predicted_fail='spend'`` the fit goes ahead; with
 # ``on_fail='zero'`` the private test fails, the whole budget is spent and
 # recorded, and the model is all zeros (with ``on_fail='raise'``, the
-# default, :class:`~skprivreg.linear_model.ISSPFailedError` is raised
+# default, :class:`~skprivreg.exceptions.ISSPFailedError` is raised
 # instead). There is never a non-private fallback.
 rng = np.random.default_rng(0)
 X = rng.normal(size=(20_000, 5))

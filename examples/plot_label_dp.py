@@ -24,7 +24,7 @@ Data are simulated: :math:`n = 300{,}000` rows, 5 standard normal features,
 :math:`y = x^\\top\\beta + 1 + N(0, 5^2)` clipped to the public range
 :math:`[-12, 12]`, delta = 1e-6. Requests the accountant cannot satisfy with
 this ``n`` are refused before any label is read
-(:class:`~skprivreg.label_dp.InsufficientDataError`); they are marked on
+(:class:`~skprivreg.exceptions.InsufficientDataError`); they are marked on
 the plot.
 """
 

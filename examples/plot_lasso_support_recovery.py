@@ -101,8 +101,7 @@ def recovery(design):
                     selector.stable_ and exact(selector.get_support(indices=True))
                 )
                 bottoms.setdefault(name, []).append(not selector.stable_)
-                top_s = PrivateTopSSelector(
-                    eps, n_features_to_select=S, x_bound=3.0,
+                top_s = PrivateTopSSelector(epsilon=eps, n_features_to_select=S, x_bound=3.0,
                     y_bound=3.0 * sd_y, random_state=seed,
                 )
                 with warnings.catch_warnings():

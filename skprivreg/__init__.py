@@ -6,20 +6,20 @@ from .exceptions import (
     BudgetExceededError,
     CompositionError,
     ConfigurationError,
+    ISSPFailedError,
     PrivacyLeakWarning,
     PrivateTestFailed,
+    UnstableSupportError,
 )
 from .feature_selection import (
     PrivateLassoRegressor,
     PrivateLassoSupportSelector,
     PrivateTopSSelector,
-    UnstableSupportError,
 )
 from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
 from .linear_model import (
     AdaSSPRegressor,
     IndependentSSPRegressor,
-    ISSPFailedError,
     ISSPRegressor,
     NoisyCovariance,
     ReuseCovRegressor,

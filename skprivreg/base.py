@@ -1,5 +1,6 @@
 """The shared mixin of every skprivreg estimator: privacy parameters, accounting, randomness."""
 
+import functools
 import math
 import warnings
 
@@ -15,7 +16,50 @@ from ._random import (
 from .accounting import BudgetAccountant, PrivacyLedger
 from .exceptions import PrivacyLeakWarning
 
-__all__ = ["DPEstimatorMixin"]
+__all__ = ["DPEstimatorMixin", "SAMPLE_WEIGHT_MESSAGE"]
+
+SAMPLE_WEIGHT_MESSAGE = (
+    "{name}.fit does not accept sample_weight: a weight multiplies one record's "
+    "contribution to the released statistics, so the noise calibrated to one "
+    "record's bounded contribution would no longer cover it. Repeat or aggregate "
+    "rows before fitting, and account for the records each row stands for."
+)
+
+
+def _keyword_only_init(cls, init):
+    """Wrap ``init`` so positional or withdrawn parameters raise a clear error."""
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        name = type(self).__name__
+        if args:
+            raise TypeError(
+                f"{name} takes keyword arguments only, as scikit-learn's estimators "
+                f"do: write {name}(epsilon=..., delta=...), got {len(args)} positional "
+                "argument(s)."
+            )
+        renamed = getattr(type(self), "_renamed_parameters", {})
+        for old in kwargs:
+            if old in renamed:
+                raise TypeError(
+                    f"{name} has no parameter {old!r}: it is called {renamed[old]!r}. "
+                    "See the user guide's table of bound parameters."
+                )
+        init(self, **kwargs)
+
+    return __init__
+
+
+def _refuse_sample_weight(fit):
+    """Wrap ``fit`` so ``sample_weight`` is refused with the reason."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        if kwargs.get("sample_weight") is not None or "sample_weight" in kwargs:
+            raise TypeError(SAMPLE_WEIGHT_MESSAGE.format(name=type(self).__name__))
+        return fit(self, *args, **kwargs)
+
+    return wrapper
 
 
 class DPEstimatorMixin:
@@ -47,7 +91,22 @@ class DPEstimatorMixin:
 
     ``fit`` never writes to a constructor parameter; resolved values go to
     attributes ending in ``_``.
+
+    Every constructor parameter is keyword-only. A subclass lists withdrawn
+    parameter names in ``_renamed_parameters`` (old name -> new name): passing
+    one raises a ``TypeError`` that names the new parameter. ``fit`` refuses
+    ``sample_weight`` with the reason (:data:`SAMPLE_WEIGHT_MESSAGE`).
     """
+
+    #: Withdrawn constructor parameter -> the parameter that replaces it.
+    _renamed_parameters = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _keyword_only_init(cls, cls.__dict__["__init__"])
+        if "fit" in cls.__dict__:
+            cls.fit = _refuse_sample_weight(cls.__dict__["fit"])
 
     _privacy_parameter_constraints = {
         # np.inf is the non-private test mode (with a PrivacyLeakWarning).

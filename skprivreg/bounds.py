@@ -30,6 +30,8 @@ __all__ = [
     "private_norm_bound",
     "min_samples_for_private_bound",
     "check_private_bound_feasible",
+    "check_x_range",
+    "check_y_bound",
     "BOUND_SOURCES",
 ]
 
@@ -71,6 +73,55 @@ def clip_entries(y, bound):
 def clip_rows_l2(X, bound):
     """Scale every row to L2 norm at most ``bound``: ``x <- x min(1, bound/||x||)``."""
     return clip_rows(X, bound)[0]
+
+
+def check_y_bound(y_bound):
+    """The declared label range ``y_bound`` as a pair ``(low, high)`` of floats.
+
+    ``y_bound`` is a float ``B > 0`` (labels in :math:`[-B, B]`) or a pair
+    ``(low, high)`` with ``low < high``; ``None`` (not declared) passes
+    through. Raises ``ValueError`` for anything else (before any spend).
+    """
+    if y_bound is None:
+        return None
+    if np.ndim(y_bound) == 0:
+        bound = float(y_bound)
+        if not (math.isfinite(bound) and bound > 0):
+            raise ValueError(f"y_bound must be a positive finite float or (low, high); got {y_bound!r}.")
+        return (-bound, bound)
+    pair = np.asarray(y_bound, dtype=float)
+    if pair.shape != (2,) or not np.all(np.isfinite(pair)) or not pair[0] < pair[1]:
+        raise ValueError(
+            f"y_bound must be a positive finite float B (labels in [-B, B]) or a pair "
+            f"(low, high) with low < high; got {y_bound!r}."
+        )
+    return (float(pair[0]), float(pair[1]))
+
+
+def check_x_range(x_range, n_features):
+    """The declared per-column range ``x_range`` as arrays ``(low, high)``.
+
+    ``x_range`` is a pair ``(low, high)`` whose entries are floats (the same
+    range for every column) or arrays of shape ``(n_features,)``, or an array
+    of shape ``(n_features, 2)``; ``low < high`` in every column. ``None``
+    passes through. Raises ``ValueError`` for anything else.
+    """
+    if x_range is None:
+        return None
+    arr = np.asarray(x_range, dtype=float) if not isinstance(x_range, tuple) else None
+    if arr is not None and arr.shape == (n_features, 2) and n_features != 2:
+        low, high = arr[:, 0], arr[:, 1]
+    else:
+        if len(x_range) != 2:
+            raise ValueError(
+                f"x_range must be (low, high) (floats or arrays of shape ({n_features},)) "
+                f"or an array of shape ({n_features}, 2); got {x_range!r}."
+            )
+        low = np.broadcast_to(np.asarray(x_range[0], dtype=float), (n_features,)).copy()
+        high = np.broadcast_to(np.asarray(x_range[1], dtype=float), (n_features,)).copy()
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low < high)):
+        raise ValueError(f"x_range needs finite low < high in every column; got {x_range!r}.")
+    return low, high
 
 
 def clip_values(y, bound):

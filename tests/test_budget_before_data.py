@@ -133,24 +133,24 @@ def _lasso_points():
 
 # name -> (estimator factory, data, [(module or class, attribute, predicate)])
 CASES = {
-    "ssp-declared": (lambda: SSPRegressor(1.0, 1e-5, x_bound=2.0, y_bound=3.0),
+    "ssp-declared": (lambda: SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0),
                      _single, _ssp_points()),
-    "ssp-private-bounds": (lambda: SSPRegressor(8.0, 1e-5, bounds_budget=0.5),
+    "ssp-private-bounds": (lambda: SSPRegressor(epsilon=8.0, delta=1e-5, bounds_budget=0.5),
                            lambda: _single(n=600), _ssp_points()),
-    "adassp-declared": (lambda: AdaSSPRegressor(1.0, 1e-5, x_bound=2.0, y_bound=3.0),
+    "adassp-declared": (lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0),
                         _single, _ssp_points()),
-    "adassp-private-bound": (lambda: AdaSSPRegressor(8.0, 1e-5, x_bound=2.0, bounds_budget=0.5),
+    "adassp-private-bound": (lambda: AdaSSPRegressor(epsilon=8.0, delta=1e-5, x_bound=2.0, bounds_budget=0.5),
                              lambda: _single(n=600), _ssp_points()),
     "independent-ssp": (
-        lambda: IndependentSSPRegressor(1.0, 1e-5, x_bound=2.0, y_bound=3.0), _multi,
+        lambda: IndependentSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0), _multi,
         [("skprivreg.linear_model._independent_ssp", "sufficient_statistics", None)]),
-    "reusecov-full": (lambda: ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0),
+    "reusecov-full": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0),
                       _multi, _reusecov_points()),
     "reusecov-feature": (
-        lambda: ReuseCovRegressor(1.0, 1e-6, privacy="feature", x_bound=2.0),
+        lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="feature", x_bound=2.0),
         _multi, _reusecov_points()),
     # Label DP: X is public (its norms may be read first); Y must not be.
-    "reusecov-label": (lambda: ReuseCovRegressor(1.0, 1e-6, privacy="label", y_bound=3.0),
+    "reusecov-label": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="label", y_bound=3.0),
                        _multi, _reusecov_points(label=True)),
     "label-noise": (
         lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single,
@@ -240,7 +240,7 @@ def test_patch_point_is_on_the_data_path(monkeypatch, case):
 def _fitted_reusecov():
     X, Y = _multi()
     with quiet():
-        est = ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0).fit(X, Y)
+        est = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0).fit(X, Y)
     return est, X, Y[:, :2] * 0.5
 
 

@@ -74,9 +74,9 @@ def test_dask_dataframe_keeps_feature_names(client, data):
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
     ddf = dd.from_pandas(frame, npartitions=4)
     dy = dd.from_pandas(pd.Series(y), npartitions=4)
-    est = _fit(SSPRegressor(1.0, 1e-6, x_bound=3.0, y_bound=5.0, random_state=0), ddf, dy)
+    est = _fit(SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=0), ddf, dy)
     assert list(est.feature_names_in_) == list(frame.columns)
-    ref = _fit(SSPRegressor(1.0, 1e-6, x_bound=3.0, y_bound=5.0, random_state=0), frame, y)
+    ref = _fit(SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=0), frame, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=RTOL)
 
 
@@ -86,7 +86,7 @@ def test_nan_in_a_dask_block_fails_before_spending(client, data):
     X[9_000, 2] = np.nan
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
     with pytest.raises(ValueError, match="NaN"):
-        AdaSSPRegressor(1.0, 1e-6, accountant=acc).fit(
+        AdaSSPRegressor(epsilon=1.0, delta=1e-6, accountant=acc).fit(
             da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
         )
     assert acc.n_spends == 0

@@ -41,7 +41,7 @@ from skprivreg import (
     WeightedLBARegressor,
 )
 from skprivreg.bounds import private_norm_bound
-from skprivreg.label_dp import PrivacyCheckFailedError
+from skprivreg.exceptions import PrivacyCheckFailedError
 from skprivreg.mechanisms import (
     above_threshold,
     bound_bins,
@@ -459,25 +459,25 @@ def _sparse(n=3000, p=10, seed=0):
 
 
 LEDGER_CASES = {
-    "ssp-declared": (lambda: SSPRegressor(1.0, 1e-5, x_bound=2.0, y_bound=3.0), _single),
+    "ssp-declared": (lambda: SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0), _single),
     "ssp-private-bounds": (
-        lambda: SSPRegressor(8.0, 1e-5, bounds_budget=0.5), lambda: _single(n=600)),
+        lambda: SSPRegressor(epsilon=8.0, delta=1e-5, bounds_budget=0.5), lambda: _single(n=600)),
     "adassp-private-bound": (
-        lambda: AdaSSPRegressor(8.0, 1e-5, x_bound=2.0, bounds_budget=0.5),
+        lambda: AdaSSPRegressor(epsilon=8.0, delta=1e-5, x_bound=2.0, bounds_budget=0.5),
         lambda: _single(n=600)),
     "adassp-paper": (
-        lambda: AdaSSPRegressor(1.0, 1e-5, x_bound=2.0, y_bound=3.0, constants="paper"),
+        lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0, constants="paper"),
         _single),
     "independent-ssp": (
-        lambda: IndependentSSPRegressor(1.0, 1e-5, x_bound=2.0, y_bound=3.0), _multi),
-    "reusecov-full": (lambda: ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0), _multi),
+        lambda: IndependentSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0), _multi),
+    "reusecov-full": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0), _multi),
     "reusecov-label": (
-        lambda: ReuseCovRegressor(1.0, 1e-6, privacy="label", y_bound=3.0), _multi),
+        lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="label", y_bound=3.0), _multi),
     "reusecov-feature-proj": (
-        lambda: ReuseCovRegressor(1.0, 1e-6, privacy="feature", mechanism="proj",
+        lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="feature", mechanism="proj",
                                   x_bound=2.0), _multi),
     "reusecov-zero-out": (
-        lambda: ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0,
+        lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0,
                                   neighbouring="zero-out"), _multi),
     "label-noise": (
         lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single),
@@ -531,8 +531,8 @@ def test_accountant_receives_new_releases_of_a_reused_covariance():
     X, Y = _multi()
     acc = BudgetAccountant()
     with quiet():
-        first = ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0).fit(X, Y)
-        second = ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0,
+        first = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0).fit(X, Y)
+        second = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0,
                                    covariance=first.export_covariance(), accountant=acc).fit(X, Y)
     (received,) = acc.ledgers
     new = [e for e in second.privacy_spent_.events if not e.name.endswith("[reused]")]

@@ -3,7 +3,6 @@
 from ._lasso_support import (
     PrivateLassoRegressor,
     PrivateLassoSupportSelector,
-    UnstableSupportError,
 )
 from ._rules import LarsEntryRule, LassoSupportRule, alpha_to_lambda, lambda_to_alpha
 from ._stability import (
@@ -27,7 +26,6 @@ __all__ = [
     "PrivateTopSSelector",
     "StableModeResult",
     "SubsamplePlan",
-    "UnstableSupportError",
     "alpha_to_lambda",
     "lambda_to_alpha",
     "private_top_s_correlations",

@@ -13,7 +13,7 @@ from sklearn.feature_selection import SelectorMixin
 from .._compat import HasMethods, Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..exceptions import ConfigurationError, PrivateTestFailed
+from ..exceptions import ConfigurationError, UnstableSupportError
 from ..linear_model._base import LinearPredictMixin
 from ..mechanisms import laplace_distance_threshold
 from ._perturbation import (
@@ -39,36 +39,6 @@ __all__ = [
     "plan_command",
     "demo_case",
 ]
-
-class UnstableSupportError(PrivateTestFailed):
-    """The private stability test output bottom: no support is released.
-
-    The budget of the call is spent and recorded before this is raised.
-    The outcome is released as PASS/FAIL only: the message and the
-    attributes hold public values alone, ``epsilon``, ``delta`` (the
-    parameters) and ``threshold`` (the public threshold of the test; ``None``
-    in the non-private mode ``epsilon=inf``). No noisy or noiseless distance
-    is ever attached.
-    """
-
-    def __init__(self, epsilon, delta, threshold):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.threshold = threshold
-        if math.isinf(epsilon):
-            message = (
-                "epsilon=inf (non-private mode): the selection rule could not be "
-                "evaluated on the data (it needs at least 2 rows and a solver that "
-                "converges), so no support is released."
-            )
-        else:
-            message = (
-                "The private Lasso support is not stable enough to release (bottom) at "
-                f"epsilon={epsilon:.4g}, delta={delta:.3g}. The budget is spent. More data, "
-                "a larger epsilon, sampling='partition', or a smaller max_features can help."
-            )
-        super().__init__(message)
-
 
 _SELECTION_CONSTRAINTS = {
     "max_features": [Interval(Integral, 1, None, closed="left"), None],
@@ -343,7 +313,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40000, 20))
     >>> y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=40000)
-    >>> sel = PrivateLassoSupportSelector(2.0, 1e-6, max_features=3, selection_rule="lars",
+    >>> sel = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3, selection_rule="lars",
     ...                                   sampling="partition", random_state=0).fit(X, y)
     >>> sel.get_support(indices=True)
     array([0, 1, 2])

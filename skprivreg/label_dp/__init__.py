@@ -32,11 +32,6 @@ from ._accountant import (
 )
 from ._aggregate import AggregatedDataset, LLPDataset, aggregate, diagnose_lba_assumption
 from ._baseline import GaussianLabelNoiseRegressor
-from ._exceptions import (
-    InsufficientDataError,
-    PrivacyCheckFailedError,
-    PrivacyInfeasibleError,
-)
 from ._lba import WeightedLBARegressor
 from ._plan import demo_case, plan_command
 
@@ -58,9 +53,6 @@ __all__ = [
     "llp_min_bag_size",
     "paper_theorem_1_2_delta",
     "paper_delta2_explicit",
-    "InsufficientDataError",
-    "PrivacyInfeasibleError",
-    "PrivacyCheckFailedError",
     "plan_command",
     "demo_case",
 ]

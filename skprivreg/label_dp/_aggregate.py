@@ -44,7 +44,7 @@ from ._accountant import (
     llp_min_bag_size,
     llp_privacy_profile,
 )
-from ._exceptions import (
+from ..exceptions import (
     InsufficientDataError,
     PrivacyCheckFailedError,
     PrivacyInfeasibleError,

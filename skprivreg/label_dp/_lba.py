@@ -28,7 +28,6 @@ from ._aggregate import (
     run_aggregation,
 )
 from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
-from ._exceptions import PrivacyCheckFailedError
 
 __all__ = ["WeightedLBARegressor", "fit_on_aggregates"]
 

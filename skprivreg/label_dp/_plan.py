@@ -7,7 +7,7 @@ import numpy as np
 from ..mechanisms import gaussian_sigma
 from ._aggregate import plan_aggregation
 from ._baseline import GaussianLabelNoiseRegressor
-from ._exceptions import InsufficientDataError
+from ..exceptions import InsufficientDataError
 from ._lba import WeightedLBARegressor
 
 __all__ = ["plan_command", "demo_case", "build_parser"]

@@ -15,7 +15,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import linalg
-from scipy.special import expit
 from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -25,7 +24,12 @@ from .._blockwise import is_dask_collection, validate_blockwise_data
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..exceptions import ConfigurationError, PrivateTestFailed
+from ..exceptions import (
+    ConfigurationError,
+    ISSPFailedError,
+    PlanningWarning,
+    PrivateTestFailedWarning,
+)
 from ..mechanisms import (
     gaussian_precision_shaped,
     gaussian_sigma,
@@ -50,9 +54,9 @@ from ._issp_filters import (
 __all__ = [
     "ISSPRegressor",
     "ISSPFailedError",
-    "ISSPConfigurationError",
-    "ISSPPlanningWarning",
-    "ISSPFailureWarning",
+    "ConfigurationError",
+    "PlanningWarning",
+    "PrivateTestFailedWarning",
     "ISSPPlan",
     "issp_plan",
     "private_residual_scale",
@@ -80,26 +84,6 @@ _FAIL_MESSAGE = (
     "fit is spent (see privacy_spent_). This usually means too few rows for "
     "the guarantee; see python -m skprivreg plan issp."
 )
-
-
-class ISSPFailedError(PrivateTestFailed):
-    """ISSP's private test (PTR) or its private residual scale said FAIL.
-
-    The budget is spent and recorded on ``privacy_spent_`` before raising; the
-    message is fixed and carries no data-dependent number.
-    """
-
-
-class ISSPConfigurationError(ConfigurationError):
-    """The ISSP request is infeasible from public facts (n, d, parameters)."""
-
-
-class ISSPPlanningWarning(UserWarning):
-    """Data-independent warning: the plan predicts FAIL or a very large noise."""
-
-
-class ISSPFailureWarning(UserWarning):
-    """``on_fail='zero'``: the private test failed; zero coefficients were released."""
 
 
 # ---------------------------------------------------------------------------
@@ -373,7 +357,7 @@ def issp_plan(
     """Public planning for ISSP (spec §6.1, §6.6): k, L0, the budget split and c/R0.
 
     Uses only ``n``, ``d`` and the parameters; touches no data. Raises
-    :class:`ISSPConfigurationError` when the request is infeasible from these
+    :class:`ConfigurationError` when the request is infeasible from these
     public facts (n < p + 2, delta outside (0, 0.1], L0 above
     ``1/(96k)`` or the Claim-19 cap, ``432 k^2 L0 > 700``, too few rows for
     the private residual scale).
@@ -392,11 +376,11 @@ def issp_plan(
     p = d + int(bool(fit_intercept))
     epsilon, delta = float(epsilon), float(delta)
     if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ISSPConfigurationError("ISSP needs a finite epsilon > 0.")
+        raise ConfigurationError("ISSP needs a finite epsilon > 0.")
     if not 0 < delta <= 0.1:
-        raise ISSPConfigurationError("ISSP needs delta in (0, 0.1].")
+        raise ConfigurationError("ISSP needs delta in (0, 0.1].")
     if n < p + 2:
-        raise ISSPConfigurationError(
+        raise ConfigurationError(
             f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
             f"got n_samples={n}."
         )
@@ -407,11 +391,11 @@ def issp_plan(
         eps_r0, delta_r0 = r0_budget_fraction * epsilon, r0_budget_fraction * delta
     else:
         if not float(residual_bound) > 0:
-            raise ISSPConfigurationError("residual_bound must be 'auto' or a number > 0.")
+            raise ConfigurationError("residual_bound must be 'auto' or a number > 0.")
         eps_r0 = delta_r0 = 0.0
     eps1, delta1 = epsilon - eps_r0, delta - delta_r0
     if _constants == "paper" and epsilon > 1:
-        raise ISSPConfigurationError("constants='paper' (classical Gaussian) needs epsilon <= 1.")
+        raise ConfigurationError("constants='paper' (classical Gaussian) needs epsilon <= 1.")
 
     def plan_for(fractions):
         return _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, ptr_fail_prob,
@@ -440,7 +424,7 @@ def issp_plan(
     else:
         fractions = tuple(float(f) for f in budget_split)
         if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-9:
-            raise ISSPConfigurationError(
+            raise ConfigurationError(
                 "budget_split must be 'auto', 'paper' or three positive fractions summing to 1."
             )
         chosen = plan_for(fractions)
@@ -449,21 +433,21 @@ def issp_plan(
     cap_lev, cap_shape, cap_over = chosen["caps"]
     if leverage_bound != "auto":
         if L0 > cap_lev:
-            raise ISSPConfigurationError(
+            raise ConfigurationError(
                 f"leverage_bound={L0:.6g} exceeds 1/(96k) = {cap_lev:.6g} (k={k})."
             )
         if L0 > cap_shape:
-            raise ISSPConfigurationError(
+            raise ConfigurationError(
                 f"leverage_bound={L0:.6g} exceeds the Claim-19 cap {cap_shape:.6g} "
                 "(56 L0 <= min(eps_shape, 0.999)/(3 ln(2/delta_shape)))."
             )
         if L0 > cap_over:
-            raise ISSPConfigurationError(
+            raise ConfigurationError(
                 f"leverage_bound={L0:.6g} gives 432 k^2 L0 > {MAX_LOG_BLOWUP:g} (k={k}): "
                 "the noise would overflow."
             )
         if not L0 > 0:
-            raise ISSPConfigurationError("leverage_bound must be > 0.")
+            raise ConfigurationError("leverage_bound must be > 0.")
 
     clean = bool(chosen["feasible"]) and chosen["log_blowup"] <= math.log(max_blowup)
     r0_per_sigma = _residual_bound_per_sigma(n, auto_r0, residual_slack, design_failure_prob)
@@ -486,7 +470,7 @@ def issp_plan(
         if b >= 2 * SEGMENTS_PER_GROUP:
             b = SEGMENTS_PER_GROUP * (b // SEGMENTS_PER_GROUP)
         if b < p + 2 or not delta_r0 < 1.0 / m:
-            raise ISSPConfigurationError(
+            raise ConfigurationError(
                 f"residual_bound='auto' cannot run at n={n}: it splits the rows into m={m} "
                 f"groups (from epsilon and delta), which leaves {b} rows per group, and it "
                 f"needs at least p + 2 = {p + 2} rows per group and delta_r0 < 1/m. "
@@ -905,14 +889,14 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     them on the same data without charging budget.
 
     **Failure behaviour.** Infeasible requests (from n, d and parameters
-    only) raise :class:`ISSPConfigurationError` before any data access, and
+    only) raise :class:`ConfigurationError` before any data access, and
     so, by default, does a request the public planner predicts to FAIL at
     this n (the message states the n from which a PASS is predicted;
     ``predicted_fail='spend'`` runs anyway). A
     data-dependent FAIL (PTR, or no stable residual scale) spends the whole
     budget, records ``privacy_spent_`` and ``ptr_passed_ = False``, then
     raises :class:`ISSPFailedError` (``on_fail='raise'``) or releases zeros
-    with :class:`ISSPFailureWarning` (``on_fail='zero'``). There is never a
+    with :class:`PrivateTestFailedWarning` (``on_fail='zero'``). There is never a
     non-private fallback.
 
     **Minimum sample size.** With the proven constants ISSP is practical only
@@ -981,7 +965,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         What to do when the public planner predicts that ISSP FAILs at this
         ``n`` (Gaussian-design leverages above the clean-path bound, a fact of
         ``n``, ``d`` and the parameters only). ``'refuse'`` raises
-        :class:`ISSPConfigurationError` before any budget is spent, stating the
+        :class:`ConfigurationError` before any budget is spent, stating the
         number of rows the clean path needs; ``'spend'`` runs anyway (the
         private test then most likely FAILs and the budget is spent).
     chunk_size : int >= 1024 or None, default=None
@@ -1159,7 +1143,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         n, d = X.shape
         p = d + int(self.fit_intercept)
         if n < p + 2:
-            raise ISSPConfigurationError(
+            raise ConfigurationError(
                 f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
                 f"got n_samples={n}."
             )
@@ -1173,7 +1157,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         ledger = plan.ledger()
         self._check_budget(ledger)
         for note in plan.warnings:
-            warnings.warn(note, ISSPPlanningWarning, stacklevel=3)
+            warnings.warn(note, PlanningWarning, stacklevel=3)
         if self.delta >= 1.0 / n:
             warnings.warn(f"delta={self.delta:g} >= 1/n = {1.0 / n:.3g}: a weak guarantee.",
                           UserWarning, stacklevel=3)
@@ -1219,7 +1203,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         """Refuse before any spend when the public plan predicts FAIL (unless told to spend)."""
         if not plan.fail_predicted or self.predicted_fail == "spend":
             return
-        raise ISSPConfigurationError(
+        raise ConfigurationError(
             f"ISSP is predicted to FAIL at n={plan.n} rows (d={plan.d}, "
             f"epsilon={plan.epsilon:g}, delta={plan.delta:g}): a Gaussian design of this "
             "size is expected to have too many rows above the leverage thresholds (top "
@@ -1236,7 +1220,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         if self.on_fail == "raise":
             raise ISSPFailedError(_FAIL_MESSAGE)
         warnings.warn(_FAIL_MESSAGE + " on_fail='zero': zero coefficients were released.",
-                      ISSPFailureWarning, stacklevel=3)
+                      PrivateTestFailedWarning, stacklevel=3)
         d = self.n_features_in_
         self.coef_, self.intercept_ = np.zeros(d), 0.0
         return self
@@ -1315,7 +1299,7 @@ def plan_command(argv):
         f"  predicted noise relative to the OLS error c/sigma = {plan.predicted_noise_ratio:.4g}",
         f"  predicted minimum n (clean path, blow-up <= max_blowup) = {plan.predicted_n_min:.3g}",
         f"  clean path possible at this n: {'yes' if plan.clean_path_possible else 'no'}",
-        f"  FAIL predicted at this n: "
+        "  FAIL predicted at this n: "
         + (f"yes (PASS predicted from about n = {plan.predicted_n_pass:.3g}; "
            "ISSPRegressor refuses unless predicted_fail='spend')"
            if plan.fail_predicted else "no"),

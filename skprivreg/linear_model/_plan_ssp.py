@@ -84,18 +84,18 @@ def demo_cases():
     X, y, X_test, y_test = X_all[:10_000], y_all[:10_000], X_all[10_000:], y_all[10_000:]
     common = {"X_train": X, "y_train": y, "X_test": X_test, "y_test": y_test, "notion": "full"}
     yield {"name": "AdaSSP, simulated n=1e4 d=10, private bounds",
-           "estimator": AdaSSPRegressor(1.0, 1e-5, random_state=0), **common}
+           "estimator": AdaSSPRegressor(epsilon=1.0, delta=1e-5, random_state=0), **common}
     yield {"name": "AdaSSP, simulated n=1e4 d=10, declared bounds",
-           "estimator": AdaSSPRegressor(1.0, 1e-5, x_bound=5.0, y_bound=10.0, random_state=0),
+           "estimator": AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=5.0, y_bound=10.0, random_state=0),
            **common}
     yield {"name": "SSP, simulated n=1e4 d=10, declared bounds",
-           "estimator": SSPRegressor(1.0, 1e-5, x_bound=5.0, y_bound=10.0, random_state=0),
+           "estimator": SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=5.0, y_bound=10.0, random_state=0),
            **common}
     data = load_diabetes()
     order = np.random.default_rng(0).permutation(data.target.shape[0])
     Xd, yd = data.data[order], data.target[order]
     split = 330
     yield {"name": "AdaSSP, diabetes n=330 (too small for eps=1)",
-           "estimator": AdaSSPRegressor(1.0, 1e-5, x_bound=0.25, y_bound=350.0, random_state=0),
+           "estimator": AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=0.25, y_bound=350.0, random_state=0),
            "X_train": Xd[:split], "y_train": yd[:split], "X_test": Xd[split:],
            "y_test": yd[split:], "notion": "full"}

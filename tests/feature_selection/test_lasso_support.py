@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.linear_model import Lasso, LinearRegression
 from sklearn.pipeline import Pipeline
 
-from skprivreg.exceptions import ConfigurationError, PrivateTestFailed
+from skprivreg.exceptions import ConfigurationError, PrivateTestFailed, UnstableSupportError
 from skprivreg.feature_selection import (
     BOTTOM,
     SENTINEL,
@@ -20,7 +20,6 @@ from skprivreg.feature_selection import (
     PrivateLassoRegressor,
     PrivateLassoSupportSelector,
     PrivateTopSSelector,
-    UnstableSupportError,
     _rules,
     alpha_to_lambda,
     lambda_to_alpha,
@@ -400,8 +399,8 @@ def test_t9_recovery_and_bottom():
     for seed in range(10):
         X, y = sparse_design(100_000, 100, seed=100 + seed)
         a = PrivateLassoSupportSelector(
-            1.0,
-            DELTA,
+            epsilon=1.0,
+            delta=DELTA,
             max_features=4,
             sampling="partition",
             noise_level=1.0,
@@ -411,8 +410,8 @@ def test_t9_recovery_and_bottom():
         exact_a += a.stable_ and a.get_support(indices=True).tolist() == [0, 1, 2, 3]
         if seed < 5:  # the poisson + lars variant costs 5x more; half the seeds
             b = PrivateLassoSupportSelector(
-                1.0,
-                DELTA,
+                epsilon=1.0,
+                delta=DELTA,
                 max_features=4,
                 selection_rule="lars",
                 n_subsamples=400,
@@ -426,8 +425,8 @@ def test_t9_recovery_and_bottom():
     for seed in range(10):
         X, y = sparse_design(20_000, 100, seed=200 + seed)
         c = PrivateLassoSupportSelector(
-            0.5,
-            DELTA,
+            epsilon=0.5,
+            delta=DELTA,
             max_features=4,
             selection_rule="lars",
             n_subsamples=400,
@@ -478,8 +477,8 @@ def test_t10_pure_noise_gives_bottom():
     y = rng.normal(size=20_000)
     for seed in range(50):
         sel = PrivateLassoSupportSelector(
-            1.0,
-            DELTA,
+            epsilon=1.0,
+            delta=DELTA,
             max_features=1,
             selection_rule="lars",
             sampling="partition",
@@ -521,9 +520,7 @@ def test_t10_paper_perturbation_bug(n, Lam, c0, c1, paper_value):
     if paper_value > T:
         # The paper's mechanism releases {0} from D w.p. ~0.9998, never from the neighbour.
         assert laplace_release_probability(paper_value, 1.0, 1e-6) > 0.9998
-    sel = PrivateLassoSupportSelector(
-        1.0,
-        1e-6,
+    sel = PrivateLassoSupportSelector(epsilon=1.0, delta=1e-6,
         method="perturbation",
         max_features=2,
         rsc_constant=0.25,
@@ -554,9 +551,7 @@ def test_t11a_perturbation_releases_on_toy_data():
     # P(fewer than 7 of 10) <= C(10, 4) 0.06^4 < 3e-3.
     eps = 2.0
     assert laplace_release_probability(d_hat, eps, 1e-6, 2.0, 1.0) > 0.94
-    sel = PrivateLassoSupportSelector(
-        eps,
-        1e-6,
+    sel = PrivateLassoSupportSelector(epsilon=eps, delta=1e-6,
         method="perturbation",
         max_features=1,
         rsc_constant=0.25,
@@ -607,9 +602,7 @@ def test_t11c_perturbation_preconditions():
 def test_t11c_n_public_mode_uses_replace_one_calibration():
     X, rng = _rademacher(20_000, 20, 15)
     y = np.clip(0.5 * X[:, 0] + 0.2 * rng.normal(size=20_000), -1, 1)
-    sel = PrivateLassoSupportSelector(
-        1.0,
-        1e-6,
+    sel = PrivateLassoSupportSelector(epsilon=1.0, delta=1e-6,
         method="perturbation",
         max_features=1,
         rsc_constant=0.25,
@@ -633,9 +626,7 @@ def test_t11d_assumption3_data_gives_bottom():
     y = X @ theta + 0.5 * rng.normal(size=n)
     scale = math.sqrt(math.log(n * s))
     X, y = np.clip(X / scale, -1, 1), np.clip(y / scale, -s, s)
-    sel = PrivateLassoSupportSelector(
-        1.0,
-        1e-6,
+    sel = PrivateLassoSupportSelector(epsilon=1.0, delta=1e-6,
         method="perturbation",
         max_features=s,
         rsc_constant=0.01,
@@ -699,8 +690,7 @@ def test_t12_failure_modes_and_no_unsafe_attributes():
     rng = np.random.default_rng(17)
     X = rng.normal(size=(5000, 10))
     y = rng.normal(size=5000)
-    raising = PrivateLassoSupportSelector(
-        1.0, 1e-6, max_features=1, selection_rule="lars", sampling="partition", random_state=0
+    raising = PrivateLassoSupportSelector(epsilon=1.0, delta=1e-6, max_features=1, selection_rule="lars", sampling="partition", random_state=0
     )
     with pytest.raises(UnstableSupportError) as info:
         raising.fit(X, y)
@@ -772,8 +762,8 @@ def test_t13_regressor_pure_noise_gives_intercept_only():
     X = rng.normal(size=(100_000, 20))
     y = 3.0 + rng.normal(size=100_000)
     reg = PrivateLassoRegressor(
-        2.0,
-        DELTA,
+        epsilon=2.0,
+        delta=DELTA,
         max_features=2,
         selection_rule="lars",
         sampling="partition",
@@ -813,13 +803,10 @@ def test_top_s_baseline_fails_under_sign_cancellation():
     n, p = 50_000, 30
     X = math.sqrt(0.5) * rng.normal(size=(n, p)) + math.sqrt(0.5) * rng.normal(size=(n, 1))
     y = X[:, :4] @ (0.5 * np.array([1, 1, 1, -1])) + rng.normal(size=n)
-    top = PrivateTopSSelector(
-        100.0, n_features_to_select=4, x_bound=3.0, y_bound=6.0, random_state=0
+    top = PrivateTopSSelector(epsilon=100.0, n_features_to_select=4, x_bound=3.0, y_bound=6.0, random_state=0
     ).fit(X, y)
     assert 3 not in top.get_support(indices=True)
-    lasso = PrivateLassoSupportSelector(
-        2.0,
-        1e-6,
+    lasso = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6,
         max_features=4,
         sampling="partition",
         selection_rule="lars",
@@ -870,9 +857,7 @@ def test_regressor_accepts_a_skprivreg_estimator_and_nonprivate_mode():
     from skprivreg.linear_model import AdaSSPRegressor
 
     X, y = sparse_design(40_000, 20, seed=23, s=3)
-    reg = PrivateLassoRegressor(
-        4.0,
-        1e-6,
+    reg = PrivateLassoRegressor(epsilon=4.0, delta=1e-6,
         max_features=3,
         selection_rule="lars",
         sampling="partition",
@@ -889,7 +874,7 @@ def test_regressor_accepts_a_skprivreg_estimator_and_nonprivate_mode():
     assert reg.support_[:3].all() and not reg.support_[3:].any()
     assert reg.epsilon_ == pytest.approx(4.0, rel=1e-6) and reg.delta_ == pytest.approx(1e-6)
     with pytest.warns(PrivacyLeakWarning):
-        sel = PrivateLassoSupportSelector(np.inf, max_features=3, selection_rule="lars").fit(X, y)
+        sel = PrivateLassoSupportSelector(epsilon=np.inf, max_features=3, selection_rule="lars").fit(X, y)
     assert sel.get_support(indices=True).tolist() == [0, 1, 2]
     assert sel.privacy_spent_.epsilon == math.inf
 

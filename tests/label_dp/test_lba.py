@@ -14,12 +14,15 @@ from sklearn.neural_network import MLPRegressor
 from threadpoolctl import threadpool_limits
 
 from skprivreg.accounting import BudgetAccountant
-from skprivreg.exceptions import PrivacyLeakWarning, PrivateTestFailed
-from skprivreg.label_dp import (
-    GaussianLabelNoiseRegressor,
+from skprivreg.exceptions import (
     InsufficientDataError,
     PrivacyCheckFailedError,
     PrivacyInfeasibleError,
+    PrivacyLeakWarning,
+    PrivateTestFailed,
+)
+from skprivreg.label_dp import (
+    GaussianLabelNoiseRegressor,
     WeightedLBARegressor,
     aggregate,
     demo_case,

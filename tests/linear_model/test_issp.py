@@ -17,10 +17,9 @@ from sklearn.exceptions import NotFittedError
 from skprivreg.accounting import BudgetAccountant, gdp_mu
 from skprivreg.exceptions import ConfigurationError, PrivateTestFailed
 from skprivreg.linear_model._issp import (
-    ISSPConfigurationError,
     ISSPFailedError,
-    ISSPFailureWarning,
-    ISSPPlanningWarning,
+    PrivateTestFailedWarning,
+    PlanningWarning,
     ISSPRegressor,
     _group_grams,
     _group_rss,
@@ -48,7 +47,7 @@ from skprivreg.linear_model._issp_filters import (
 from skprivreg.mechanisms import ptr_test
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::skprivreg.linear_model._issp.ISSPPlanningWarning",
+    "ignore::skprivreg.linear_model._issp.PlanningWarning",
     "ignore:delta=.*weak guarantee:UserWarning",
 )
 
@@ -149,7 +148,7 @@ def test_leverage_cap_exact_boundary():
     assert k <= 155
     cap = 1 / (96 * k)
     assert issp_plan(10**6, 3, 4.0, 1e-5, leverage_bound=cap, **kw).leverage_bound == cap
-    with pytest.raises(ISSPConfigurationError, match="1/\\(96k\\)"):
+    with pytest.raises(ConfigurationError, match="1/\\(96k\\)"):
         issp_plan(10**6, 3, 4.0, 1e-5, leverage_bound=np.nextafter(cap, 1), **kw)
 
 
@@ -175,19 +174,19 @@ def test_claim19_cap_and_overflow_and_sizes():
     assert 0 < less.eps_loc < 0.49 and less.eps_unused == pytest.approx(0.49 - less.eps_loc)
     assert L0 <= cap_at(less.eps_loc) and less.ledger().epsilon == pytest.approx(
         1.0 - less.eps_unused)
-    with pytest.raises(ISSPConfigurationError, match="Claim-19"):
+    with pytest.raises(ConfigurationError, match="Claim-19"):
         issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
     # k = 320 > 155: 1/(96k) passes the first cap but overflows 432 k^2 L0 <= 700
-    with pytest.raises(ISSPConfigurationError, match="overflow"):
+    with pytest.raises(ConfigurationError, match="overflow"):
         issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
                   leverage_bound=1 / (96 * 320))
     issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
               leverage_bound=700 / (432 * 320**2))
-    with pytest.raises(ISSPConfigurationError):
+    with pytest.raises(ConfigurationError):
         issp_plan(5, 3, 1.0, 1e-6)  # n = p + 1
-    with pytest.raises(ISSPConfigurationError, match="groups"):
+    with pytest.raises(ConfigurationError, match="groups"):
         issp_plan(3000, 3, 1.0, 1e-6)  # auto R0: b < p + 2
-    with pytest.raises(ISSPConfigurationError):
+    with pytest.raises(ConfigurationError):
         issp_plan(10**6, 3, 1.0, 0.2)
 
 
@@ -611,7 +610,7 @@ def test_on_fail_raise_and_zero_record_budget():
     with pytest.raises(NotFittedError):
         est.predict(X)
     est = ISSPRegressor(on_fail="zero", accountant=acc, **kw)
-    with pytest.warns(ISSPFailureWarning):
+    with pytest.warns(PrivateTestFailedWarning):
         est.fit(X, y)
     assert np.all(est.coef_ == 0) and est.intercept_ == 0.0 and est.ptr_passed_ is False
     assert acc.n_spends == 2
@@ -627,7 +626,7 @@ def test_planning_warning_is_data_independent():
             warnings.simplefilter("always")
             ISSPRegressor(on_fail="zero", residual_bound=3.0, random_state=0,
                           predicted_fail="spend").fit(*data)
-        msgs.append(sorted(str(w.message) for w in rec if w.category is ISSPPlanningWarning))
+        msgs.append(sorted(str(w.message) for w in rec if w.category is PlanningWarning))
     assert msgs[0] == msgs[1] and msgs[0]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from skprivreg.accounting import BudgetAccountant
 from skprivreg.linear_model._issp import (
-    ISSPConfigurationError,
+    ConfigurationError,
     ISSPRegressor,
     _group_grams,
     _group_rss,
@@ -23,7 +23,7 @@ from skprivreg.linear_model._issp import (
 from skprivreg.linear_model._issp_filters import ArrayRowSource
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::skprivreg.linear_model._issp.ISSPPlanningWarning",
+    "ignore::skprivreg.linear_model._issp.PlanningWarning",
     "ignore:delta=.*weak guarantee:UserWarning",
     "ignore:epsilon=.*weak guarantee:UserWarning",
 )
@@ -304,7 +304,7 @@ def test_large_epsilon_fits_or_refuses_before_spending(split):
                         residual_bound=5.5, random_state=0)
     try:
         est.fit(X, y)
-    except ISSPConfigurationError as exc:
+    except ConfigurationError as exc:
         assert acc.n_spends == 0 and not hasattr(est, "coef_")
         assert "n =" in str(exc)
     else:
@@ -335,12 +335,12 @@ def test_predicted_fail_is_refused_before_any_spend_with_the_rows_needed():
     # default residual_bound='auto': its groups cannot even be formed; the
     # message says that a numeric bound would not help and how many rows would
     est = ISSPRegressor(accountant=acc)
-    with pytest.raises(ISSPConfigurationError, match=r"FAIL below about n = [0-9.e+]+ rows"):
+    with pytest.raises(ConfigurationError, match=r"FAIL below about n = [0-9.e+]+ rows"):
         est.fit(X, y)
     assert acc.n_spends == 0 and not hasattr(est, "coef_")
     # a numeric residual_bound (the advice of the old message) used to spend and FAIL
     est = ISSPRegressor(accountant=acc, residual_bound=1.0)
-    with pytest.raises(ISSPConfigurationError, match=r"n = [0-9.e+]+ rows") as info:
+    with pytest.raises(ConfigurationError, match=r"n = [0-9.e+]+ rows") as info:
         est.fit(X, y)
     assert acc.n_spends == 0 and not hasattr(est, "coef_")
     plan = issp_plan(n, d, 1.0, 1e-6, residual_bound=1.0)
@@ -367,7 +367,7 @@ def test_predicted_fail_refusal_reads_no_data(tmp_path):
     mm.flush()
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
     est = ISSPRegressor(residual_bound=1.0, accountant=acc)
-    with pytest.raises(ISSPConfigurationError, match="predicted to FAIL"):
+    with pytest.raises(ConfigurationError, match="predicted to FAIL"):
         est.fit(mm, np.zeros(n))
     assert acc.n_spends == 0
 

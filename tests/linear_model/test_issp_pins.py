@@ -27,7 +27,7 @@ from skprivreg.linear_model._issp_filters import (
 from skprivreg.mechanisms import ptr_calibration, stability_histogram
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::skprivreg.linear_model._issp.ISSPPlanningWarning",
+    "ignore::skprivreg.linear_model._issp.PlanningWarning",
 )
 
 

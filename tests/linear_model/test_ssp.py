@@ -37,7 +37,7 @@ def test_adassp_accuracy_anchor():
     for seed in range(5):
         with warnings.catch_warnings():
             pass  # clipping is never signalled
-            est = AdaSSPRegressor(1.0, 1e-5, random_state=seed).fit(X, y)
+            est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, random_state=seed).fit(X, y)
         errors.append(_mse(est, Xt, yt))
     assert np.median(errors) < 1.5 * ols
     assert np.median(errors) < 0.25 * mean
@@ -49,7 +49,7 @@ def test_non_private_mode_is_ols_on_clipped_data(Estimator):
     X, y = _simulate(500, 3, seed=2)
     x_bound, y_bound = 1.5, 2.0
     with pytest.warns(PrivacyLeakWarning):
-        est = Estimator(np.inf, x_bound=x_bound, y_bound=y_bound).fit(X, y)
+        est = Estimator(epsilon=np.inf, x_bound=x_bound, y_bound=y_bound).fit(X, y)
     norms = np.linalg.norm(X, axis=1)
     Xc = X * np.minimum(1, x_bound / norms)[:, None]
     yc = np.clip(y, -y_bound, y_bound)
@@ -96,7 +96,7 @@ def test_ledger_totals_equal_the_budget(Estimator, composition, declared):
     bounds = dict(x_bound=4.0, y_bound=8.0) if declared else {}
     with warnings.catch_warnings():
         pass  # clipping is never signalled
-        est = Estimator(0.7, 1e-6, composition=composition, random_state=0, **bounds).fit(X, y)
+        est = Estimator(epsilon=0.7, delta=1e-6, composition=composition, random_state=0, **bounds).fit(X, y)
     ledger = est.privacy_spent_
     assert ledger.epsilon == pytest.approx(0.7, rel=1e-6)
     assert ledger.delta == pytest.approx(1e-6)
@@ -112,7 +112,7 @@ def test_ledger_sigmas_use_the_released_bounds():
     X, y = _simulate(4000, 4, seed=5)
     with warnings.catch_warnings():
         pass  # clipping is never signalled
-        est = SSPRegressor(1.0, 1e-6, random_state=0).fit(X, y)
+        est = SSPRegressor(epsilon=1.0, delta=1e-6, random_state=0).fit(X, y)
     gram = next(e for e in est.privacy_spent_ if e.name == "XtX")
     cross = next(e for e in est.privacy_spent_ if e.name == "XtY")
     B = math.hypot(est.x_bound_, 1.0)
@@ -124,14 +124,14 @@ def test_ledger_sigmas_use_the_released_bounds():
 def test_multi_output_shapes(Estimator):
     X, y = _simulate(3000, 4, seed=6)
     Y = np.column_stack([y, -y, 2 * y])
-    est = Estimator(2.0, 1e-6, x_bound=4.0, y_bound=20.0, random_state=0)
+    est = Estimator(epsilon=2.0, delta=1e-6, x_bound=4.0, y_bound=20.0, random_state=0)
     with warnings.catch_warnings():
         pass  # clipping is never signalled
         est.fit(X, Y)
     assert est.coef_.shape == (3, 4)
     assert est.intercept_.shape == (3,)
     assert est.predict(X).shape == (3000, 3)
-    single = Estimator(2.0, 1e-6, x_bound=4.0, y_bound=20.0, random_state=0).fit(X, y)
+    single = Estimator(epsilon=2.0, delta=1e-6, x_bound=4.0, y_bound=20.0, random_state=0).fit(X, y)
     assert single.coef_.shape == (4,)
     assert isinstance(single.intercept_, float)
     cross = next(e for e in est.privacy_spent_ if e.name == "XtY")
@@ -150,7 +150,7 @@ def test_psd_repair_keeps_tiny_samples_near_the_mean_predictor(Estimator):
     for seed in range(10):
         with warnings.catch_warnings():
             pass  # clipping is never signalled
-            est = Estimator(0.1, 1e-5, x_bound=5.0, y_bound=10.0, random_state=seed).fit(X, y)
+            est = Estimator(epsilon=0.1, delta=1e-5, x_bound=5.0, y_bound=10.0, random_state=seed).fit(X, y)
         ratios.append(_mse(est, Xt, yt) / mean_mse)
     assert max(ratios) < 5.0
 
@@ -164,28 +164,28 @@ def test_private_bounds_on_too_few_rows_raise_before_spending(Estimator):
     needed = min_samples_for_private_bound(0.05)
     X, y = _simulate(needed - 1, 3, seed=15)
     with pytest.raises(ConfigurationError, match=str(needed)):
-        Estimator(1.0, 1e-5, accountant=acc).fit(X, y)
+        Estimator(epsilon=1.0, delta=1e-5, accountant=acc).fit(X, y)
     assert acc.n_spends == 0
     X, y = _simulate(needed, 3, seed=15)
     with warnings.catch_warnings():
         pass  # clipping is never signalled
-        Estimator(1.0, 1e-5, accountant=acc, random_state=0).fit(X, y)
+        Estimator(epsilon=1.0, delta=1e-5, accountant=acc, random_state=0).fit(X, y)
     assert acc.n_spends == 1
 
 
 def test_bounds_from_data_warn():
     X, y = _simulate(500, 3, seed=10)
     with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
-        est = AdaSSPRegressor(1.0, 1e-5, bounds="data", random_state=0).fit(X, y)
+        est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, bounds="data", random_state=0).fit(X, y)
     assert math.isinf(est.privacy_spent_.epsilon)
     with pytest.raises(BudgetExceededError):
-        AdaSSPRegressor(1.0, 1e-5, bounds="data", accountant=BudgetAccountant(5.0, 1e-3)).fit(X, y)
+        AdaSSPRegressor(epsilon=1.0, delta=1e-5, bounds="data", accountant=BudgetAccountant(5.0, 1e-3)).fit(X, y)
 
 
 def test_paper_constants_warn_and_record_add_remove():
     X, y = _simulate(2000, 3, seed=11)
     with pytest.warns(PrivacyLeakWarning, match="could not verify"):
-        est = AdaSSPRegressor(1.0, 1e-5, x_bound=4.0, y_bound=8.0, constants="paper",
+        est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=4.0, y_bound=8.0, constants="paper",
                               random_state=0).fit(X, y)
     releases = [e for e in est.privacy_spent_ if e.name in ("lambda_min", "XtX", "XtY")]
     assert all(e.neighbouring == "add-remove" for e in releases)
@@ -199,9 +199,9 @@ def test_bad_input_fails_before_spending(Estimator):
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        Estimator(1.0, 1e-5, accountant=acc).fit(X_nan, y)
+        Estimator(epsilon=1.0, delta=1e-5, accountant=acc).fit(X_nan, y)
     with pytest.raises(ValueError):
-        Estimator(1.0, 1e-5, accountant=acc).fit(X, y[:-1])
+        Estimator(epsilon=1.0, delta=1e-5, accountant=acc).fit(X, y[:-1])
     for bad in (dict(epsilon=0.0), dict(epsilon=-1.0), dict(delta=1.0), dict(delta=0.0)):
         with pytest.raises(InvalidParameterError):
             Estimator(**{"epsilon": 1.0, "delta": 1e-5, **bad}, accountant=acc).fit(X, y)
@@ -211,9 +211,9 @@ def test_bad_input_fails_before_spending(Estimator):
 def test_budget_exceeded_spends_nothing():
     acc = BudgetAccountant(epsilon=1.5, delta=1e-4)
     X, y = _simulate(500, 3, seed=13)
-    AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+    AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
     with pytest.raises(BudgetExceededError):
-        AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+        AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
     assert acc.n_spends == 1
     assert acc.total()[0] == pytest.approx(1.0)
 
@@ -221,7 +221,7 @@ def test_budget_exceeded_spends_nothing():
 def test_same_seed_gives_fresh_noise_and_fit_does_not_touch_params():
     """random_state never fixes the noise: refits and clones draw independent noise."""
     X, y = _simulate(4000, 3, seed=14)
-    est = AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, random_state=3)
+    est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=5.0, random_state=3)
     params = est.get_params()
     a = est.fit(X, y).coef_.copy()
     b = est.fit(X, y).coef_.copy()
@@ -232,7 +232,7 @@ def test_same_seed_gives_fresh_noise_and_fit_does_not_touch_params():
 
 def test_same_seed_same_output_under_the_testing_facility(fixed_noise):
     X, y = _simulate(4000, 3, seed=14)
-    est = AdaSSPRegressor(1.0, 1e-5, x_bound=3.0, y_bound=5.0, random_state=3)
+    est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=3.0, y_bound=5.0, random_state=3)
     a = est.fit(X, y).coef_.copy()
     np.testing.assert_array_equal(a, clone(est).fit(X, y).coef_)
     assert est.noise_reproducible_ and not est.privacy_spent_.for_publication
