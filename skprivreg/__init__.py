@@ -17,17 +17,23 @@ from .feature_selection import (
 from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
 from .linear_model import (
     AdaSSPRegressor,
+    BoostedAdaSSPRegressor,
     IndependentSSPRegressor,
     ISSPFailedError,
     ISSPRegressor,
+    LinearRegression,
     NoisyCovariance,
     ReuseCovRegressor,
     SSPRegressor,
+    TukeyEMRegressor,
 )
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "LinearRegression",
+    "BoostedAdaSSPRegressor",
+    "TukeyEMRegressor",
     "ISSPRegressor",
     "ISSPFailedError",
     "PrivateLassoSupportSelector",
