@@ -133,54 +133,75 @@ def mean_weight(n_samples, mu):
 # ---------------------------------------------------------------------------
 # Block functions (pure; one read of the block each)
 # ---------------------------------------------------------------------------
-def _mapped(X_block, y_block, rmap, x_clip=None):
+def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
+    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does)."""
     X = np.asarray(X_block, dtype=np.float64)
-    check_block_finite(X, "X")
+    if check:
+        check_block_finite(X, "X")
     if x_clip is not None:  # private path: rows clipped to the released bound first
         norms = row_norms(X)
         X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
-    Z = (X - rmap.center) / rmap.half
+    Z = X - rmap.center
+    Z /= rmap.half
     if rmap.clip_coordinates:
         np.clip(Z, -1.0, 1.0, out=Z)
-    norms = row_norms(Z)
-    over = norms > rmap.row_bound
-    if over.any():
-        Z[over] *= (rmap.row_bound / norms[over])[:, None]
+    if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
+        # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
+        norms = row_norms(Z)
+        over = norms > rmap.row_bound
+        if over.any():
+            Z[over] *= (rmap.row_bound / norms[over])[:, None]
     u = None
     if y_block is not None:
         y = np.asarray(y_block, dtype=np.float64).ravel()
-        check_block_finite(y, "y")
+        if check:
+            check_block_finite(y, "y")
         u = np.clip((y - rmap.y_center) / rmap.y_half, -1.0, 1.0)
     return Z, u
 
 
-def _augment(Z, fit_intercept):
-    if not fit_intercept:
-        return Z
-    return np.hstack([Z, np.full((Z.shape[0], 1), _INTERCEPT)])
+def _predict_mapped(Z, theta, fit_intercept):
+    """``A theta`` for ``A = [Z, c 1]`` without forming ``A``."""
+    d = Z.shape[1]
+    out = Z @ theta[:d]
+    if fit_intercept:
+        out += _INTERCEPT * theta[d]
+    return out
+
+
+def _transpose_times(Z, r, fit_intercept):
+    """``A^T r`` for ``A = [Z, c 1]`` without forming ``A``."""
+    head = Z.T @ r
+    return np.append(head, _INTERCEPT * r.sum()) if fit_intercept else head
 
 
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
-    """``(A^T A, A^T u, [sum u, sum u^2])`` of one block, ``A = [Z, c 1]``."""
-    Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    A = _augment(Z, fit_intercept)
-    return A.T @ A, A.T @ u, np.array([u.sum(), (u * u).sum()])
+    """``(A^T A, A^T u, [sum u, sum u^2])`` of one block, ``A = [Z, c 1]``.
+
+    The first pass over the rows: it also refuses NaN or infinity, before any noise.
+    """
+    Z, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
+    ZtZ = Z.T @ Z
+    if fit_intercept:
+        z_sum = _INTERCEPT * Z.sum(axis=0)
+        ZtZ = np.block([[ZtZ, z_sum[:, None]],
+                        [z_sum[None, :], np.array([[_INTERCEPT**2 * len(Z)]])]])
+    return ZtZ, _transpose_times(Z, u, fit_intercept), np.array([u.sum(), (u * u).sum()])
 
 
 def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
     """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip)."""
     Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    A = _augment(Z, fit_intercept)
-    r = u - A @ theta
+    r = u - _predict_mapped(Z, theta, fit_intercept)
     if clip is not None:
         np.clip(r, -clip, clip, out=r)
-    return (A.T @ r,)
+    return (_transpose_times(Z, r, fit_intercept),)
 
 
 def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None):
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
     Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    r = u - _augment(Z, fit_intercept) @ theta
+    r = u - _predict_mapped(Z, theta, fit_intercept)
     return (np.array([np.minimum(r * r, 1.0).sum()]),)
 
 
@@ -190,7 +211,7 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
     Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
     """
     Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    r = u - _augment(Z, fit_intercept) @ theta
+    r = u - _predict_mapped(Z, theta, fit_intercept)
     return (np.array([np.minimum(r * r, cap).sum() - np.minimum((u - u_mean) ** 2, cap).sum()]),)
 
 
