@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 from sklearn.linear_model import LinearRegression
 
-from skprivreg.exceptions import ClippingWarning, PrivacyLeakWarning
+from skprivreg.exceptions import PrivacyLeakWarning
 from skprivreg.feature_selection import PrivateLassoRegressor
 from skprivreg.linear_model import AdaSSPRegressor, ReuseCovRegressor, SSPRegressor
 
@@ -95,7 +95,7 @@ for i, eps in enumerate(EPSILONS):
                 # Bounds are high quantiles, not maxima: a few values are
                 # clipped, as intended. A fixed random_state is reproducible
                 # (warned about): fine for a simulation.
-                warnings.simplefilter("ignore", (ClippingWarning, PrivacyLeakWarning))
+                warnings.simplefilter("ignore", PrivacyLeakWarning)
                 model.fit(X, y)
             errors[name][i, r] = excess_risk(model)
             if name == "private Lasso + SSP":

@@ -35,7 +35,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LinearRegression
 
-from skprivreg.exceptions import ClippingWarning
 from skprivreg.linear_model import IndependentSSPRegressor, ReuseCovRegressor
 
 N_TRAIN, N_TEST, N_FEATURES = 2_000, 1_000, 10
@@ -101,7 +100,7 @@ for n_outputs in OUTCOMES:
             with warnings.catch_warnings():
                 # The label bound is 4 standard deviations: a few labels
                 # are clipped, as intended.
-                warnings.simplefilter("ignore", ClippingWarning)
+                pass  # clipping is never signalled
                 model.fit(X, Y)
             prediction = model.predict(X_test).reshape(Y_test.shape)
             scores.setdefault(name, []).append(pooled_r2(Y_test, prediction))

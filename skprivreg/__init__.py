@@ -1,9 +1,10 @@
 """skprivreg: differentially private regression for scikit-learn."""
 
-from .accounting import BudgetAccountant, PrivacyEvent, PrivacyLedger
+from . import diagnostics, testing
+from .accounting import BudgetAccountant, Guarantee, PrivacyEvent, PrivacyLedger
 from .exceptions import (
     BudgetExceededError,
-    ClippingWarning,
+    CompositionError,
     ConfigurationError,
     PrivacyLeakWarning,
     PrivateTestFailed,
@@ -50,8 +51,11 @@ __all__ = [
     "BudgetAccountant",
     "PrivacyEvent",
     "PrivacyLedger",
+    "Guarantee",
+    "diagnostics",
+    "testing",
     "BudgetExceededError",
-    "ClippingWarning",
+    "CompositionError",
     "ConfigurationError",
     "PrivacyLeakWarning",
     "PrivateTestFailed",

@@ -22,9 +22,33 @@ Composition
 
     Non-Gaussian events (Laplace, PTR, exponential mechanism) are added to the
     Gaussian part by basic composition.
+
+Unlike guarantees
+-----------------
+Every event carries its privacy *notion* (``'full'``: the whole row is
+protected; ``'label'``: only the label; ``'feature'``: only the features) and
+its *neighbouring relation* (``'replace-one'``: one row replaced, n public;
+``'add-remove'``: one row added or removed; ``'zero-out'``: one row replaced
+by a null row, n public). Composition never adds unlike guarantees as equals:
+
+- Relations. When the events of a composition do not all share one relation,
+  each add/remove or zero-out guarantee is converted to replace-one by group
+  privacy (a replacement is two additions/removals, or two zero-outs):
+  :math:`(\\varepsilon, \\delta) \\to (2\\varepsilon, (1 + e^{\\varepsilon})\\delta)`
+  (Dwork & Roth 2014, Thm. 2.2 and its approximate-DP form), and
+  :math:`\\mu`-GDP :math:`\\to 2\\mu`-GDP (Dong, Roth & Su 2022, Thm. 2.14).
+  Replace-one never converts to add/remove or zero-out.
+- Notions. Full DP implies label DP and feature DP (their neighbours are full
+  neighbours), so full events compose with label events into a *label*
+  guarantee and with feature events into a *feature* guarantee. Label events
+  and feature events together protect neither; composing them raises
+  :class:`~skprivreg.exceptions.CompositionError`.
+
+:class:`Guarantee` states which guarantee a total is.
 """
 
 import math
+import numbers
 import threading
 from dataclasses import dataclass
 
@@ -32,9 +56,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from .exceptions import BudgetExceededError
+from .exceptions import BudgetExceededError, CompositionError
 
 __all__ = [
+    "Guarantee",
     "PrivacyEvent",
     "PrivacyLedger",
     "BudgetAccountant",
@@ -44,10 +69,11 @@ __all__ = [
     "compose_ledgers",
     "subsampled_guarantee",
     "subsample_budget",
+    "group_privacy",
 ]
 
 NOTIONS = ("full", "label", "feature")
-NEIGHBOURINGS = ("replace-one", "add-remove")
+NEIGHBOURINGS = ("replace-one", "add-remove", "zero-out")
 COMPOSITIONS = ("basic", "gdp")
 
 # Relative slack when comparing a spend with a budget: totals are sums of
@@ -159,6 +185,91 @@ def gdp_epsilon(mu, delta):
 
 
 # ---------------------------------------------------------------------------
+# Unlike guarantees: notions and relations
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Guarantee:
+    """An (epsilon, delta) guarantee with its notion and neighbouring relation.
+
+    Iterating gives ``(epsilon, delta)``, so ``eps, delta = accountant.total()``
+    works as in diffprivlib; the notion and relation stay readable.
+    """
+
+    epsilon: float
+    delta: float
+    notion: str = "full"
+    neighbouring: str = "replace-one"
+
+    def __iter__(self):
+        return iter((self.epsilon, self.delta))
+
+    def __getitem__(self, index):
+        return (self.epsilon, self.delta)[index]
+
+    def __len__(self):
+        return 2
+
+    def __str__(self):
+        return (
+            f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.notion} notion, "
+            f"{self.neighbouring} neighbours"
+        )
+
+
+def group_privacy(epsilon, delta):
+    """``(epsilon, delta)`` for groups of two: ``(2 eps, (1 + e^eps) delta)``.
+
+    A replace-one neighbour is two add/remove (or two zero-out) steps, so an
+    add/remove or zero-out ``(epsilon, delta)`` guarantee is a replace-one
+    ``(2 epsilon, (1 + e^epsilon) delta)`` guarantee (Dwork & Roth 2014,
+    Thm. 2.2; Vadhan 2017, Lemma 2.2).
+    """
+    epsilon, delta = float(epsilon), float(delta)
+    if math.isinf(epsilon):
+        return math.inf, delta
+    return 2.0 * epsilon, min((1.0 + math.exp(min(epsilon, 700.0))) * delta, 1.0)
+
+
+def composed_notion(notions):
+    """The notion a composition of events with these notions guarantees."""
+    notions = set(notions) or {"full"}
+    if notions == {"full"}:
+        return "full"
+    if notions <= {"full", "label"}:
+        return "label"
+    if notions <= {"full", "feature"}:
+        return "feature"
+    raise CompositionError(
+        "Label-DP and feature-DP releases cannot be composed: together they "
+        "protect neither the labels nor the features of a row. Spend them on "
+        "separate accountants, or use full-DP estimators."
+    )
+
+
+def composed_neighbouring(relations):
+    """The relation of a composition: the common one, else replace-one."""
+    relations = set(relations) or {"replace-one"}
+    return relations.pop() if len(relations) == 1 else "replace-one"
+
+
+def _as_replace_one(event):
+    """``event`` converted to replace-one by group privacy (identity if it is)."""
+    if event.neighbouring == "replace-one":
+        return event
+    epsilon, delta = group_privacy(event.epsilon, event.delta)
+    return PrivacyEvent(
+        name=event.name,
+        epsilon=epsilon,
+        delta=delta,
+        notion=event.notion,
+        neighbouring="replace-one",
+        sensitivity=None if event.sensitivity is None else 2.0 * event.sensitivity,
+        sigma=event.sigma,
+        mu=None if event.mu is None else 2.0 * event.mu,
+    )
+
+
+# ---------------------------------------------------------------------------
 # Events and ledgers
 # ---------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -173,8 +284,9 @@ class PrivacyEvent:
         The guarantee of this release on its own.
     notion : {'full', 'label', 'feature'}
         What is protected: the whole row, only the label, or only the features.
-    neighbouring : {'replace-one', 'add-remove'}
-        The neighbouring relation of the guarantee.
+    neighbouring : {'replace-one', 'add-remove', 'zero-out'}
+        The neighbouring relation of the guarantee (``'zero-out'``: one row
+        replaced by a null row, n public; it is not add/remove).
     sensitivity, sigma, mu : float or None
         For Gaussian releases: L2-sensitivity, noise standard deviation, and
         ``mu = sensitivity / sigma``. ``None`` for other mechanisms.
@@ -203,7 +315,7 @@ class PrivacyEvent:
 
 
 class PrivacyLedger:
-    """Ordered privacy events and their composed total.
+    """Ordered privacy events and their composed, typed total.
 
     Parameters
     ----------
@@ -220,6 +332,14 @@ class PrivacyLedger:
     ----------
     epsilon, delta : float
         The composed guarantee.
+    notion, neighbouring : str
+        Which guarantee the total is (see :class:`Guarantee`): the weakest
+        notion among the events, and their common relation or, when they
+        differ, replace-one after group-privacy conversion.
+    for_publication : bool
+        ``False`` for a ledger of a fit made under
+        :func:`skprivreg.testing.reproducible_noise`: its noise can be
+        reproduced, so it guarantees nothing.
     """
 
     def __init__(self, events=(), composition="basic", delta=None):
@@ -231,6 +351,10 @@ class PrivacyLedger:
                 raise TypeError("A PrivacyLedger holds PrivacyEvent objects only.")
         self.composition = composition
         self._delta = None if delta is None else float(delta)
+        self.for_publication = True
+        # Refuse an impossible mixture of notions at construction.
+        self.notion = composed_notion(event.notion for event in self.events)
+        self.neighbouring = composed_neighbouring(event.neighbouring for event in self.events)
 
     @classmethod
     def concatenate(cls, ledgers, composition="basic"):
@@ -238,7 +362,9 @@ class PrivacyLedger:
         ledgers = list(ledgers)
         events = [event for ledger in ledgers for event in ledger.events]
         delta = sum(ledger.delta for ledger in ledgers)
-        return cls(events, composition=composition, delta=min(delta, 1.0))
+        combined = cls(events, composition=composition, delta=min(delta, 1.0))
+        combined.for_publication = all(ledger.for_publication for ledger in ledgers)
+        return combined
 
     def __len__(self):
         return len(self.events)
@@ -246,48 +372,74 @@ class PrivacyLedger:
     def __iter__(self):
         return iter(self.events)
 
+    def _converted(self):
+        """The events as composed: converted to replace-one where relations differ."""
+        if len({event.neighbouring for event in self.events}) <= 1:
+            return self.events
+        return tuple(_as_replace_one(event) for event in self.events)
+
     @property
     def delta(self):
-        if self._delta is not None:
-            return self._delta
-        return min(sum(event.delta for event in self.events), 1.0)
+        return self._compose()[1]
 
     @property
     def epsilon(self):
         return self._compose()[0]
 
     @property
+    def guarantee(self):
+        """The composed total as a :class:`Guarantee`."""
+        eps, delta = self._compose()
+        return Guarantee(eps, delta, self.notion, self.neighbouring)
+
+    @property
     def mu(self):
         """The composed mu of the Gaussian events (``None`` if there are none)."""
-        mus = [event.mu for event in self.events if event.is_gaussian]
+        mus = [event.mu for event in self._converted() if event.is_gaussian]
         if not mus:
             return None
         return math.sqrt(sum(m * m for m in mus))
 
     def _compose(self):
-        basic_eps = sum(event.epsilon for event in self.events)
-        if self.composition == "basic" or self.mu is None:
-            return basic_eps, self.delta
-        gaussian = [event for event in self.events if event.is_gaussian]
-        others = [event for event in self.events if not event.is_gaussian]
-        delta_gauss = self.delta - sum(event.delta for event in others)
+        events = self._converted()
+        gaussian = [event for event in events if event.is_gaussian]
+        by_mu = self.composition == "gdp" and bool(gaussian)
+        if self._delta is None:
+            delta = min(sum(event.delta for event in events), 1.0)
+        else:
+            # The declared delta plus what group-privacy conversion added
+            # (nothing for Gaussian events composed by mu: 2 mu is exact).
+            delta = min(self._delta + sum(
+                new.delta - old.delta
+                for new, old in zip(events, self.events)
+                if not (by_mu and new.is_gaussian)
+            ), 1.0)
+        basic_eps = sum(event.epsilon for event in events)
+        if not by_mu:
+            return basic_eps, delta
+        others = [event for event in events if not event.is_gaussian]
+        delta_gauss = delta - sum(event.delta for event in others)
         if delta_gauss <= 0:
             raise ValueError(
                 "The ledger's delta leaves nothing for its Gaussian events."
             )
-        eps_gauss = gdp_epsilon(self.mu, min(delta_gauss, 1.0))
+        mu = math.sqrt(sum(event.mu**2 for event in gaussian))
+        eps_gauss = gdp_epsilon(mu, min(delta_gauss, 1.0))
         if delta_gauss >= sum(event.delta for event in gaussian):
             # Basic composition of the Gaussian events is also valid at this
             # delta; report the smaller of two valid epsilons.
             eps_gauss = min(eps_gauss, sum(event.epsilon for event in gaussian))
-        return eps_gauss + sum(event.epsilon for event in others), self.delta
+        return eps_gauss + sum(event.epsilon for event in others), delta
 
     def __repr__(self):
         header = (
             f"{'event':<24}{'notion':<9}{'neighbours':<13}"
             f"{'epsilon':>10}{'delta':>11}{'mu':>9}"
         )
-        lines = [f"PrivacyLedger(composition={self.composition!r})", header]
+        title = f"PrivacyLedger(composition={self.composition!r})"
+        if not self.for_publication:
+            title += "  NOT FOR PUBLICATION: noise made reproducible for testing"
+        lines = [title, header]
         for event in self.events:
             mu = "" if event.mu is None else f"{event.mu:9.4f}"
             lines.append(
@@ -295,27 +447,54 @@ class PrivacyLedger:
                 f"{event.epsilon:10.4g}{event.delta:11.3g}{mu:>9}"
             )
         if self.events:
-            lines.append(f"{'total':<46}{self.epsilon:10.4g}{self.delta:11.3g}")
+            lines.append(
+                f"{'total':<24}{self.notion:<9}{self.neighbouring:<13}"
+                f"{self.epsilon:10.4g}{self.delta:11.3g}"
+            )
+            if len({event.neighbouring for event in self.events}) > 1:
+                lines.append(
+                    "(relations differ: add/remove and zero-out events converted to "
+                    "replace-one by group privacy)"
+                )
         return "\n".join(lines)
 
 
-def compose_ledgers(ledgers, composition="basic"):
-    """``(epsilon, delta)`` of several ledgers run one after the other.
+def _ledger_as_replace_one(ledger):
+    """``(epsilon, delta)`` of a whole ledger as a replace-one guarantee."""
+    eps, delta = ledger.epsilon, ledger.delta
+    if ledger.neighbouring == "replace-one":
+        return eps, delta
+    return group_privacy(eps, delta)
 
-    ``'basic'`` adds each ledger's own (epsilon, delta). ``'gdp'`` composes
-    the Gaussian events of all ledgers by their mu (the rest basically) at the
-    summed delta, and keeps the basic total when that is smaller (both are
-    valid at the same delta).
+
+def compose_ledgers(ledgers, composition="basic"):
+    """The :class:`Guarantee` of several ledgers run one after the other.
+
+    ``'basic'`` adds each ledger's own (epsilon, delta), after converting each
+    to replace-one by group privacy when the ledgers' relations differ.
+    ``'gdp'`` composes the Gaussian events of all ledgers by their mu (the
+    rest basically) at the summed delta, and keeps the basic total when that
+    is smaller at the same delta (both are valid). Incompatible notions raise
+    :class:`~skprivreg.exceptions.CompositionError`.
     """
     ledgers = list(ledgers)
-    basic_eps = sum(ledger.epsilon for ledger in ledgers)
-    delta = min(sum(ledger.delta for ledger in ledgers), 1.0)
-    if composition == "basic" or not ledgers:
-        return basic_eps, delta
-    if composition != "gdp":
+    if composition not in COMPOSITIONS:
         raise ValueError(f"composition must be one of {COMPOSITIONS}.")
-    combined = PrivacyLedger.concatenate(ledgers, composition="gdp")
-    return min(combined.epsilon, basic_eps), delta
+    if not ledgers:
+        return Guarantee(0.0, 0.0)
+    notion = composed_notion(ledger.notion for ledger in ledgers)
+    neighbouring = composed_neighbouring(ledger.neighbouring for ledger in ledgers)
+    if len({ledger.neighbouring for ledger in ledgers}) > 1:
+        parts = [_ledger_as_replace_one(ledger) for ledger in ledgers]
+    else:
+        parts = [(ledger.epsilon, ledger.delta) for ledger in ledgers]
+    basic_eps = sum(eps for eps, _ in parts)
+    delta = min(sum(d for _, d in parts), 1.0)
+    if composition == "gdp":
+        combined = PrivacyLedger.concatenate(ledgers, composition="gdp")
+        if combined.delta <= delta * (1 + _BUDGET_RTOL):
+            basic_eps = min(combined.epsilon, basic_eps)
+    return Guarantee(basic_eps, delta, notion, neighbouring)
 
 
 # ---------------------------------------------------------------------------
@@ -325,15 +504,23 @@ class BudgetAccountant:
     """A privacy budget shared by many fits.
 
     Estimators take ``accountant=None``. When one is given, the estimator
-    computes its planned ledger from public facts, calls :meth:`check`
-    before touching the data, and :meth:`spend` when the mechanisms have run
-    (also when a private test FAILs: the budget is spent).
+    plans its ledger from public facts and spends it (:meth:`spend`, which
+    checks first) before it reads any data value or draws any noise, so an
+    exception inside a mechanism never loses a spend, and a failed private
+    test is charged like any other fit.
 
     The accountant is a *handle*: :func:`sklearn.base.clone` (which deep-copies
     parameters) returns the same object, so every fit of a ``GridSearchCV``
     is charged to the same budget. It is thread-safe. It refuses to be pickled,
     because a copy in another process (joblib workers under ``n_jobs > 1``)
-    would record spends that never reach this object.
+    would record spends that never reach this object; a *fitted* estimator
+    pickles without it.
+
+    Composition is typed: the total is a :class:`Guarantee` that states its
+    notion and neighbouring relation, spends under different relations are
+    converted to replace-one by group privacy, and label-DP spends never
+    compose with feature-DP spends (:class:`~skprivreg.exceptions.CompositionError`,
+    raised by :meth:`check` before any data is read).
 
     Parameters
     ----------
@@ -344,59 +531,131 @@ class BudgetAccountant:
     composition : {'basic', 'gdp'}, default='basic'
         How spends compose. ``'gdp'`` composes Gaussian events across fits
         by their mu, the rest by basic composition.
+    notion : {'full', 'label', 'feature'} or None, default=None
+        The notion the budget must guarantee. ``None`` accepts any spends
+        whose composition is defined; ``'full'`` refuses label-DP and
+        feature-DP spends (their total would only be label or feature DP).
+    neighbouring : {'replace-one', 'add-remove', 'zero-out'} or None, default=None
+        The relation the total must be stated in. ``None``: the spends'
+        common relation, or replace-one after conversion.
 
     Examples
     --------
     >>> from skprivreg import BudgetAccountant, AdaSSPRegressor
     >>> acc = BudgetAccountant(epsilon=3.0, delta=1e-4)
     >>> est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, accountant=acc)
+    >>> acc.spend(0.5, 1e-6)  # diffprivlib-style: a manual full-DP spend
+    >>> acc.remaining()
+    (2.5, 9.9e-05)
     """
 
-    def __init__(self, epsilon=np.inf, delta=1.0, composition="basic"):
+    def __init__(self, epsilon=np.inf, delta=1.0, composition="basic", notion=None,
+                 neighbouring=None):
         if not (epsilon > 0):
             raise ValueError("epsilon must be > 0.")
         if not (0 < delta <= 1):
             raise ValueError("delta must lie in (0, 1].")
         if composition not in COMPOSITIONS:
             raise ValueError(f"composition must be one of {COMPOSITIONS}.")
+        if notion is not None and notion not in NOTIONS:
+            raise ValueError(f"notion must be None or one of {NOTIONS}.")
+        if neighbouring is not None and neighbouring not in NEIGHBOURINGS:
+            raise ValueError(f"neighbouring must be None or one of {NEIGHBOURINGS}.")
         self.epsilon = float(epsilon)
         self.delta = float(delta)
         self.composition = composition
+        self.notion = notion
+        self.neighbouring = neighbouring
         self._spent = []
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _as_ledger(spend, delta):
+        if isinstance(spend, PrivacyLedger):
+            if delta is not None:
+                raise TypeError("Pass either a PrivacyLedger or (epsilon, delta).")
+            return spend
+        if isinstance(spend, numbers.Real) and not isinstance(spend, bool):
+            epsilon = float(spend)
+            delta = 0.0 if delta is None else float(delta)
+            return PrivacyLedger([PrivacyEvent("manual spend", epsilon, delta)])
+        raise TypeError("Spend a PrivacyLedger or a pair (epsilon, delta).")
+
     def _total(self, extra=()):
-        return compose_ledgers([*self._spent, *extra], self.composition)
+        total = compose_ledgers([*self._spent, *extra], self.composition)
+        if self.notion is not None and total.notion != self.notion:
+            raise CompositionError(
+                f"This accountant guarantees {self.notion} DP; the spends would "
+                f"compose to {total.notion} DP only."
+            )
+        if self.neighbouring is not None and total.neighbouring != self.neighbouring:
+            if self.neighbouring != "replace-one":
+                raise CompositionError(
+                    f"This accountant states its total under {self.neighbouring} "
+                    f"neighbours; the spends compose under {total.neighbouring} only."
+                )
+            eps, delta = group_privacy(total.epsilon, total.delta)
+            total = Guarantee(eps, delta, total.notion, "replace-one")
+        return total
 
     def _raise_if_over(self, ledger):
-        eps, delta = self._total([ledger])
-        eps_over = eps > self.epsilon * (1 + _BUDGET_RTOL)
-        delta_over = delta > self.delta * (1 + _BUDGET_RTOL)
+        total = self._total([ledger])
+        eps_over = total.epsilon > self.epsilon * (1 + _BUDGET_RTOL)
+        delta_over = total.delta > self.delta * (1 + _BUDGET_RTOL)
         if eps_over or delta_over:
-            spent_eps, spent_delta = self._total()
+            spent = self._total()
             raise BudgetExceededError(
                 "This fit would exceed the privacy budget: it plans "
                 f"(epsilon={ledger.epsilon:.6g}, delta={ledger.delta:.3g}) and the "
                 f"accountant has (epsilon={self.epsilon:.6g}, delta={self.delta:.3g}) "
-                f"of which (epsilon={spent_eps:.6g}, delta={spent_delta:.3g}) is "
+                f"of which (epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g}) is "
                 "spent. Nothing was spent."
             )
 
-    def check(self, ledger):
-        """Raise :class:`BudgetExceededError` if spending ``ledger`` would exceed the budget."""
+    def check(self, spend, delta=None):
+        """Raise if spending would exceed the budget or mix incompatible notions.
+
+        ``spend`` is a :class:`PrivacyLedger`, or an epsilon with ``delta``
+        (diffprivlib style, recorded as a full-DP replace-one spend).
+        Returns ``True`` when the spend fits.
+        """
+        ledger = self._as_ledger(spend, delta)
         with self._lock:
             self._raise_if_over(ledger)
+        return True
 
-    def spend(self, ledger):
-        """Record ``ledger`` (check first; raise without recording if over budget)."""
-        if not isinstance(ledger, PrivacyLedger):
-            raise TypeError("spend expects a PrivacyLedger.")
+    def spend(self, spend, delta=None):
+        """Check, then record ``spend`` (a ledger, or epsilon and delta) atomically."""
+        ledger = self._as_ledger(spend, delta)
         with self._lock:
             self._raise_if_over(ledger)
             self._spent.append(ledger)
 
+    def _amend(self, planned, final):
+        """Replace a recorded ``planned`` ledger by its ``final`` form.
+
+        Estimators spend their plan before reading data; noise scales that
+        depend on privately released bounds are known only later. The final
+        ledger must state the same notion and relation and at most the planned
+        epsilon and delta (a tighter composition may lower them).
+        """
+        same = (
+            final.epsilon <= planned.epsilon * (1 + _BUDGET_RTOL) + 1e-15
+            and final.delta <= planned.delta * (1 + _BUDGET_RTOL) + 1e-300
+            and planned.notion == final.notion
+            and planned.neighbouring == final.neighbouring
+        )
+        if not same:
+            raise ValueError("A ledger may be amended only to one stating the same guarantee.")
+        with self._lock:
+            for index in range(len(self._spent) - 1, -1, -1):
+                if self._spent[index] is planned:
+                    self._spent[index] = final
+                    return
+        raise ValueError("The planned ledger was not spent on this accountant.")
+
     def total(self):
-        """``(epsilon, delta)`` spent so far, under the accountant's composition."""
+        """The :class:`Guarantee` spent so far (iterates as ``(epsilon, delta)``)."""
         with self._lock:
             return self._total()
 
@@ -407,8 +666,8 @@ class BudgetAccountant:
         total; a new spend may fit even when it exceeds this difference,
         because GDP composition is sub-additive. :meth:`check` is exact.
         """
-        eps, delta = self.total()
-        return max(self.epsilon - eps, 0.0), max(self.delta - delta, 0.0)
+        total = self.total()
+        return max(self.epsilon - total.epsilon, 0.0), max(self.delta - total.delta, 0.0)
 
     @property
     def ledgers(self):
@@ -434,16 +693,15 @@ class BudgetAccountant:
             "record spends that never reach this budget (with GridSearchCV or "
             "cross_val_score, every worker under n_jobs>1 gets a copy). Use n_jobs=1, "
             "or a thread backend (joblib.parallel_backend('threading')), or charge the "
-            "whole search up front on the accountant and fit with accountant=None. To "
-            "save a fitted estimator, set_params(accountant=None) first."
+            "whole search up front on the accountant and fit with accountant=None. A "
+            "fitted estimator pickles without its accountant."
         )
 
     def __repr__(self):
-        eps, delta = self.total()
+        total = self.total()
         return (
             f"BudgetAccountant(epsilon={self.epsilon}, delta={self.delta}, "
-            f"composition={self.composition!r}; spent epsilon={eps:.6g}, "
-            f"delta={delta:.3g} in {self.n_spends} fits)"
+            f"composition={self.composition!r}; spent {total} in {self.n_spends} fits)"
         )
 
 

@@ -1,78 +1,25 @@
 """The shared mixin of every skprivreg estimator: privacy parameters, accounting, randomness."""
 
 import math
-import numbers
 import warnings
 
 import numpy as np
 
 from ._compat import Interval, Options, Real
+from ._random import (
+    SpendFirstGenerator,
+    noise_is_reproducible,
+    public_generators,
+    secret_generators,
+)
 from .accounting import BudgetAccountant, PrivacyLedger
 from .exceptions import PrivacyLeakWarning
 
-__all__ = ["DPEstimatorMixin", "get_rng", "seed_sequence"]
-
-
-def seed_sequence(random_state):
-    """A :class:`numpy.random.SeedSequence` from ``random_state``.
-
-    - ``None``: fresh OS entropy (128 bits or more), never a 32-bit seed.
-    - ``int``: that seed (reproducible; anyone who knows it can reproduce the
-      noise, so never publish a seed used on private data).
-    - ``numpy.random.Generator``: 256 bits drawn from it (the generator advances,
-      so repeated fits get fresh noise).
-    - legacy ``numpy.random.RandomState``: accepted only as a source of a seed,
-      for reproducible tests; secret draws never use MT19937 itself.
-    """
-    if random_state is None:
-        return np.random.SeedSequence()
-    if isinstance(random_state, np.random.SeedSequence):
-        return random_state
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        return np.random.SeedSequence(int(random_state))
-    if isinstance(random_state, np.random.Generator):
-        return np.random.SeedSequence(
-            [int(v) for v in random_state.integers(0, 2**63, size=4)]
-        )
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.SeedSequence(
-            [int(v) for v in random_state.randint(0, 2**31, size=8)]
-        )
-    raise ValueError(
-        "random_state must be None, an int, a numpy.random.Generator or a "
-        "numpy.random.RandomState."
-    )
-
-
-def get_rng(random_state, purposes=None):
-    """Independent PCG64 generators, one per purpose, from ``random_state``.
-
-    Released values (a public partition, a subsample pattern) and secret
-    values (noise, secret weights, a PTR draw) must never come from one
-    stream: pass one purpose for each and use each generator for one thing.
-
-    Parameters
-    ----------
-    random_state : None, int, Generator or RandomState
-        See :func:`seed_sequence`.
-    purposes : sequence of str or None
-        ``None`` returns a single generator; otherwise a dict
-        ``{purpose: Generator}`` of independent children of one
-        :class:`~numpy.random.SeedSequence` (spawned in the given order).
-    """
-    seq = seed_sequence(random_state)
-    if purposes is None:
-        return np.random.Generator(np.random.PCG64(seq))
-    purposes = list(purposes)
-    children = seq.spawn(len(purposes))
-    return {
-        purpose: np.random.Generator(np.random.PCG64(child))
-        for purpose, child in zip(purposes, children)
-    }
+__all__ = ["DPEstimatorMixin"]
 
 
 class DPEstimatorMixin:
-    """Validation and accounting shared by every skprivreg estimator.
+    """Validation, accounting and randomness shared by every skprivreg estimator.
 
     Put it first in the bases:
     ``class ISSPRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator)``.
@@ -80,13 +27,23 @@ class DPEstimatorMixin:
     Subclasses merge :attr:`_privacy_parameter_constraints` into their
     ``_parameter_constraints`` and follow this order in ``fit``:
 
-    1. validate parameters and data (errors before any budget is spent);
-    2. build the planned :class:`~skprivreg.accounting.PrivacyLedger` from
-       public facts only (n, d, hyperparameters) and call
-       :meth:`_check_budget` before the data is used by any mechanism;
-    3. run the mechanisms with the noise scales recorded in that ledger;
-    4. :meth:`_charge` the ledger (also before raising
-       :class:`~skprivreg.exceptions.PrivateTestFailed`).
+    1. :meth:`_reset` (no attribute of a previous fit survives, whatever
+       happens next), then validate parameters and data (errors before any
+       budget is spent);
+    2. plan the :class:`~skprivreg.accounting.PrivacyLedger` from public facts
+       only (n, d, hyperparameters) and :meth:`_spend` it: the accountant
+       checks and records it, and ``privacy_spent_`` is set, before any data
+       value reaches a mechanism and before any noise is drawn;
+    3. run the mechanisms with the noise scales recorded in that ledger and
+       generators from :meth:`_secret_rngs`; when a noise scale depends on a
+       privately released bound, :meth:`_settle` replaces the plan by the
+       final ledger (same guarantee, so nothing more is spent);
+    4. raise :class:`~skprivreg.exceptions.PrivateTestFailed` after a failed
+       private test: the spend stays recorded.
+
+    Randomness: every secret draw comes from :meth:`_secret_rngs` (fresh OS
+    entropy in every fit, whatever ``random_state`` is); only randomness that
+    is released anyway comes from :meth:`_public_rngs` (``random_state``).
 
     ``fit`` never writes to a constructor parameter; resolved values go to
     attributes ending in ``_``.
@@ -112,25 +69,88 @@ class DPEstimatorMixin:
             return False
         return True
 
+    def _reset(self):
+        """Delete every fitted attribute, so a failed refit leaves none behind."""
+        for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("__")]:
+            delattr(self, name)
+        self.__dict__.pop("_pending_spend", None)
+
     def _check_budget(self, ledger):
-        """Raise ``BudgetExceededError`` before data access if the plan does not fit."""
+        """Raise ``BudgetExceededError`` if ``ledger`` does not fit; spend nothing."""
         if self.accountant is not None:
             self.accountant.check(ledger)
 
-    def _charge(self, ledger):
-        """Record ``ledger`` on the accountant and on ``privacy_spent_``."""
+    def _spend(self, ledger):
+        """Record ``ledger`` on the accountant and on ``privacy_spent_``.
+
+        Called before any data value reaches a mechanism and before any noise
+        is drawn, so nothing that happens afterwards (an exception, a failed
+        private test) can lose the spend.
+        """
         if not isinstance(ledger, PrivacyLedger):
-            raise TypeError("_charge expects a PrivacyLedger.")
+            raise TypeError("_spend expects a PrivacyLedger.")
+        ledger.for_publication = not noise_is_reproducible()
         if self.accountant is not None:
             self.accountant.spend(ledger)
         self.privacy_spent_ = ledger
+        self.noise_reproducible_ = not ledger.for_publication
 
-    def _rngs(self, *purposes):
-        """Independent generators for ``purposes`` from ``self.random_state``."""
-        return get_rng(self.random_state, purposes)
+    def _settle(self, ledger):
+        """Make ``ledger`` the final ledger of this fit.
+
+        If the plan was already spent, replace it (same notion and relation,
+        at most the planned epsilon and delta: nothing more is spent);
+        otherwise spend ``ledger`` now (a fit that drew no noise).
+        """
+        pending = self.__dict__.pop("_pending_spend", None)
+        if pending is not None and not pending["spent"]:
+            pending["spent"] = True
+            self._spend(ledger)
+            return
+        planned = self.privacy_spent_
+        ledger.for_publication = planned.for_publication
+        if self.accountant is not None:
+            self.accountant._amend(planned, ledger)
+        self.privacy_spent_ = ledger
+
+    def _secret_rngs(self, *purposes, spend=None):
+        """Independent generators for secret draws, from fresh OS entropy.
+
+        With ``spend`` (the planned ledger, already checked with
+        :meth:`_check_budget`), the generators record that spend before
+        their first draw: data passes that release nothing (and may still
+        refuse bad input) can run first, and no noise is ever drawn before
+        the spend is recorded. Finish such a fit with :meth:`_settle`.
+        """
+        rngs = secret_generators(purposes, self.random_state)
+        if spend is None:
+            return rngs
+        state = {"spent": False}
+        self._pending_spend = state
+
+        def before():
+            if not state["spent"]:
+                state["spent"] = True
+                self._spend(spend)
+
+        return {purpose: SpendFirstGenerator(rng, before) for purpose, rng in rngs.items()}
+
+    def _public_rngs(self, *purposes):
+        """Independent generators for released randomness, from ``random_state``."""
+        return public_generators(self.random_state, purposes)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if "privacy_spent_" in state and state.get("accountant") is not None:
+            # A fitted estimator is saved without its accountant (a handle to a
+            # live budget); its privacy_spent_ stays.
+            state = dict(state, accountant=None)
+        return state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # Noise is fresh in every fit: refits on the same data differ.
+        tags.non_deterministic = True
         if tags.regressor_tags is not None:
             # DP noise makes sklearn's toy-data score thresholds meaningless.
             tags.regressor_tags.poor_score = True

@@ -5,7 +5,10 @@ bound comes from the user (public, declared), from a private estimate that
 spends budget, or, only when the user asks with ``bounds='data'``, from the
 data itself with a :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
 Clipping to a bound is a fixed per-row map, so neighbouring datasets stay
-neighbours and the guarantee computed with the bound holds.
+neighbours and the guarantee computed with the bound holds. Clipping is
+documented behaviour and never signalled from ``fit`` (whether some row
+exceeded its bound is a fact about one record); the data curator counts
+clipped rows with :mod:`skprivreg.diagnostics`, outside any release.
 """
 
 import math
@@ -14,13 +17,12 @@ import warnings
 import numpy as np
 
 from .accounting import PrivacyEvent
-from .exceptions import ClippingWarning, ConfigurationError, PrivacyLeakWarning
+from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .mechanisms import bound_bins, private_upper_bound, upper_bound_margin
 
 __all__ = [
     "clip_rows",
     "clip_entries",
-    "warn_clipped",
     "clip_rows_l2",
     "clip_values",
     "data_norm_bound",
@@ -40,10 +42,9 @@ def row_norms(X):
 
 
 def clip_rows(X, bound):
-    """``(X * min(1, bound/||x||) row by row, whether any row changed)``; no warning.
+    """``(X * min(1, bound/||x||) row by row, whether any row changed)``.
 
-    The warning-free form, for block functions that may run on workers;
-    the caller warns once (:func:`warn_clipped`).
+    The flag is for non-private diagnostics only; ``fit`` never reports it.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
@@ -58,40 +59,23 @@ def clip_rows(X, bound):
 
 
 def clip_entries(y, bound):
-    """``(clip(y, -bound, bound), whether any entry changed)``; no warning."""
+    """``(clip(y, -bound, bound), whether any entry changed)``.
+
+    The flag is for non-private diagnostics only; ``fit`` never reports it.
+    """
     y = np.asarray(y, dtype=np.float64)
     clipped = np.clip(y, -bound, bound)
     return clipped, bool(np.any(clipped != y))
 
 
-def warn_clipped(name):
-    """The one :class:`ClippingWarning` of a fit for ``name``; it carries no count."""
-    warnings.warn(
-        f"Some {'rows' if name == 'X' else 'entries'} of {name} were clipped to the "
-        f"bound {'x_bound' if name == 'X' else name + '_bound'}.",
-        ClippingWarning,
-        stacklevel=4,
-    )
+def clip_rows_l2(X, bound):
+    """Scale every row to L2 norm at most ``bound``: ``x <- x min(1, bound/||x||)``."""
+    return clip_rows(X, bound)[0]
 
 
-def clip_rows_l2(X, bound, *, warn=True):
-    """Scale every row to L2 norm at most ``bound``: ``x <- x min(1, bound/||x||)``.
-
-    Returns a new array; emits a :class:`ClippingWarning` without any count
-    when some row was clipped (``warn=True``).
-    """
-    clipped, changed = clip_rows(X, bound)
-    if warn and changed:
-        warn_clipped("X")
-    return clipped
-
-
-def clip_values(y, bound, *, name="y", warn=True):
-    """Clip entries to ``[-bound, bound]``; :class:`ClippingWarning` without a count."""
-    clipped, changed = clip_entries(y, bound)
-    if warn and changed:
-        warn_clipped(name)
-    return clipped
+def clip_values(y, bound):
+    """Clip entries to ``[-bound, bound]`` (a new float64 array)."""
+    return clip_entries(y, bound)[0]
 
 
 def min_samples_for_private_bound(epsilon):

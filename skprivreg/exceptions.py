@@ -6,10 +6,10 @@ public quantities only (n, d, epsilon, delta, hyperparameters).
 
 __all__ = [
     "PrivacyLeakWarning",
-    "ClippingWarning",
     "BudgetExceededError",
     "ConfigurationError",
     "PrivateTestFailed",
+    "CompositionError",
 ]
 
 
@@ -19,16 +19,6 @@ class PrivacyLeakWarning(UserWarning):
     Raised for example when bounds are read from the data (``bounds='data'``)
     or when ``epsilon=np.inf`` switches an estimator to its non-private mode.
     skprivreg never installs a global warnings filter for it.
-    """
-
-
-class ClippingWarning(UserWarning):
-    """Rows or labels were clipped to the declared bounds.
-
-    The message never carries a count: the number of clipped rows is not
-    private. The warning itself tells the process running ``fit`` one bit
-    (whether any row exceeded its bound); it is meant for the data curator
-    and must not be published with the model.
     """
 
 
@@ -53,4 +43,14 @@ class PrivateTestFailed(RuntimeError):
     The budget of the whole call *is* spent and recorded on the estimator's
     ``privacy_spent_`` before this is raised. The message is fixed and carries
     no data-dependent number.
+    """
+
+
+class CompositionError(ValueError):
+    """Privacy spends whose guarantees cannot be composed into one.
+
+    Raised, before any data is read, when label-DP and feature-DP spends would
+    be composed (together they protect neither), or when an accountant
+    declared for one notion or relation receives a spend that composes only
+    to a weaker one.
     """

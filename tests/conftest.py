@@ -1,40 +1,26 @@
 """Suite-wide fixtures.
 
-Every estimator draws its noise from ``random_state``; ``None`` means fresh OS
-entropy, which would make any test that fits with the default seed a
-different experiment on every run (a flaky test rather than a test). Here
-``random_state=None`` inside ``fit`` is replaced by a seed derived from the
-test's node id and a per-test call counter: each test is reproducible, and
-successive default-seeded fits in one test still get different noise, as
-they do for users. Tests that call :func:`skprivreg.base.seed_sequence`
-directly see the real function.
+Private fits draw their noise from fresh OS entropy whatever ``random_state``
+is. Tests that need fixed numbers (equality of two paths on the same noise,
+doctests of exact values) opt in with the ``fixed_noise`` fixture, which
+wraps the test in :func:`skprivreg.testing.reproducible_noise`; every other
+test sees the library exactly as users do.
 """
 
-import hashlib
 import warnings
 
-import numpy as np
 import pytest
 
-import skprivreg.base as _base
-import skprivreg.linear_model._reusecov as _reusecov
-
-_real_seed_sequence = _base.seed_sequence
+from skprivreg.testing import reproducible_noise
 
 
-@pytest.fixture(autouse=True)
-def _reproducible_default_seed(request, monkeypatch):
-    digest = hashlib.sha256(request.node.nodeid.encode()).digest()
-    test_key = [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
-    calls = iter(range(1 << 62))
-
-    def seed_sequence(random_state):
-        if random_state is None:
-            return np.random.SeedSequence(test_key + [next(calls)])
-        return _real_seed_sequence(random_state)
-
-    for module in (_base, _reusecov):  # modules that call seed_sequence by name
-        monkeypatch.setattr(module, "seed_sequence", seed_sequence)
+@pytest.fixture
+def fixed_noise():
+    """Reproducible noise for this test (the testing facility; warns once)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(0):
+            yield
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,10 @@ pytestmark = pytest.mark.filterwarnings("ignore:Sending large graph:UserWarning"
 RTOL = 1e-8
 
 
+
+# These tests compare two execution paths on the same noise.
+pytestmark = pytest.mark.usefixtures("fixed_noise")
+
 @pytest.fixture(scope="module")
 def clean_data():
     """n = 1e6, d = 1, epsilon = 8, bounded X: the clean path (no row filtered), PASS."""

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..base import get_rng
+from .._random import public_generators
 
 __all__ = ["make_linear_regression"]
 
@@ -48,7 +48,7 @@ def make_linear_regression(
     """
     if condition_number < 1:
         raise ValueError("condition_number must be >= 1.")
-    rngs = get_rng(random_state, ("design", "coef", "noise"))
+    rngs = public_generators(random_state, ("design", "coef", "noise"))
     scales = np.logspace(0.0, -np.log10(condition_number), n_features)
     X = rngs["design"].normal(size=(n_samples, n_features)) * np.sqrt(scales)
     if condition_number > 1:

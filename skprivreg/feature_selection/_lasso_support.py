@@ -13,10 +13,15 @@ from sklearn.feature_selection import SelectorMixin
 from .._compat import HasMethods, Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..bounds import clip_values
 from ..exceptions import ConfigurationError, PrivateTestFailed
 from ..linear_model._base import LinearPredictMixin
-from ._perturbation import minimum_penalty, perturbation_distance, perturbation_penalty
+from ..mechanisms import laplace_distance_threshold
+from ._perturbation import (
+    minimum_penalty,
+    perturbation_distance,
+    perturbation_penalty,
+    replace_one_calibration,
+)
 from ._rules import LarsEntryRule, LassoSupportRule
 from ._stability import (
     BOTTOM,
@@ -35,42 +40,34 @@ __all__ = [
     "demo_case",
 ]
 
-_FITTED_ATTRIBUTES = (
-    "support_",
-    "selected_features_",
-    "stable_",
-    "noisy_distance_",
-    "threshold_",
-    "subsample_rate_",
-    "n_subsamples_",
-    "max_appearances_",
-    "penalty_",
-    "epsilon_",
-    "delta_",
-    "privacy_spent_",
-)
-
-
 class UnstableSupportError(PrivateTestFailed):
     """The private stability test output bottom: no support is released.
 
     The budget of the call is spent and recorded before this is raised.
-    Attributes hold public or privately released values only: ``epsilon``,
-    ``delta`` (the parameters), ``threshold`` (public) and ``noisy_distance``
-    (the coarsely rounded noisy distance, covered by the guarantee).
+    The outcome is released as PASS/FAIL only: the message and the
+    attributes hold public values alone, ``epsilon``, ``delta`` (the
+    parameters) and ``threshold`` (the public threshold of the test; ``None``
+    in the non-private mode ``epsilon=inf``). No noisy or noiseless distance
+    is ever attached.
     """
 
-    def __init__(self, epsilon, delta, threshold, noisy_distance):
+    def __init__(self, epsilon, delta, threshold):
         self.epsilon = epsilon
         self.delta = delta
         self.threshold = threshold
-        self.noisy_distance = noisy_distance
-        super().__init__(
-            "The private Lasso support is not stable enough to release (bottom): "
-            f"noisy distance {noisy_distance:.1f} <= threshold {threshold:.3g} at "
-            f"epsilon={epsilon:.4g}, delta={delta:.3g}. The budget is spent. More data, "
-            "a larger epsilon, sampling='partition', or a smaller max_features can help."
-        )
+        if math.isinf(epsilon):
+            message = (
+                "epsilon=inf (non-private mode): the selection rule could not be "
+                "evaluated on the data (it needs at least 2 rows and a solver that "
+                "converges), so no support is released."
+            )
+        else:
+            message = (
+                "The private Lasso support is not stable enough to release (bottom) at "
+                f"epsilon={epsilon:.4g}, delta={delta:.3g}. The budget is spent. More data, "
+                "a larger epsilon, sampling='partition', or a smaller max_features can help."
+            )
+        super().__init__(message)
 
 
 _SELECTION_CONSTRAINTS = {
@@ -95,6 +92,74 @@ _SELECTION_CONSTRAINTS = {
 }
 
 
+# Parameters that apply to one configuration only, with their defaults. A
+# value other than the default where the parameter does not apply is refused
+# before any spend: a parameter is used or rejected, never ignored.
+_SUBSAMPLE_ONLY = {
+    "selection_rule": "lasso",
+    "alpha": None,
+    "lambda_scale": 1.0,
+    "sampling": "poisson",
+    "subsample_rate": None,
+    "n_subsamples": 1000,
+    "max_appearances": None,
+    "standardize": False,
+    "lasso_params": None,
+}
+_PERTURBATION_ONLY = {
+    "rsc_constant": None,
+    "penalty": None,
+    "n_reference": None,
+    "x_bound": None,
+    "y_bound": None,
+}
+
+
+def _differs(value, default):
+    if default is None:
+        return value is not None
+    return bool(value != default)
+
+
+def _check_applicable(estimator, names=None):
+    """Refuse parameters that the chosen configuration would not use (public facts only).
+
+    ``names`` restricts the check to the estimator's own parameter names
+    (the regressor has no ``x_bound``/``y_bound``; its bounds serve stage 2).
+    """
+    params = estimator.get_params(deep=False)
+    names = set(params) if names is None else set(names)
+    unused = {}
+
+    def refuse(keys, reason):
+        for key, default in keys.items():
+            if key in names and _differs(params[key], default):
+                unused.setdefault(reason, []).append(key)
+
+    if params["method"] == "perturbation":
+        refuse(_SUBSAMPLE_ONLY, "method='perturbation'")
+        if params["penalty"] is not None:
+            refuse({"noise_level": None, "n_reference": None}, "an explicit penalty")
+    else:
+        refuse(_PERTURBATION_ONLY, "method='subsample'")
+        if params["selection_rule"] == "lars":
+            refuse(
+                {"alpha": None, "noise_level": None, "lambda_scale": 1.0, "lasso_params": None},
+                "selection_rule='lars'",
+            )
+        elif params["alpha"] is not None:
+            refuse({"noise_level": None, "lambda_scale": 1.0}, "an explicit alpha")
+        if params["sampling"] == "partition":
+            refuse({"n_subsamples": 1000, "max_appearances": None}, "sampling='partition'")
+    if unused:
+        parts = [f"{', '.join(keys)} (not used with {why})" for why, keys in unused.items()]
+        raise ConfigurationError(
+            "Parameters that the chosen configuration does not use: "
+            + "; ".join(parts)
+            + ". Leave them at their defaults or choose the configuration that uses them."
+        )
+
+
 class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     """Differentially private Lasso support selection (Smith & Thakurta, COLT 2013).
 
@@ -116,17 +181,24 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     default ``m = 1000`` replaces the paper's ``ln(n/delta)/q^2`` (millions of
     fits), which the privacy proof does not need.
 
-    **Guarantee.** Full DP, privacy unit = one row ``(x_i, y_i)``;
-    ``(epsilon, delta/2)``-DP under add/remove **and** replace-one
-    neighbours, recorded as ``(epsilon, delta/2)`` (spec review §9: the
-    distance test passes with probability at most ``delta/2`` where the
-    output could differ). ``method='perturbation'`` with ``penalty`` or
-    ``n_reference`` given is ``(epsilon, delta/2)``-DP under add/remove;
-    with neither (``Lambda`` computed from the current ``n``, n-public) it
-    uses ``Lap(2/epsilon)`` and ``T = 1 + 2 ln(1/delta)/epsilon`` and is
-    ``(epsilon, delta/2)``-DP under replace-one. One ``fit`` spends the whole
-    budget whatever the outcome; refitting until something is released
-    costs the budget per attempt. Choose ``delta <= 1/(10 n)``.
+    **Guarantee.** Full DP, privacy unit = one row ``(x_i, y_i)``,
+    ``(epsilon, delta/2)``-DP under replace-one neighbours, recorded as one
+    replace-one event ``(epsilon, delta/2)``; the whole budget goes to the
+    one distance test. ``method='subsample'``: a replaced row keeps its
+    inclusion pattern, so at most ``K`` votes move, the proxy moves by at
+    most 1 and is at most 0 wherever the output could differ; the test passes
+    there with probability at most ``delta/2`` (the same holds under
+    add/remove). ``method='perturbation'``: its proxy moves by at most 1
+    under add/remove at a fixed ``Lambda``; a replace-one neighbour is two
+    such steps, so the proxy moves by at most 2 and is at most 1 wherever
+    the support differs, and the test uses ``Lap(2/epsilon)`` with
+    ``T = 1 + 2 ln(1/delta)/epsilon`` (see
+    :func:`~skprivreg.feature_selection._perturbation.replace_one_calibration`).
+    The spend is recorded before the data is read, and one ``fit`` spends
+    the whole budget whatever the outcome; refitting until something is
+    released costs the budget per attempt. The outcome of the test is
+    released as PASS/FAIL only (no noisy distance). Choose
+    ``delta <= 1/(10 n)``.
 
     **No data-dependent preprocessing before this step.** The proof needs
     every subsample's answer to depend on its own rows only: do not put a
@@ -155,8 +227,14 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
 
     ``method='perturbation'`` (paper §4.2) is **theoretical**: its
     worst-case slacks need ``Lambda > 16 s^2 / Psi`` and in practice return
-    ``bottom`` except on toy data (spec §2.5). It is implemented with the
-    corrected test (the paper's version is not private, see the docs).
+    ``bottom`` except on toy data. It is implemented with the corrected test
+    (the paper's version is not private, see the docs).
+
+    **Parameters are used or refused.** A parameter that the chosen
+    configuration does not use (``x_bound`` with ``method='subsample'``,
+    ``alpha`` with ``selection_rule='lars'``, ``n_subsamples`` with
+    ``sampling='partition'``, ...) raises :class:`ConfigurationError` before
+    any spend instead of being ignored.
 
     Parameters
     ----------
@@ -178,10 +256,15 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         (``Lambda_j = alpha n_j`` in the paper's sum form).
     noise_level : float or None, default=None
         Public noise level ``sigma`` (y units). With ``alpha=None``:
-        ``alpha_j = lambda_scale sigma sqrt(ln p / n_j)``.
+        ``alpha_j = lambda_scale sigma sqrt(ln p / n_j)``. With both
+        ``None`` (the default), each subsample estimates its own ``sigma``
+        from its own rows by the scaled Lasso (Sun & Zhang 2012; see
+        :func:`~skprivreg.feature_selection._rules.scaled_lasso`), which keeps
+        the rule local to the subsample and needs no tuning. Under
+        ``method='perturbation'`` it sets ``Lambda`` when ``penalty`` is None.
     lambda_scale : float, default=1.0
         8 is the paper's Theorem 38, 4 its Theorem 7; these proof constants
-        zero realistic coefficients (spec §2.4).
+        zero realistic coefficients.
     sampling : {'poisson', 'partition'}, default='poisson'
         Capped Bernoulli subsamples (the paper) or ``floor(1/q)`` disjoint
         blocks (``K = 1``; about half the ``n`` of poisson, one full-data
@@ -206,10 +289,12 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     n_reference : int or None, default=None
         Public ``n`` for ``Lambda = 4 sigma~ sqrt(n_ref ln p)``
         (perturbation, when ``penalty`` is None); ``None`` uses the current
-        ``n`` (n-public, replace-one calibration).
+        ``n`` (n-public).
     x_bound, y_bound : float or None, default=None
-        Perturbation only: entries are clipped to ``|x| <= x_bound``,
-        ``|y| <= y_bound`` and rescaled to the paper's domain.
+        Perturbation only, and required there (public values you declare):
+        entries are clipped to ``|x| <= x_bound``, ``|y| <= y_bound`` and
+        rescaled to the paper's domain. Refused with ``method='subsample'``,
+        which needs no bounds.
     on_failure : {'raise', 'empty'}, default='raise'
     n_jobs : int or None, default=None
         joblib workers over subsamples; results do not depend on it.
@@ -224,11 +309,11 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         The released support (all False on bottom with ``on_failure='empty'``).
     selected_features_ : ndarray of int
     stable_ : bool
-        True iff a support was released.
-    noisy_distance_ : float
-        The noisy distance, rounded to 0.1 (covered by the guarantee).
-    threshold_ : float
-        ``T`` (public).
+        True iff a support was released (the test's PASS/FAIL).
+    threshold_ : float or None
+        ``T`` (public): ``ln(1/delta)/epsilon`` (subsample) or
+        ``1 + 2 ln(1/delta)/epsilon`` (perturbation); ``None`` at
+        ``epsilon=inf``.
     subsample_rate_, n_subsamples_, max_appearances_ : float, int, int
         ``q, m, K`` used (``nan``/0 for the perturbation method).
     penalty_ : float or None
@@ -331,11 +416,6 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             if self.max_features is None:
                 raise ConfigurationError("selection_rule='lars' needs max_features.")
             return LarsEntryRule(self.max_features, self.fit_intercept, self.standardize)
-        if self.alpha is None and self.noise_level is None:
-            raise ConfigurationError(
-                "selection_rule='lasso' needs alpha or noise_level (the public noise "
-                "level sigma), or use selection_rule='lars'."
-            )
         params = {"tol": 1e-6, "max_iter": 5000, **(self.lasso_params or {})}
         unknown = set(params) - {"tol", "max_iter"}
         if unknown:
@@ -354,14 +434,17 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         )
 
     def _perturbation_setup(self, n, p):
-        """``(Lambda, sensitivity, offset, neighbouring)`` from public facts only."""
+        """The sum-form penalty ``Lambda``, from public facts only (n-public without one)."""
         missing = [
             name
             for name in ("rsc_constant", "max_features", "x_bound", "y_bound")
             if getattr(self, name) is None
         ]
         if missing:
-            raise ConfigurationError(f"method='perturbation' needs {', '.join(missing)}.")
+            raise ConfigurationError(
+                f"method='perturbation' needs {', '.join(missing)} (public values you "
+                "declare; the entries are clipped to the bounds)."
+            )
         if self.fit_intercept:
             raise ConfigurationError(
                 "method='perturbation' has no intercept (the analysis has none); centre "
@@ -383,12 +466,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
                 f"{minimum_penalty(s, psi):.4g} "
                 f"(got Lambda = {Lambda:.4g}); privacy is not proven otherwise."
             )
-        if self.penalty is None and self.n_reference is None:
-            # Lambda depends on the current n: only replace-one neighbours
-            # share it; the proxy then moves by 2 and may be 1 where the
-            # support differs (review §9).
-            return Lambda, 2.0, 1.0, "replace-one"
-        return Lambda, 1.0, 0.0, "add-remove"
+        return Lambda
 
     # -- fit ----------------------------------------------------------------
     @fit_context(prefer_skip_nested_validation=True)
@@ -410,7 +488,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         UnstableSupportError
             On bottom with ``on_failure='raise'`` (after recording the budget).
         """
-        self._clear_fitted()
+        self._reset()
+        _check_applicable(self)
         subsample = self.method == "subsample"
         X, y = validate_data(
             self,
@@ -427,6 +506,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         private = self._validate_privacy_params()
         n, p = X.shape
 
+        # The plan and its ledger: public facts only.
         if subsample:
             rule = self._selection_rule()
             plan = None
@@ -441,31 +521,29 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
                     n_samples=n,
                 )
                 _warn_if_release_unlikely(plan, self.epsilon)
-            ledger = self._ledger(private, "lasso_support_subsample", "replace-one")
+            ledger = self._ledger(private, "lasso_support_subsample")
         else:
-            Lambda, sens, offset, neighbouring = self._perturbation_setup(n, p)
-            ledger = self._ledger(private, "lasso_support_perturbation", neighbouring)
-        self._check_budget(ledger)
+            Lambda = self._perturbation_setup(n, p)
+            ledger = self._ledger(private, "lasso_support_perturbation")
+        # Checked and recorded before any noisy value is computed: an
+        # exception inside the mechanism never loses the spend.
+        self._spend(ledger)
 
-        rngs = self._rngs("subsamples", "noise")
+        rngs = self._secret_rngs("subsamples", "noise")
         if subsample:
-            released, noisy, threshold = self._fit_subsample(X, y, rule, plan, private, rngs)
+            released, threshold = self._fit_subsample(X, y, rule, plan, private, rngs)
         else:
-            released, noisy, threshold = self._fit_perturbation(
-                X, y, Lambda, sens, offset, private, rngs["noise"]
-            )
-        self._charge(ledger)
+            released, threshold = self._fit_perturbation(X, y, Lambda, private, rngs["noise"])
 
         if released is BOTTOM and self.on_failure == "raise":
             # Leave the estimator unfitted, but keep the ledger of the spend.
-            raise UnstableSupportError(self.epsilon, self.delta, threshold, noisy)
+            raise UnstableSupportError(self.epsilon, self.delta, threshold)
         self.stable_ = released is not BOTTOM
         support = np.zeros(p, dtype=bool)
         if self.stable_:
             support[list(released)] = True
         self.support_ = support
         self.selected_features_ = np.flatnonzero(support)
-        self.noisy_distance_ = noisy
         self.threshold_ = threshold
         if subsample and plan is not None:
             self.subsample_rate_ = plan.subsample_rate
@@ -478,31 +556,20 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         self.delta_ = ledger.delta
         return self
 
-    def _ledger(self, private, name, neighbouring):
+    def _ledger(self, private, name):
+        """One replace-one event: ``(epsilon, delta/2)`` (both methods; see the class docstring)."""
         if not private:
             return PrivacyLedger([PrivacyEvent(name=name, epsilon=math.inf, delta=0.0)])
-        ledger = stable_mode_ledger(self.epsilon, self.delta, name=name)
-        if neighbouring != "replace-one":
-            event = ledger.events[0]
-            ledger = PrivacyLedger(
-                [
-                    PrivacyEvent(
-                        name=name,
-                        epsilon=event.epsilon,
-                        delta=event.delta,
-                        neighbouring=neighbouring,
-                    )
-                ]
-            )
-        return ledger
+        return stable_mode_ledger(self.epsilon, self.delta, name=name)
 
     def _fit_subsample(self, X, y, rule, plan, private, rngs):
+        """``(released support or BOTTOM, threshold)``; the threshold is ``None`` when not private."""
         if not private:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 key = rule(X, y)
-            return (BOTTOM if not isinstance(key, tuple) else key), math.inf, 0.0
-        released, noisy = run_stable_mode(
+            return (BOTTOM if not isinstance(key, tuple) else key), None
+        released = run_stable_mode(
             X,
             y,
             rule,
@@ -513,27 +580,29 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             subsample_rng=rngs["subsamples"],
             noise_rng=rngs["noise"],
         )
-        return released, noisy, plan.threshold
+        return released, plan.threshold
 
-    def _fit_perturbation(self, X, y, Lambda, sensitivity, offset, private, rng):
+    def _fit_perturbation(self, X, y, Lambda, private, rng):
         s = self.max_features
         # Per-entry clipping after public scaling: a per-row map (spec §2.1).
-        X_clip = clip_values(X / self.x_bound, 1.0, name="x")
-        y_clip = s * clip_values(y / self.y_bound, 1.0, name="y")
-        with warnings.catch_warnings():
+        # No warning: whether some entry was clipped depends on one record.
+        X_clip = np.clip(X / self.x_bound, -1.0, 1.0)
+        y_clip = s * np.clip(y / self.y_bound, -1.0, 1.0)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             support, d_hat = perturbation_distance(X_clip, y_clip, s, Lambda, self.rsc_constant)
         if not private:
-            return support, math.inf, 0.0
-        released, noisy = propose_test_release(
+            return support, None
+        # Replace-one calibration (derived in replace_one_calibration): the
+        # proxy moves by at most 2 and is at most 1 where a replace-one
+        # neighbour's support differs, so Lap(2/eps) and T = 1 + 2 ln(1/delta)/eps
+        # give (eps, delta/2)-DP under replace-one.
+        sensitivity, offset = replace_one_calibration()
+        released = propose_test_release(
             support, d_hat, self.epsilon, self.delta, rng, sensitivity=sensitivity, offset=offset
         )
-        threshold = offset + sensitivity * math.log(1.0 / self.delta) / self.epsilon
-        return released, noisy, threshold
-
-    def _clear_fitted(self):
-        for name in _FITTED_ATTRIBUTES:
-            self.__dict__.pop(name, None)
+        threshold = laplace_distance_threshold(self.epsilon, self.delta, sensitivity, offset)
+        return released, threshold
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "support_")
@@ -553,25 +622,37 @@ class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin
     """Private sparse linear regression: private Lasso support, then SSP on it.
 
     Stage 1 runs :class:`PrivateLassoSupportSelector` with
-    ``epsilon_1 = selection_fraction * epsilon`` and threshold
-    ``ln(1/delta)/epsilon_1`` (``(epsilon_1, delta/2)``-DP). Stage 2 fits
+    ``epsilon_1 = selection_fraction * epsilon``: ``(epsilon_1, delta/2)``-DP
+    under replace-one neighbours for both methods (threshold
+    ``ln(1/delta)/epsilon_1`` for ``'subsample'``,
+    ``1 + 2 ln(1/delta)/epsilon_1`` with ``Lap(2/epsilon_1)`` for
+    ``'perturbation'``). Stage 2 fits
     :class:`~skprivreg.linear_model.SSPRegressor` (sufficient statistics
     perturbation, analytic Gaussian mechanism, GDP composition of its two
     releases) on the selected columns with ``(epsilon_2, delta/2)``,
-    ``epsilon_2 = epsilon - epsilon_1``. By adaptive sequential composition
-    the whole fit is ``(epsilon, delta)``-DP, full DP (one row), replace-one
-    neighbours (SSP's relation; the selection is valid under both). Stage 2
-    may use the released support: it is public after stage 1.
+    ``epsilon_2 = epsilon - epsilon_1``, replace-one. By adaptive sequential
+    composition of two replace-one guarantees the whole fit is
+    ``(epsilon, delta)``-DP, full DP (one row), replace-one neighbours. Stage 2
+    may use the released support: it is public after stage 1. The plan of
+    both stages is checked and recorded on the accountant before the data is
+    read; after the fit it is replaced by the stages' own ledgers (the same
+    guarantee, at most the plan), or by the selection's alone when stage 2
+    does not run.
 
     Stage 2 clips the selected entries to ``|x| <= feature_bound`` (so rows
     have norm ``<= feature_bound sqrt(k)``) and ``|y| <= target_bound``.
     Missing bounds are estimated privately by SSP inside ``epsilon_2``
-    (``bounds='private'``). With an intercept, the selection centres inside
-    each subsample and SSP appends a constant column.
+    (``bounds='private'``, with SSP's stated budget share). With an
+    intercept, the selection centres inside each subsample and SSP appends a
+    constant column. ``method='perturbation'`` also clips its test to
+    ``feature_bound``/``target_bound`` and requires both (refused before any
+    spend otherwise). With every parameter at its default the regressor fits:
+    the selection estimates its noise level inside each subsample and stage 2
+    estimates its bounds privately.
 
     **Failure.** On bottom with ``on_failure='raise'``,
-    :class:`UnstableSupportError` is raised after recording the stage-1
-    spend (stage 2 does not run). With ``on_failure='empty'`` stage 2 runs
+    :class:`UnstableSupportError` is raised with the stage-1 spend recorded
+    (stage 2 does not run, and its planned share is released back). With ``on_failure='empty'`` stage 2 runs
     on the empty support: an intercept-only DP model (a DP mean through the
     constant column) if ``fit_intercept``, else all zeros (nothing more
     spent).
@@ -609,7 +690,6 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
     selector_ : PrivateLassoSupportSelector
     support_ : ndarray of bool
     stable_ : bool
-    noisy_distance_ : float
     coef_ : ndarray of shape (n_features_in_,)
         Zero off the support.
     intercept_ : float
@@ -696,6 +776,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
         return eps1, self.epsilon - eps1
 
     def _make_selector(self, eps1, rng):
+        perturbation = self.method == "perturbation"
         return PrivateLassoSupportSelector(
             epsilon=eps1,
             delta=self.delta,
@@ -709,16 +790,20 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
             subsample_rate=self.subsample_rate,
             n_subsamples=self.n_subsamples,
             max_appearances=self.max_appearances,
-            fit_intercept=self.fit_intercept if self.method == "subsample" else False,
+            fit_intercept=False if perturbation else self.fit_intercept,
             standardize=self.standardize,
             lasso_params=self.lasso_params,
             rsc_constant=self.rsc_constant,
             penalty=self.penalty,
             n_reference=self.n_reference,
-            x_bound=self.feature_bound,
-            y_bound=self.target_bound,
+            # The bounds of the perturbation test are the regressor's bounds;
+            # the subsample method uses none.
+            x_bound=self.feature_bound if perturbation else None,
+            y_bound=self.target_bound if perturbation else None,
             on_failure=self.on_failure,
             n_jobs=self.n_jobs,
+            # The regressor records the whole plan itself, before either stage.
+            accountant=None,
             random_state=rng,
         )
 
@@ -765,20 +850,29 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
         -------
         self : object
         """
-        for name in ("coef_", "intercept_", "support_", "selector_", "stage2_", "privacy_spent_"):
-            self.__dict__.pop(name, None)
+        self._reset()
+        _check_applicable(self, names=set(self.get_params(deep=False)) - {"x_bound", "y_bound"})
+        if self.method == "perturbation":
+            missing = [n for n in ("feature_bound", "target_bound") if getattr(self, n) is None]
+            if missing:
+                raise ConfigurationError(
+                    f"method='perturbation' needs {', '.join(missing)} (public bounds you "
+                    "declare; the perturbation test clips to them)."
+                )
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
         private = self._validate_privacy_params()
         eps1, eps2 = self._budget_split(private)
         delta2 = self.delta / 2.0
+        # The plan of both stages (public facts only) is checked and recorded
+        # before the data is read; the nested estimators have no accountant.
         planned = PrivacyLedger(
             [
                 PrivacyEvent("lasso_support", eps1, self.delta / 2.0 if private else 0.0),
                 PrivacyEvent("stage2", eps2, delta2 if private else 0.0),
             ]
         )
-        self._check_budget(planned)
-        rngs = self._rngs("selection", "estimation")
+        self._spend(planned)
+        rngs = self._public_rngs("selection", "estimation")
 
         selector = self._make_selector(eps1, rngs["selection"])
         try:
@@ -787,7 +881,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                     warnings.simplefilter("ignore", category=UserWarning)
                 selector.fit(X, y)
         except UnstableSupportError:
-            self._charge(selector.privacy_spent_)
+            # Stage 2 never runs: only the selection's spend remains recorded
+            # (the plan was recorded before the data was read).
+            self._settle(selector.privacy_spent_)
             raise
         self.selector_ = selector
         support = selector.support_
@@ -801,7 +897,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
             if k > 0:
                 Z = X[:, support]
                 if self.feature_bound is not None:
-                    Z = clip_values(Z, self.feature_bound, name="x")
+                    # Per-entry clipping (a per-row map); no warning, as
+                    # whether an entry was clipped depends on one record.
+                    Z = np.clip(Z, -self.feature_bound, self.feature_bound)
                 fit_intercept = self.fit_intercept
             else:
                 Z = np.ones((X.shape[0], 1))
@@ -818,13 +916,13 @@ lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
                 intercept = float(np.ravel(stage2.intercept_)[0])
             else:
                 intercept = float(np.ravel(stage2.coef_)[0])
+        # The final ledger replaces the plan (same guarantee, at most the plan).
         ledger = PrivacyLedger.concatenate(ledgers, composition="gdp" if private else "basic")
-        self._charge(ledger)
+        self._settle(ledger)
         self.coef_ = coef
         self.intercept_ = intercept
         self.support_ = support
         self.stable_ = selector.stable_
-        self.noisy_distance_ = selector.noisy_distance_
         self.epsilon_ = ledger.epsilon
         self.delta_ = ledger.delta
         return self

@@ -29,6 +29,7 @@ __all__ = [
     "perturbation_scores",
     "perturbation_distance",
     "perturbation_penalty",
+    "replace_one_calibration",
 ]
 
 
@@ -44,6 +45,38 @@ def perturbation_penalty(noise_level, max_features, y_bound, n_reference, n_feat
 def minimum_penalty(max_features, rsc_constant):
     """The paper's Lemma 13 condition ``Lambda > 16 s^2 / Psi`` (the only one privacy needs)."""
     return 16.0 * max_features**2 / rsc_constant
+
+
+def replace_one_calibration():
+    """``(sensitivity, offset) = (2, 1)``: the distance test's calibration under replace-one.
+
+    The proxy ``d_hat`` of :func:`perturbation_distance` (at a fixed public
+    ``Lambda``) satisfies, under **add/remove** neighbours, (P1)
+    ``|d_hat(D) - d_hat(D'')| <= 1`` and (P2) ``d_hat <= 0`` on both sides
+    when the supports differ (the paper's Claims 32-34 with the corrected
+    ``g_1`` and no ``+1``). A **replace-one** neighbour ``D'`` of ``D`` is
+    two add/remove steps through ``D'' = D`` minus the replaced row, with the
+    same ``Lambda`` (the mechanism evaluates ``D`` and ``D'`` at one
+    ``Lambda``; ``D''`` is only an analysis device evaluated at that
+    ``Lambda`` too). Hence
+
+    * sensitivity: ``|d_hat(D) - d_hat(D')| <= 2`` (triangle inequality);
+    * offset: if ``supp(D) != supp(D')`` then ``supp(D) != supp(D'')`` or
+      ``supp(D'') != supp(D')``. In the first case ``d_hat(D) <= 0`` and
+      ``d_hat(D'') <= 0``, so ``d_hat(D') <= 1``; the second is symmetric.
+      Either way both ``d_hat(D) <= 1`` and ``d_hat(D') <= 1``.
+
+    With noise ``Lap(2/epsilon)`` and threshold
+    ``T = 1 + 2 ln(1/delta)/epsilon`` the noisy distance is an
+    ``epsilon``-DP Laplace release of a sensitivity-2 value, and where the
+    supports differ each side passes with probability at most
+    ``Pr[Lap(2/epsilon) > T - 1] = delta/2``
+    (:func:`skprivreg.mechanisms.laplace_distance_test`). The test is
+    therefore ``(epsilon, delta/2)``-DP under replace-one neighbours, with
+    no group-privacy conversion (which would give ``(2 epsilon,
+    (1 + e^epsilon) delta/2)`` for the add/remove calibration).
+    """
+    return 2.0, 1.0
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ __all__ = [
     "alpha_to_lambda",
     "subsample_alpha",
     "top_s_support",
+    "scaled_lasso",
     "LassoSupportRule",
     "LarsEntryRule",
 ]
@@ -63,6 +64,63 @@ def top_s_support(coef, max_features):
     return tuple(sorted(int(j) for j in support))
 
 
+# Fixed-point iterations of the scaled Lasso; each is one warm-started Lasso
+# fit on the same subsample (a warm start inside one subsample is local).
+_SCALED_LASSO_MAX_ITER = 10
+_SCALED_LASSO_RTOL = 1e-4
+
+
+def scaled_lasso(model, X_j, y_j, lambda_scale, fit_intercept):
+    """Fit ``model`` (a ``Lasso``) with a noise level estimated from these rows only.
+
+    The scaled Lasso (Sun & Zhang, "Scaled sparse linear regression",
+    Biometrika 2012), with the residual degrees of freedom of Reid, Tibshirani
+    & Friedman (Statistica Sinica 2016): start from
+    ``sigma_0 = ||y - mean||/sqrt(n_j)`` (the residual of the empty model) and
+    iterate
+
+    .. math::
+        \\alpha_t = c\\,\\hat\\sigma_t \\sqrt{\\ln p / n_j},\\qquad
+        \\hat\\sigma_{t+1} = \\frac{\\lVert y - X\\hat\\theta(\\alpha_t)\\rVert_2}
+        {\\sqrt{n_j - |\\hat S_t| - [\\text{intercept}]}}
+
+    (``c = lambda_scale``) until ``sigma`` changes by less than a relative
+    ``1e-4`` or 10 fits. Everything is computed from ``(X_j, y_j)``, so the
+    rule stays a function of its subsample alone. Returns the fitted
+    ``model``, or ``None`` when the subsample cannot estimate a noise level
+    (no residual degrees of freedom): the caller votes ``SENTINEL``.
+    """
+    n_rows, n_features = X_j.shape
+    centred = y_j - y_j.mean() if fit_intercept else y_j
+    sigma = float(np.linalg.norm(centred)) / math.sqrt(n_rows)
+    if not sigma > 0:
+        return None
+    root = math.sqrt(math.log(n_features) / n_rows) if n_features > 1 else 0.0
+    model.set_params(warm_start=True)
+    for _ in range(_SCALED_LASSO_MAX_ITER):
+        model.set_params(alpha=float(lambda_scale) * sigma * root)
+        model.fit(X_j, y_j, check_input=sparse.issparse(X_j))
+        coef = np.ravel(model.coef_)
+        dof = n_rows - np.count_nonzero(coef) - int(fit_intercept)
+        if dof <= 0:
+            return None
+        fitted = np.asarray(X_j @ coef).ravel()
+        if fit_intercept:
+            # Lasso may have centred its private copy of X_j in place:
+            # centring both sides again gives the same residual either way.
+            residual = centred - (fitted - fitted.mean())
+        else:
+            residual = y_j - fitted
+        new_sigma = float(np.linalg.norm(residual)) / math.sqrt(dof)
+        if not new_sigma > 0:
+            return None
+        converged = abs(new_sigma - sigma) <= _SCALED_LASSO_RTOL * sigma
+        sigma = new_sigma
+        if converged:
+            break
+    return model
+
+
 def _prepare(X_j, y_j, fit_intercept, standardize, dense):
     """Subsample-local centring and scaling (never statistics of other rows)."""
     if sparse.issparse(X_j) and dense:
@@ -103,7 +161,9 @@ class LassoSupportRule:
         sklearn-scale penalty used on every subsample (``Lambda_j = alpha n_j``).
     noise_level : float or None
         Public ``sigma`` (y units) for ``alpha_j = lambda_scale sigma sqrt(ln p / n_j)``
-        when ``alpha`` is None.
+        when ``alpha`` is None. With both None, ``sigma`` is estimated from
+        the subsample's own rows by the scaled Lasso (:func:`scaled_lasso`);
+        a subsample without residual degrees of freedom votes ``SENTINEL``.
     lambda_scale : float
     max_features : int or None
         ``s``: keep the ``s`` largest ``|coef|`` (ties to the lower index).
@@ -126,8 +186,6 @@ class LassoSupportRule:
         tol=1e-6,
         max_iter=5000,
     ):
-        if alpha is None and noise_level is None:
-            raise ValueError("LassoSupportRule needs alpha or noise_level.")
         self.alpha = alpha
         self.noise_level = noise_level
         self.lambda_scale = lambda_scale
@@ -138,9 +196,15 @@ class LassoSupportRule:
         self.max_iter = max_iter
 
     def penalty(self, n_features, n_rows):
-        """The sklearn-scale ``alpha_j`` for a subsample of ``n_rows`` rows."""
+        """The sklearn-scale ``alpha_j`` for a subsample of ``n_rows`` rows.
+
+        ``None`` when it is estimated from the subsample (no ``alpha``, no
+        ``noise_level``).
+        """
         if self.alpha is not None:
             return float(self.alpha)
+        if self.noise_level is None:
+            return None
         return subsample_alpha(self.noise_level, self.lambda_scale, n_features, n_rows)
 
     def __call__(self, X_j, y_j):
@@ -148,8 +212,9 @@ class LassoSupportRule:
         if n_rows < 2:
             return SENTINEL
         X_j, y_j = _prepare(X_j, y_j, self.fit_intercept, self.standardize, dense=False)
+        alpha = self.penalty(n_features, n_rows)
         model = Lasso(
-            alpha=self.penalty(n_features, n_rows),
+            alpha=1.0 if alpha is None else alpha,
             fit_intercept=self.fit_intercept,
             selection="cyclic",
             warm_start=False,
@@ -157,9 +222,14 @@ class LassoSupportRule:
             max_iter=self.max_iter,
             copy_X=False,
         )
-        # check_input=False skips a second validation; X_j is a fresh
-        # Fortran-ordered copy (or CSC) of this subsample only.
-        model.fit(X_j, y_j, check_input=sparse.issparse(X_j))
+        if alpha is None:
+            model = scaled_lasso(model, X_j, y_j, self.lambda_scale, self.fit_intercept)
+            if model is None:
+                return SENTINEL
+        else:
+            # check_input=False skips a second validation; X_j is a fresh
+            # Fortran-ordered copy (or CSC) of this subsample only.
+            model.fit(X_j, y_j, check_input=sparse.issparse(X_j))
         return top_s_support(np.ravel(model.coef_), self.max_features)
 
 

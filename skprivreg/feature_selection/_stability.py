@@ -40,7 +40,7 @@ from scipy import sparse
 from scipy.stats import binom
 
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import get_rng
+from .._random import secret_generators
 from ..mechanisms import (
     laplace_distance_test,
     laplace_distance_threshold,
@@ -57,10 +57,6 @@ __all__ = [
     "propose_test_release",
     "stable_mode",
 ]
-
-# Noisy distances are published on this grid only: full floating-point noisy
-# values are open to precision attacks (Mironov 2012; foundation spec §4a).
-NOISY_DISTANCE_RESOLUTION = 0.1
 
 # Above this many rows of a per-row column draw, redraws fall back to
 # rng.choice per row (keeps the expected cost linear when c is close to m).
@@ -443,30 +439,24 @@ def _mode_gap_distance(keys, max_appearances):
     return mode, d_hat, c1, c2
 
 
-def _coarsen(noisy_distance):
-    if not math.isfinite(noisy_distance):
-        return float(noisy_distance)
-    decimals = round(-math.log10(NOISY_DISTANCE_RESOLUTION))
-    return float(round(noisy_distance, decimals))
-
-
 def propose_test_release(value, d_hat, epsilon, delta, rng, *, sensitivity=1.0, offset=0.0):
-    """Propose-test-release: ``(value or BOTTOM, noisy_distance)``.
+    """Propose-test-release: ``value`` on PASS, ``BOTTOM`` on FAIL.
 
-    Releases ``value`` iff ``d_hat + Lap(sensitivity/epsilon) > T`` with
+    Passes iff ``d_hat + Lap(sensitivity/epsilon) > T`` with
     ``T = offset + sensitivity ln(1/delta)/epsilon`` (strict). The caller
     guarantees that ``d_hat`` has global sensitivity ``sensitivity`` and is
     ``<= offset`` on both sides of any neighbouring pair whose ``value``
-    differs; the pair (output, noisy distance) is then
-    ``(epsilon, delta/2)``-DP (:func:`skprivreg.mechanisms.laplace_distance_test`).
-    The noisy distance is returned rounded to
-    ``NOISY_DISTANCE_RESOLUTION`` (post-processing), never at full precision.
+    differs; the output is then ``(epsilon, delta/2)``-DP
+    (:func:`skprivreg.mechanisms.laplace_distance_test`). The noisy distance
+    itself is not returned: the test is released as PASS/FAIL only (a full
+    floating-point noisy value is open to precision attacks, Mironov 2012).
 
     Exact release probability, ``b = sensitivity/epsilon``:
-    ``1 - exp(-(d_hat - T)/b)/2`` if ``d_hat >= T``, else ``exp(-(T - d_hat)/b)/2``.
+    ``1 - exp(-(d_hat - T)/b)/2`` if ``d_hat >= T``, else ``exp(-(T - d_hat)/b)/2``
+    (:func:`skprivreg.mechanisms.laplace_release_probability`).
     """
-    passed, noisy, _ = laplace_distance_test(d_hat, epsilon, delta, rng, sensitivity, offset)
-    return (value if passed else BOTTOM), _coarsen(noisy)
+    passed, _, _ = laplace_distance_test(d_hat, epsilon, delta, rng, sensitivity, offset)
+    return value if passed else BOTTOM
 
 
 # ---------------------------------------------------------------------------
@@ -481,9 +471,8 @@ class StableModeResult:
     value : object or None
         The released value (canonical form), ``None`` on ``bottom``.
     stable : bool
-        ``True`` iff a value was released.
-    noisy_distance : float
-        ``d_hat + Lap(1/epsilon)``, rounded to ``NOISY_DISTANCE_RESOLUTION``.
+        ``True`` iff a value was released (the test's PASS/FAIL, the only
+        form in which it is released).
     plan : SubsamplePlan
         The public constants used.
     privacy_spent : PrivacyLedger
@@ -492,7 +481,6 @@ class StableModeResult:
 
     value: object
     stable: bool
-    noisy_distance: float
     plan: SubsamplePlan
     privacy_spent: PrivacyLedger
 
@@ -509,7 +497,7 @@ def stable_mode_ledger(epsilon, delta, *, name="stable_mode", notion="full"):
 
 
 def run_stable_mode(X, y, f, plan, epsilon, delta, *, n_jobs, subsample_rng, noise_rng):
-    """``A_samp`` for a resolved :class:`SubsamplePlan`: ``(value or BOTTOM, noisy_distance)``.
+    """``A_samp`` for a resolved :class:`SubsamplePlan`: the released value or ``BOTTOM``.
 
     ``subsample_rng`` (the public pattern) and ``noise_rng`` (the secret
     Laplace draw) must be independent generators.
@@ -518,11 +506,11 @@ def run_stable_mode(X, y, f, plan, epsilon, delta, *, n_jobs, subsample_rng, noi
     subsamples = _draw_subsamples(n, plan, subsample_rng)
     keys = _evaluate_subsamples(X, y, subsamples, f, n_jobs)
     mode, d_hat, _, _ = _mode_gap_distance(keys, plan.max_appearances)
-    released, noisy = propose_test_release(mode, d_hat, epsilon, delta, noise_rng)
+    released = propose_test_release(mode, d_hat, epsilon, delta, noise_rng)
     if released is SENTINEL:
         # Degenerate subsamples won the vote: post-processed to bottom.
         released = BOTTOM
-    return released, noisy
+    return released
 
 
 def stable_mode(
@@ -586,8 +574,7 @@ def stable_mode(
         joblib workers over subsamples; results do not depend on it.
     random_state : None, int or numpy.random.Generator
         The subsample pattern and the Laplace draw come from independent
-        children. A known seed lets anyone remove the noise from
-        ``noisy_distance``: fixed seeds are for tests only.
+        children. Fixed seeds are for tests only.
     notion : {'full', 'label', 'feature'}, default='full'
         Recorded on the privacy event.
 
@@ -613,10 +600,10 @@ def stable_mode(
         n_samples=None if X is None else _n_rows(X),
     )
     _warn_if_release_unlikely(plan, epsilon)
-    rngs = get_rng(random_state, ("subsamples", "noise"))
+    rngs = secret_generators(("subsamples", "noise"), random_state)
     if y is not None:
         y = np.asarray(y)
-    released, noisy = run_stable_mode(
+    released = run_stable_mode(
         X,
         y,
         f,
@@ -631,7 +618,6 @@ def stable_mode(
     return StableModeResult(
         value=released if stable else None,
         stable=stable,
-        noisy_distance=noisy,
         plan=plan,
         privacy_spent=stable_mode_ledger(epsilon, delta, notion=notion),
     )

@@ -10,20 +10,35 @@ from sklearn.feature_selection import SelectorMixin
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
+from ..exceptions import ConfigurationError
 from ..mechanisms import gumbel_top_k
 
 __all__ = ["private_top_s_correlations", "PrivateTopSSelector"]
 
 
 def marginal_scores(X, y, x_bound, y_bound):
-    """``u_j = |sum_i clip(x_ij, +-B_x) clip(y_i, +-B_y)|`` (clipping is a per-row map)."""
-    Xc = np.clip(np.asarray(X, dtype=np.float64), -x_bound, x_bound)
-    yc = np.clip(np.asarray(y, dtype=np.float64), -y_bound, y_bound)
-    return np.abs(Xc.T @ yc)
+    """``u_j = |sum_i clip(x_ij, +-B_x) clip(y_i, +-B_y)|`` (clipping is a per-row map).
+
+    A bound of ``None`` leaves that side unclipped (the non-private mode only).
+    """
+    Xc = np.asarray(X, dtype=np.float64)
+    yc = np.asarray(y, dtype=np.float64)
+    if x_bound is not None:
+        Xc = np.clip(Xc, -x_bound, x_bound)
+    if y_bound is not None:
+        yc = np.clip(yc, -y_bound, y_bound)
+    with np.errstate(all="ignore"):
+        return np.abs(Xc.T @ yc)
 
 
 def score_sensitivity(x_bound, y_bound, neighbouring="replace-one"):
-    """l_inf sensitivity of the scores: ``B_x B_y`` (add/remove) or ``2 B_x B_y`` (replace-one)."""
+    """l_inf sensitivity of the scores: ``B_x B_y`` (add/remove) or ``2 B_x B_y`` (replace-one).
+
+    One row contributes ``clip(x_ij) clip(y_i)`` in ``[-B_x B_y, B_x B_y]`` to
+    each sum, and ``|.|`` is 1-Lipschitz: adding or removing it moves each
+    ``u_j`` by at most ``B_x B_y``; replacing it removes one contribution and
+    adds another, at most ``2 B_x B_y``.
+    """
     factor = 2.0 if neighbouring == "replace-one" else 1.0
     return factor * float(x_bound) * float(y_bound)
 
@@ -42,6 +57,9 @@ def private_top_s_correlations(X, y, s, epsilon, x_bound, y_bound, rng, neighbou
     indices : ndarray of int, sorted
     event : PrivacyEvent
     """
+    for name, bound in (("x_bound", x_bound), ("y_bound", y_bound)):
+        if bound is None or not (0 < bound < math.inf):
+            raise ConfigurationError(f"{name} must be a declared finite bound > 0.")
     scores = marginal_scores(X, y, x_bound, y_bound)
     sens = score_sensitivity(x_bound, y_bound, neighbouring)
     chosen = gumbel_top_k(scores, s, sens, epsilon, rng)
@@ -61,16 +79,25 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
 
     **Guarantee.** Pure ``epsilon``-DP, full DP (one row); score sensitivity
     ``2 B_x B_y`` under replace-one (default) or ``B_x B_y`` under add/remove
-    neighbours (``neighbouring``). ``delta`` is unused. Bounds are required
-    and public; values beyond them are clipped. Do not centre with data
-    means before this step (use public constants).
+    neighbours (``neighbouring``); Gumbel noise of scale
+    ``2 s Delta / epsilon``. The whole budget goes to the one selection,
+    recorded as one event before the noise is drawn.
+
+    **Bounds.** ``x_bound`` and ``y_bound`` are public values you declare;
+    entries beyond them are clipped (a per-row map, so the guarantee holds
+    for any data). There are no defaults: a bound that does not fit the data's
+    scale would silently clip it, so a private fit without both bounds is
+    refused with :class:`~skprivreg.exceptions.ConfigurationError` before any
+    spend. Do not derive them, or centre, with statistics of the data before
+    this step (use public constants). At ``epsilon=inf`` (non-private test
+    mode) missing bounds mean no clipping.
 
     Parameters
     ----------
     epsilon : float, default=1.0
     n_features_to_select : int, default=1
-    x_bound, y_bound : float, default=1.0
-        Public per-entry bounds ``B_x``, ``B_y``.
+    x_bound, y_bound : float or None, default=None
+        Public per-entry bounds ``B_x``, ``B_y`` (required when private).
     neighbouring : {'replace-one', 'add-remove'}, default='replace-one'
     accountant : BudgetAccountant or None
     random_state : None, int or numpy.random.Generator
@@ -88,8 +115,8 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
         "accountant": DPEstimatorMixin._privacy_parameter_constraints["accountant"],
         "random_state": DPEstimatorMixin._privacy_parameter_constraints["random_state"],
         "n_features_to_select": [Interval(Integral, 1, None, closed="left")],
-        "x_bound": [Interval(Real, 0, None, closed="neither")],
-        "y_bound": [Interval(Real, 0, None, closed="neither")],
+        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
     }
 
@@ -98,8 +125,8 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
         epsilon=1.0,
         *,
         n_features_to_select=1,
-        x_bound=1.0,
-        y_bound=1.0,
+        x_bound=None,
+        y_bound=None,
         neighbouring="replace-one",
         accountant=None,
         random_state=None,
@@ -115,8 +142,17 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select ``n_features_to_select`` columns privately."""
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
         private = self._validate_privacy_params()
+        if private:
+            missing = [name for name in ("x_bound", "y_bound") if getattr(self, name) is None]
+            if missing:
+                raise ConfigurationError(
+                    f"PrivateTopSSelector needs {' and '.join(missing)}: declare public "
+                    "per-entry bounds on the features and the target (entries beyond "
+                    "them are clipped). Nothing was spent."
+                )
         p = X.shape[1]
         s = min(self.n_features_to_select, p)
         ledger = PrivacyLedger(
@@ -129,7 +165,8 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
                 )
             ]
         )
-        self._check_budget(ledger)
+        # Checked and recorded before the noise is drawn.
+        self._spend(ledger)
         if private:
             chosen, _ = private_top_s_correlations(
                 X,
@@ -138,13 +175,12 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
                 self.epsilon,
                 self.x_bound,
                 self.y_bound,
-                self._rngs("noise")["noise"],
+                self._secret_rngs("noise")["noise"],
                 self.neighbouring,
             )
         else:
             scores = marginal_scores(X, y, self.x_bound, self.y_bound)
             chosen = np.argsort(-scores, kind="stable")[:s]
-        self._charge(ledger)
         support = np.zeros(p, dtype=bool)
         support[chosen] = True
         self.support_ = support

@@ -10,15 +10,14 @@ Weighted LBA (Brahmbhatt et al. 2023, Fig. 1; spec §2.2-2.4):
 over ``m`` disjoint uniformly random bags ``S_j = {i_j1, ..., i_jk}``. With an
 intercept, ``z = [x, 1]`` and the last aggregate is the weight sum.
 
-Noisy weighted LLP (paper Fig. 2; spec §2.6): labels of a noise set get
+Noisy weighted LLP (paper Fig. 2): labels of a noise set get
 ``N(0, sigma_g^2)`` noise, only ``ybar_j`` is aggregated, and the bags,
 features and weights are released.
 
-Randomness (foundation §4a): the partition and LLP's released weights come
-from the ``'partition'`` and ``'weights'`` streams, LBA's secret weights from
-``'weights'``, the PTR draw from ``'ptr'``, LLP's noise from ``'noise'``;
-independent PCG64 children of one SeedSequence. Secret values are local
-variables of :func:`run_aggregation` and are never returned or stored.
+Randomness: the released partition comes from ``random_state``; the weights
+(secret in LBA, released in LLP), the PTR draw and LLP's noise come from
+fresh OS entropy in every call (:func:`aggregation_rngs`). Secret values are
+local variables of :func:`run_aggregation` and are never returned or stored.
 """
 
 import json
@@ -32,9 +31,9 @@ from sklearn.utils import check_array
 
 from .._blockwise import check_block_finite, is_dask_collection, sum_over_row_blocks
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import get_rng
-from ..exceptions import ClippingWarning, PrivacyLeakWarning
-from ..mechanisms import ptr_calibration, ptr_test
+from .._random import public_generators, secret_generators
+from ..exceptions import PrivacyLeakWarning
+from ..mechanisms import bound_bins, ptr_calibration, ptr_test
 from ._accountant import (
     lba_c_star,
     lba_epsilon,
@@ -66,6 +65,7 @@ __all__ = [
     "check_bag_ranks",
     "bag_residual_norms",
     "RNG_PURPOSES",
+    "aggregation_rngs",
 ]
 
 ACCOUNTANT_NAME = "exact-per-bag-v1"
@@ -686,14 +686,6 @@ def plan_warnings(plan, random_state, stacklevel=3):
             stacklevel=stacklevel,
         )
         return
-    if random_state is not None:
-        warnings.warn(
-            "A fixed random_state makes the secret weights/noise reproducible by anyone "
-            "who knows it, which voids the label-DP guarantee; use random_state=None "
-            "on private data.",
-            PrivacyLeakWarning,
-            stacklevel=stacklevel,
-        )
     if plan.delta > 1.0 / plan.n_samples:
         warnings.warn(
             f"delta={plan.delta} > 1/n_samples={1.0 / plan.n_samples:.3g}: a mechanism "
@@ -713,16 +705,29 @@ def plan_warnings(plan, random_state, stacklevel=3):
 # ---------------------------------------------------------------------------
 # Running the mechanism
 # ---------------------------------------------------------------------------
-def _clip_labels(y, label_bounds):
-    a, b = label_bounds
-    clipped = np.clip(y, a, b)
-    if np.any(clipped != y):
-        warnings.warn(
-            "Some labels were clipped to the declared label_bounds.",
-            ClippingWarning,
-            stacklevel=4,
-        )
-    return clipped
+def aggregation_rngs(random_state, extra_public=()):
+    """The generators of one aggregation.
+
+    The bag partition is released, so it comes from ``random_state``
+    (with ``extra_public`` purposes, e.g. post-processing); the weights,
+    the PTR draw and the label noise are secret draws from fresh OS entropy.
+    """
+    return {
+        **public_generators(random_state, ("partition", *extra_public)),
+        **secret_generators(("weights", "ptr", "noise"), random_state),
+    }
+
+
+def _data_label_range(low, high):
+    """``(-B, B)`` with ``B`` the smallest public bin at or above ``max(|low|, |high|)``.
+
+    For the non-private mode that reads the label range from the data: the
+    reported range is a public grid point, never an exact data extreme.
+    """
+    bins = bound_bins()
+    top = max(abs(float(low)), abs(float(high)))
+    bound = float(bins[min(np.searchsorted(bins, top), len(bins) - 1)])
+    return -max(bound, top), max(bound, top)
 
 
 def _design(X, fit_intercept):
@@ -761,14 +766,14 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
 
     label_bounds = plan.label_bounds
     if label_bounds is None:
-        label_bounds = (float(np.min(y)), float(np.max(y)))
+        label_bounds = _data_label_range(np.min(y), np.max(y))
         warnings.warn(
             "label_bounds were read from the labels (assumption='none'): not private.",
             PrivacyLeakWarning,
             stacklevel=3,
         )
     else:
-        y = _clip_labels(y, label_bounds)
+        y = np.clip(y, *label_bounds)
 
     ptr_passed = None
     if plan.private and plan.mode == "lba" and plan.assumption == "ptr":
@@ -999,8 +1004,8 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
     Both modes, with the same order, the same streams and the same per-bag
     arithmetic as the NumPy path. The partition is drawn on the driver from
     the released stream; a first pass over the row blocks checks finiteness
-    and clipping (NaN or infinity fails here, before anything is spent, and
-    the :class:`ClippingWarning` / :class:`PrivacyLeakWarning` are those of
+    and the label range (NaN or infinity fails here, before anything is
+    spent; the :class:`PrivacyLeakWarning` of the non-private mode is that of
     the NumPy path); then the used rows are gathered on the workers into
     blocks of whole bags (:func:`_bag_blocks`).
 
@@ -1056,16 +1061,10 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
 
     label_bounds = plan.label_bounds
     if label_bounds is None:
-        label_bounds = (low, high)
+        label_bounds = _data_label_range(low, high)
         warnings.warn(
             "label_bounds were read from the labels (assumption='none'): not private.",
             PrivacyLeakWarning,
-            stacklevel=3,
-        )
-    elif clipped:
-        warnings.warn(
-            "Some labels were clipped to the declared label_bounds.",
-            ClippingWarning,
             stacklevel=3,
         )
 
@@ -1164,8 +1163,8 @@ def aggregate(
     epsilon, delta, mode, bag_size, ... :
         As in :class:`WeightedLBARegressor`.
     random_state : None, int or Generator
-        ``None`` (OS entropy) on private data. A fixed seed reproduces the
-        secret weights (:class:`PrivacyLeakWarning`).
+        Seeds the released bag partition only; the weights, the PTR draw and
+        the label noise come from fresh OS entropy in every call.
 
     Returns
     -------
@@ -1214,7 +1213,7 @@ def aggregate(
         fit_intercept=fit_intercept,
     )
     plan_warnings(plan, random_state)
-    rngs = get_rng(random_state, RNG_PURPOSES)
+    rngs = aggregation_rngs(random_state)
     ledger = plan.ledger()
     try:
         dataset = run_aggregation(X, y, plan, rngs, feature_names=feature_names)

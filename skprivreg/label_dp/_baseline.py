@@ -12,12 +12,11 @@ Changing one label moves the noisy-label vector by at most ``Delta`` in L2,
 so the vector (and any model fitted on it with the public features) is
 ``(epsilon, delta)``-label-DP. Because the noise is independent of the
 features, OLS stays unbiased and its excess risk is about
-``sigma^2 p / n``: on the 1980 census data (spec §3.5 E1) this beats
-weighted LBA at every epsilon.
+``sigma^2 p / n``: on the 1980 census data this beats weighted LBA at every
+epsilon.
 """
 
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -25,11 +24,11 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_data
-from ..accounting import PrivacyLedger
+from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..exceptions import ClippingWarning, PrivacyLeakWarning
+from ..bounds import check_private_bound_feasible, data_norm_bound, private_norm_bound
 from ..linear_model._base import LinearPredictMixin
-from ..mechanisms import add_gaussian, gaussian_event
+from ..mechanisms import add_gaussian, bound_bins, counts_above, gaussian_event
 from ._lba import fit_on_aggregates
 
 __all__ = ["GaussianLabelNoiseRegressor"]
@@ -45,23 +44,37 @@ class GaussianLabelNoiseRegressor(
     ``Delta``). One Gaussian release of the label vector with
     L2-sensitivity ``Delta`` at ``(epsilon, delta)`` (analytic calibration,
     :func:`skprivreg.mechanisms.gaussian_event`); the fit is
-    post-processing. No budget split, no data-dependent test, no failure
-    mode, no minimum sample size (accuracy improves as ``sigma^2 p / n``).
+    post-processing. No data-dependent test, no failure mode; accuracy
+    improves as ``sigma^2 p / n``.
+
+    **Missing bounds.** Without ``label_bounds`` and with
+    ``bounds='private'`` (default), a share ``bounds_budget * epsilon`` is
+    spent on a private bound ``B`` on ``|y|`` (pure label-DP, exponential
+    mechanism on public geometric bins, :func:`skprivreg.bounds.private_norm_bound`)
+    and the labels are clipped to ``[-B, B]``; the rest of epsilon goes to the
+    Gaussian release. ``bounds='data'`` reads ``B`` from the labels (rounded
+    up to the public bin grid, never the exact extreme): not private, a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning` and an infinite-epsilon
+    event.
 
     Parameters
     ----------
     epsilon : float, default=1.0
     delta : float, default=1e-6
     label_bounds : tuple (a, b) or None, default=None
-        Public bounds. ``None`` reads ``(min y, max y)`` from the data with a
-        :class:`~skprivreg.exceptions.PrivacyLeakWarning` (not private).
+        Public bounds; labels are clipped to them. ``None``: see *Missing
+        bounds*.
+    bounds : {'private', 'data'}, default='private'
+        How missing ``label_bounds`` are obtained.
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on a private label bound.
     estimator : 'ols', 'ridge' or an sklearn linear regressor, default='ols'
     alpha : float, default=0.0
         Ridge penalty for ``estimator='ridge'`` (intercept unpenalised).
     fit_intercept : bool, default=True
     accountant : BudgetAccountant or None
     random_state : None, int or Generator
-        ``None`` on private data (a fixed seed reproduces the noise).
+        Unused for the noise, which comes from fresh OS entropy in every fit.
 
     Attributes
     ----------
@@ -69,6 +82,8 @@ class GaussianLabelNoiseRegressor(
     noise_scale_ : float
         sigma (public: a function of epsilon, delta and the bounds).
     label_bounds_ : tuple
+        The bounds used: declared, or ``(-B, B)`` with ``B`` released
+        privately (or, with ``bounds='data'``, a public bin edge).
     epsilon_, delta_ : float
     privacy_spent_ : PrivacyLedger
     """
@@ -76,6 +91,8 @@ class GaussianLabelNoiseRegressor(
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "label_bounds": ["array-like", None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "estimator": [StrOptions({"ols", "ridge"}), HasMethods(["fit"])],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
@@ -87,6 +104,8 @@ class GaussianLabelNoiseRegressor(
         epsilon=1.0,
         delta=1e-6,
         label_bounds=None,
+        bounds="private",
+        bounds_budget=0.1,
         estimator="ols",
         alpha=0.0,
         fit_intercept=True,
@@ -96,21 +115,57 @@ class GaussianLabelNoiseRegressor(
         self.epsilon = epsilon
         self.delta = delta
         self.label_bounds = label_bounds
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.estimator = estimator
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.accountant = accountant
         self.random_state = random_state
 
+    def _bound_epsilon(self, private):
+        """Epsilon of the label bound: 0 when declared, inf when read from data."""
+        if self.label_bounds is not None:
+            return 0.0
+        if not private or self.bounds == "data":
+            return math.inf
+        return self.bounds_budget * self.epsilon
+
     def _planned_ledger(self, label_range, private):
+        bound_eps = self._bound_epsilon(private)
+        events = []
+        if bound_eps > 0:
+            events.append(PrivacyEvent("label_bound", bound_eps, 0.0, notion="label"))
+        eps_noise = self.epsilon - (bound_eps if math.isfinite(bound_eps) else 0.0)
         event = gaussian_event(
             "label_noise",
             label_range,
-            self.epsilon if private else np.inf,
+            eps_noise if private else np.inf,
             self.delta,
             notion="label",
         )
-        return PrivacyLedger([event]), event
+        return PrivacyLedger([*events, event]), event
+
+    def _resolve_bounds(self, y, private, rng):
+        """Declared bounds, or a private bound on |y|, or a public bin above max |y|."""
+        if self.label_bounds is not None:
+            a, b = (float(v) for v in self.label_bounds)
+            return a, b, []
+        bins = bound_bins()
+        with np.errstate(all="ignore"):
+            counts = counts_above(np.abs(y), bins)
+        if not private or self.bounds == "data":
+            if counts[-1] > 0:
+                raise ValueError(f"|y| above {bins[-1]:.3g} is not supported.")
+            bound, event = data_norm_bound(
+                bins[np.argmax(counts == 0)], name="label_bound", notion="label"
+            )
+        else:
+            bound, event = private_norm_bound(
+                counts, y.shape[0], self._bound_epsilon(private), rng,
+                name="label_bound", notion="label", bins=bins,
+            )
+        return -bound, bound, [event]
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -125,33 +180,23 @@ class GaussianLabelNoiseRegressor(
         -------
         self : object
         """
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         private = self._validate_privacy_params()
-        if self.label_bounds is None:
-            warnings.warn(
-                "label_bounds were read from the labels: the result is not label-DP. "
-                "Declare public bounds.",
-                PrivacyLeakWarning,
-                stacklevel=2,
-            )
-            a, b = float(np.min(y)), float(np.max(y))
-            if b <= a:
-                b = a + 1.0
-        else:
+        if self.label_bounds is not None:
             a, b = (float(v) for v in self.label_bounds)
             if not (math.isfinite(a) and math.isfinite(b) and a < b):
                 raise ValueError("label_bounds must be finite (a, b) with a < b.")
+        elif private and self.bounds == "private":
+            check_private_bound_feasible(X.shape[0], self._bound_epsilon(private), "label_bounds")
+        self._spend(self._planned_ledger(1.0, private)[0])
+        rngs = self._secret_rngs("bounds", "noise")
+        a, b, bound_events = self._resolve_bounds(y, private, rngs["bounds"])
         ledger, event = self._planned_ledger(b - a, private)
-        self._check_budget(ledger)
-        clipped = np.clip(y, a, b)
-        if np.any(clipped != y):
-            warnings.warn(
-                "Some labels were clipped to the declared label_bounds.",
-                ClippingWarning,
-                stacklevel=2,
-            )
-        noisy = add_gaussian(clipped, event.sigma, self._rngs("noise")["noise"])
-        self._charge(ledger)
+        if bound_events:
+            ledger = PrivacyLedger([*bound_events, event])
+        self._settle(ledger)
+        noisy = add_gaussian(np.clip(y, a, b), event.sigma, rngs["noise"])
         Z = np.column_stack([X, np.ones(X.shape[0])]) if self.fit_intercept else X
         if self.estimator == "ols":
             beta = linalg.lstsq(Z, noisy, lapack_driver="gelsd")[0]
@@ -166,6 +211,6 @@ class GaussianLabelNoiseRegressor(
             self.coef_, self.intercept_ = beta.copy(), 0.0
         self.noise_scale_ = float(event.sigma)
         self.label_bounds_ = (a, b)
-        self.epsilon_ = float(ledger.epsilon) if private else math.inf
-        self.delta_ = float(ledger.delta) if private else 1.0
+        self.epsilon_ = float(ledger.epsilon)
+        self.delta_ = float(ledger.delta)
         return self

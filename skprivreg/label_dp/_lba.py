@@ -18,10 +18,9 @@ from .._compat import (
     validate_data,
 )
 from ..accounting import PrivacyLedger
-from ..base import DPEstimatorMixin, get_rng
+from ..base import DPEstimatorMixin
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
 from ._aggregate import (
-    RNG_PURPOSES,
     AggregatedDataset,
     LLPDataset,
     plan_aggregation,
@@ -152,11 +151,10 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     raises :class:`PrivacyInfeasibleError` when some bag's design has rank
     ``k``.
 
-    **Secrecy.** The weights (LBA), label noise and PTR draw come from
-    streams independent of the released partition and are never stored,
-    logged or returned. A fixed ``random_state`` reproduces them: a
-    :class:`~skprivreg.exceptions.PrivacyLeakWarning` is emitted when one is
-    used with privacy on. Fitting inside ``GridSearchCV`` or cross-validation
+    **Secrecy.** The weights (LBA), label noise and PTR draw come from fresh
+    OS entropy in every fit, whatever ``random_state`` is, and are never
+    stored, logged or returned; ``random_state`` seeds only the released
+    partition and the post-processing (MLP initialisation). Fitting inside ``GridSearchCV`` or cross-validation
     composes budgets and scores on raw labels: not private.
 
     **Dask.** ``fit`` accepts Dask arrays and data frames in both modes
@@ -375,6 +373,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             The private residual check refused; the budget is spent
             (``privacy_spent_``).
         """
+        self._reset()
         if self.mode == "llp" and is_dask_collection(X):
             self._check_mlp_numpy_input()
         X, y = validate_blockwise_data(self, X, y, multi_output=False)
@@ -383,15 +382,15 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         plan_warnings(plan, self.random_state)
         ledger = plan.ledger()
         self._check_budget(ledger)
-        rngs = self._rngs(*RNG_PURPOSES, "postprocess")
-        try:
-            dataset = run_aggregation(
-                X, y, plan, rngs, feature_names=getattr(self, "feature_names_in_", None)
-            )
-        except PrivacyCheckFailedError:
-            self._charge(ledger)
-            raise
-        self._charge(ledger)
+        # The partition is released; the spend is recorded before the first
+        # secret draw (PTR, weights, noise), after the label scan that may
+        # still refuse bad Dask input.
+        rngs = {**self._public_rngs("partition", "postprocess"),
+                **self._secret_rngs("weights", "ptr", "noise", spend=ledger)}
+        dataset = run_aggregation(
+            X, y, plan, rngs, feature_names=getattr(self, "feature_names_in_", None)
+        )
+        self._settle(ledger)
         self._fit_dataset(dataset, X, rngs["postprocess"])
         return self
 
@@ -423,6 +422,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             ``dataset.privacy``; nothing is spent (post-processing), so
             ``privacy_spent_`` is an empty ledger.
         """
+        self._reset()
         self._validate_params()
         if isinstance(dataset, LLPDataset):
             if X is None:
@@ -450,7 +450,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if isinstance(dataset, AggregatedDataset) and _is_mlp(self.estimator):
             raise ValueError("An MLP cannot be fitted on aggregated features (LBA).")
         self.privacy_spent_ = PrivacyLedger([])
-        self._fit_dataset(dataset, X, get_rng(self.random_state, ["postprocess"])["postprocess"])
+        self._fit_dataset(dataset, X, self._public_rngs("postprocess")["postprocess"])
         return self
 
     def _fit_dataset(self, dataset, X, rng):

@@ -9,7 +9,6 @@ least as tight and exact for Gaussian releases.
 """
 
 import math
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -18,7 +17,6 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..exceptions import ClippingWarning
 from ..mechanisms import (
     add_gaussian,
     gaussian_event_from_mu,
@@ -80,9 +78,9 @@ class IndependentSSPRegressor(
     composition : {'gdp', 'basic'}, default='gdp'
     fit_intercept : bool, default=True
     intercept_scaling : float, default=1.0
-    on_clip : {'warn', 'raise', 'silent'}, default='warn'
     accountant : BudgetAccountant or None
     random_state : None, int or Generator
+        Unused for the noise, which comes from fresh OS entropy in every fit.
 
     Attributes
     ----------
@@ -110,7 +108,6 @@ class IndependentSSPRegressor(
         "composition": [StrOptions({"gdp", "basic"})],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
-        "on_clip": [StrOptions({"warn", "raise", "silent"})],
     }
 
     def __init__(
@@ -126,7 +123,6 @@ class IndependentSSPRegressor(
         composition="gdp",
         fit_intercept=True,
         intercept_scaling=1.0,
-        on_clip="warn",
         accountant=None,
         random_state=None,
     ):
@@ -140,7 +136,6 @@ class IndependentSSPRegressor(
         self.composition = composition
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
-        self.on_clip = on_clip
         self.accountant = accountant
         self.random_state = random_state
 
@@ -192,6 +187,7 @@ class IndependentSSPRegressor(
         -------
         self : object
         """
+        self._reset()
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32],
                              multi_output=True, y_numeric=True)
         private = self._validate_privacy_params()
@@ -213,20 +209,12 @@ class IndependentSSPRegressor(
         _, sigma_cov, sigma_assoc, ledger = self._events(
             n, n_outputs, x_eff, epsilon, delta, private
         )
-        self._check_budget(ledger)
+        self._spend(ledger)
 
         stats = sufficient_statistics(
             X, Y, x_bound=self.x_bound, y_bound=self.y_bound,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
         )
-        if (stats.x_clipped or stats.y_clipped) and self.on_clip != "silent":
-            if self.on_clip == "raise":
-                raise ValueError(
-                    "Some rows of X or entries of Y exceed the declared bounds "
-                    "(on_clip='raise'). Nothing was spent."
-                )
-            warnings.warn("Some rows of X or entries of Y were clipped to the declared "
-                          "bounds.", ClippingWarning, stacklevel=3)
         Sigma = stats.xtx / n
         G = stats.xty / n
         if self.ridge == "auto":
@@ -237,7 +225,7 @@ class IndependentSSPRegressor(
         else:
             lam = float(self.ridge)
 
-        rng = self._rngs("noise")["noise"]
+        rng = self._secret_rngs("noise")["noise"]
         W = np.empty((p, n_outputs))
         eye = np.eye(p)
         for start in range(0, n_outputs, _RUN_BATCH):
@@ -256,7 +244,6 @@ class IndependentSSPRegressor(
                 inv = np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
             coords = np.einsum("kji,kj->ki", eigvecs, g) * inv
             W[:, start:stop] = np.einsum("kij,kj->ik", eigvecs, coords)
-        self._charge(ledger)
 
         self.coef_, self.intercept_ = split_intercept(
             W, self.fit_intercept, self.intercept_scaling, single_output

@@ -706,7 +706,7 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
     plan = est._plan(X.shape[0], X.shape[1], constants=_constants)
-    rngs = est._rngs("partition", "histogram", "ptr", "noise")
+    rngs = {**est._public_rngs("partition"), **est._secret_rngs("histogram", "ptr", "noise")}
     source = _row_source(X, y, fit_intercept=est.fit_intercept, chunk_size=est.chunk_size,
                          clip=est.feature_clip, check_finite=False)
     if isinstance(est.residual_bound, str):
@@ -989,12 +989,6 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                              y_numeric=True, accept_sparse=False, multi_output=True)
         return X, self._single_target(y)
 
-    def _clear_fit(self):
-        for name in ("coef_", "intercept_", "ptr_passed_", "k_", "leverage_bound_",
-                     "budget_split_", "noise_scale_", "residual_bound_", "sigma2_upper_",
-                     "planning_", "privacy_spent_"):
-            self.__dict__.pop(name, None)
-
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit privately; see the class docstring for the guarantee.
@@ -1008,7 +1002,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         -------
         self
         """
-        self._clear_fit()
+        self._reset()
         private = self._validate_privacy_params()
         X, y = self._validate_input(X, y)
         n, d = X.shape
@@ -1038,7 +1032,12 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.leverage_bound_ = plan.leverage_bound
         self.budget_split_ = plan.budget_split
         self.planning_ = plan.as_dict()
-        rngs = self._rngs("partition", "histogram", "ptr", "noise")
+        # The group partition of the residual-scale histogram is public (the
+        # guarantee holds for every fixed partition); every other draw is secret.
+        # The spend is recorded before the first secret draw (after passes that
+        # release nothing and may refuse non-finite streamed or Dask input).
+        rngs = {**self._public_rngs("partition"),
+                **self._secret_rngs("histogram", "ptr", "noise", spend=ledger)}
         sigma2_up = None
         if isinstance(self.residual_bound, str):
             r0 = private_residual_scale(source, plan.eps_r0, plan.delta_r0, rngs["partition"],
@@ -1057,15 +1056,15 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.residual_bound_ = R0
         self.sigma2_upper_ = sigma2_up
         self.noise_scale_ = c
+        self._settle(ledger)
         if not trace.passed:
             return self._fail(ledger)
-        self._charge(ledger)
         self.ptr_passed_ = True
         self.coef_, self.intercept_ = split_intercept(trace.beta_tilde, self.fit_intercept)
         return self
 
     def _fail(self, ledger):
-        self._charge(ledger)
+        self._settle(ledger)  # spent at the first secret draw
         self.ptr_passed_ = False
         if self.on_fail == "raise":
             raise ISSPFailedError(_FAIL_MESSAGE)
@@ -1079,13 +1078,13 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         """epsilon=inf: ordinary least squares (non-private test mode, warned)."""
         from ._issp_filters import factor_pass
 
+        # No noise, no guarantee: the ledger says so.
+        self._spend(PrivacyLedger([PrivacyEvent("ols (non-private)", math.inf, 0.0)]))
         factor = factor_pass(source)
         beta = factor.beta if factor.pd else np.zeros(source.p)
         self.coef_, self.intercept_ = split_intercept(beta, self.fit_intercept)
         self.ptr_passed_ = True
         self.noise_scale_ = 0.0
-        # No noise, no guarantee: the ledger says so.
-        self._charge(PrivacyLedger([PrivacyEvent("ols (non-private)", math.inf, 0.0)]))
         return self
 
 

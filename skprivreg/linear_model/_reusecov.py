@@ -36,9 +36,10 @@ from .._blockwise import (
 )
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
-from ..base import DPEstimatorMixin, seed_sequence
+from .._random import secret_seed_sequence
+from ..base import DPEstimatorMixin
 from ..bounds import clip_entries, clip_rows, row_norms
-from ..exceptions import ClippingWarning, ConfigurationError, PrivacyLeakWarning
+from ..exceptions import ConfigurationError, PrivacyLeakWarning
 from ..mechanisms import (
     add_gaussian,
     gaussian_event,
@@ -83,7 +84,7 @@ _OUTCOME_BLOCK_BYTES = 32 * 2**20
 # Above this min(n, l), the public Gram matrix of Y (Proj_Y) is costly.
 _PROJ_Y_WARN = 20_000
 
-_NEIGHBOURINGS = ("replace-one", "add-remove")
+_NEIGHBOURINGS = ("replace-one", "zero-out")
 
 
 # ---------------------------------------------------------------------------
@@ -151,27 +152,30 @@ def block_statistics(
     largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
     input happens on the workers, before any noise is drawn.
     """
-    check_block_finite(X_b, "X")
-    if Y_b is not None:
-        check_block_finite(Y_b, "y")
-    X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
-    stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
-    if x_public:
-        stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
-    if compute_xtx:
-        stats.xtx = X_b.T @ X_b
-    if Y_b is not None:
-        Y_b = np.asarray(Y_b, dtype=np.float64)
-        # Two reductions first: most blocks need no clipping, and then Y_b is
-        # used without a copy.
-        if y_bound is not None and Y_b.size and (
-            Y_b.max() > y_bound or Y_b.min() < -y_bound
-        ):
-            Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
-        if y_public:
-            stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
-            stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
-        stats.xty = X_b.T @ Y_b
+    # Floating-point warnings would depend on the data (an entry whose square
+    # overflows); finiteness is checked explicitly instead.
+    with np.errstate(all="ignore"):
+        check_block_finite(X_b, "X")
+        if Y_b is not None:
+            check_block_finite(Y_b, "y")
+        X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
+        stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
+        if x_public:
+            stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
+        if compute_xtx:
+            stats.xtx = X_b.T @ X_b
+        if Y_b is not None:
+            Y_b = np.asarray(Y_b, dtype=np.float64)
+            # Two reductions first: most blocks need no clipping, and then Y_b is
+            # used without a copy.
+            if y_bound is not None and Y_b.size and (
+                Y_b.max() > y_bound or Y_b.min() < -y_bound
+            ):
+                Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
+            if y_public:
+                stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
+                stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
+            stats.xty = X_b.T @ Y_b
     return stats
 
 
@@ -228,7 +232,7 @@ def covariance_sensitivity(x_scale, n_rows, neighbouring="replace-one"):
     """L2-sensitivity of the upper-triangle vector of :math:`X^\\top X / m`.
 
     ``sqrt(2) B^2 / m`` for replace-one (equality at ``x = B e_1``,
-    ``x' = B e_2``), ``B^2 / m`` for add-remove, with ``B`` the row-norm
+    ``x' = B e_2``), ``B^2 / m`` for zero-out, with ``B`` the row-norm
     bound of the (augmented) design and ``m`` the number of rows averaged.
     """
     factor = math.sqrt(2.0) if neighbouring == "replace-one" else 1.0
@@ -239,7 +243,7 @@ def association_sensitivity(x_scale, y_row_scale, n_rows, neighbouring="replace-
     """Frobenius sensitivity of :math:`X^\\top Y / n`.
 
     ``2 B_x B_y / n`` for replace-one (equality at ``x' = -x``, ``y' = y``),
-    ``B_x B_y / n`` for add-remove, where ``B_x`` bounds the row norm of the
+    ``B_x B_y / n`` for zero-out, where ``B_x`` bounds the row norm of the
     design and ``B_y`` the norm of an outcome row: ``sqrt(l) y_bound`` when
     Y is private, the public ``max_i ||y^i||`` under feature DP. Under label
     DP ``B_x`` is the public ``max_i ||x_i||``.
@@ -800,7 +804,7 @@ class NoisyCovariance:
     fit_intercept : bool
     intercept_scaling : float
     privacy : {'full', 'feature', 'label'}
-    neighbouring : {'replace-one', 'add-remove'}
+    neighbouring : {'replace-one', 'zero-out'}
     sigma : float
         ``sigma_1`` (0 for the exact covariance of label DP).
     ledger : PrivacyLedger
@@ -819,9 +823,12 @@ class NoisyCovariance:
     ledger: PrivacyLedger
 
 
-def _plan_ledger(plan, delta, private):
+def _plan_ledger(plan, delta, private, association_name=None):
     """The ledger of a plan's releases (empty totals in the non-private mode)."""
-    events = [e for e in (plan.cov_event, plan.assoc_event) if e is not None]
+    assoc = plan.assoc_event
+    if association_name is not None and assoc is not None:
+        assoc = replace(assoc, name=association_name)
+    events = [e for e in (plan.cov_event, assoc) if e is not None]
     if not private:
         return PrivacyLedger(events, composition="basic", delta=0.0)
     return PrivacyLedger(events, composition=plan.ledger_composition, delta=delta)
@@ -855,8 +862,10 @@ class ReuseCovRegressor(
     one individual: a row ``x_i`` and its whole outcome row ``y^i``.
 
     - ``'full'``: replace one record ``(x_i, y^i)`` (``neighbouring=
-      'replace-one'``, default) or add/remove one (``'add-remove'``, n
-      public; reproduces the paper's constants). Needs ``x_bound`` and
+      'replace-one'``, default) or zero out one (``'zero-out'``: the record
+      is replaced by a null row that contributes nothing, n public;
+      reproduces the paper's constants, which are zero-out values, not
+      add/remove ones: n is released). Needs ``x_bound`` and
       ``y_bound``.
     - ``'feature'``: Y is public; one row ``x_i`` is replaced. Needs
       ``x_bound``; the public ``max_i ||y^i||`` enters the sensitivity.
@@ -888,11 +897,11 @@ class ReuseCovRegressor(
 
     **Bounds and clipping.** Rows of X on a private side are scaled to L2
     norm ``x_bound``; entries of Y on a private side are clipped to
-    ``[-y_bound, y_bound]``; public sides are never clipped. A
-    :class:`~skprivreg.exceptions.ClippingWarning` (no count) says that
-    something was clipped (``on_clip='raise'`` raises ``ValueError``
-    instead). A missing required bound raises ``ValueError`` before any
-    budget is spent; a bound given for a public side is ignored with a
+    ``[-y_bound, y_bound]``; public sides are never clipped. Clipping is
+    never signalled from ``fit`` (whether a record exceeded a bound is a fact
+    about that record); count clipped rows with
+    :func:`skprivreg.diagnostics.clipping_report`, outside the release. A
+    missing required bound raises ``ValueError`` before any budget is spent; a bound given for a public side is ignored with a
     ``UserWarning``.
 
     **Failure behaviour.** There is no private test: the fit always returns.
@@ -946,7 +955,7 @@ class ReuseCovRegressor(
         non-private mode. ``'theory'`` requires ``w_bound``.
     cov_budget : float in (0, 1) or 'auto', default=0.5
     composition : {'gdp', 'paper'}, default='gdp'
-    neighbouring : {'replace-one', 'add-remove'}, default='replace-one'
+    neighbouring : {'replace-one', 'zero-out'}, default='replace-one'
     fit_intercept : bool, default=True
         By augmentation with a constant column ``intercept_scaling`` (never by
         centering with data means); the intercept is ridge-penalised.
@@ -960,7 +969,6 @@ class ReuseCovRegressor(
         same rows: no covariance release, the whole budget goes to the
         association.
     psd : {'clip', 'none'}, default='clip'
-    on_clip : {'warn', 'raise', 'silent'}, default='warn'
     block_size : int or None, default=None
         Outcome columns per block (memory); results do not depend on it.
     keep_noisy_stats : bool, default=False
@@ -1032,7 +1040,6 @@ class ReuseCovRegressor(
         ],
         "covariance": [NoisyCovariance, None],
         "psd": [StrOptions({"clip", "none"})],
-        "on_clip": [StrOptions({"warn", "raise", "silent"})],
         "block_size": [Interval(Integral, 1, None, closed="left"), None],
         "keep_noisy_stats": ["boolean"],
     }
@@ -1056,7 +1063,6 @@ class ReuseCovRegressor(
         cov_subsample=None,
         covariance=None,
         psd="clip",
-        on_clip="warn",
         block_size=None,
         keep_noisy_stats=False,
         accountant=None,
@@ -1078,7 +1084,6 @@ class ReuseCovRegressor(
         self.cov_subsample = cov_subsample
         self.covariance = covariance
         self.psd = psd
-        self.on_clip = on_clip
         self.block_size = block_size
         self.keep_noisy_stats = keep_noisy_stats
         self.accountant = accountant
@@ -1091,9 +1096,9 @@ class ReuseCovRegressor(
                 "mechanism='proj' needs a public side: use privacy='feature' or "
                 "'label' (under full DP no public convex set contains X^T Y)."
             )
-        if self.neighbouring == "add-remove" and self.privacy != "full":
+        if self.neighbouring == "zero-out" and self.privacy != "full":
             raise ConfigurationError(
-                "neighbouring='add-remove' is supported with privacy='full' only."
+                "neighbouring='zero-out' is supported with privacy='full' only."
             )
         if self.ridge == "theory" and self.w_bound is None:
             raise ConfigurationError("ridge='theory' needs w_bound.")
@@ -1182,6 +1187,7 @@ class ReuseCovRegressor(
         -------
         self : object
         """
+        self._reset()
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = _both_dask(*validate_blockwise_data(self, X, y))
         else:
@@ -1213,7 +1219,7 @@ class ReuseCovRegressor(
             private=private, cov_rows=cov_rows, reused=self.covariance, seed_index=2,
         )
         if self.covariance is not None and private:
-            self._charge(release["ledger"])
+            # The reused covariance was charged by the fit that released it.
             reused = [
                 replace(e, name=f"{e.name}[reused]") for e in self.covariance.ledger.events
             ]
@@ -1222,8 +1228,6 @@ class ReuseCovRegressor(
                 composition=release["ledger"].composition,
                 delta=min(self.covariance.ledger.delta + release["ledger"].delta, 1.0),
             )
-        else:
-            self._charge(release["ledger"])
 
         self._set_coefficients(W, single_output)
         self.n_outputs_ = Y.shape[1]
@@ -1277,23 +1281,8 @@ class ReuseCovRegressor(
             w_scale = 1.0
         return (x_scale or 0.0), (y_row or 0.0), w_scale
 
-    def _clip_report(self, stats):
-        if not (stats.x_clipped or stats.y_clipped):
-            return
-        if self.on_clip == "raise":
-            raise ValueError(
-                "Some rows of X or entries of Y exceed the declared bounds "
-                "(on_clip='raise'). Nothing was spent."
-            )
-        if self.on_clip == "warn":
-            warnings.warn(
-                "Some rows of X (x_bound) or entries of Y (y_bound) were clipped to "
-                "the declared bounds.",
-                ClippingWarning,
-                stacklevel=4,
-            )
-
-    def _release(self, X, Y, *, epsilon, delta, private, cov_rows, reused, seed_index):
+    def _release(self, X, Y, *, epsilon, delta, private, cov_rows, reused, seed_index,
+                 association_name=None):
         """One covariance (unless exact or reused) and one association release.
 
         Returns ``(W, G_hat, info)``; ``info['ledger']`` holds the new releases
@@ -1308,30 +1297,33 @@ class ReuseCovRegressor(
             x_bound=x_bound, fit_intercept=self.fit_intercept,
             intercept_scaling=self.intercept_scaling,
         )
-        seq = seed_sequence(self.random_state)
         exact_cov = self.privacy == "label"
+        plan_args = dict(
+            n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,
+            privacy=self.privacy, mechanism=self.mechanism,
+            composition=self.composition, neighbouring=self.neighbouring,
+            x_scale=1.0, y_row_scale=1.0, w_scale=1.0,
+            cov_budget=self.cov_budget, cov_rows=cov_rows,
+            reused_sigma_cov=None if reused is None else reused.sigma, ridge=self.ridge,
+        )
+        # Budget check before any data value is read: the planned (epsilon,
+        # delta) does not depend on the public scales, which the pass measures.
+        planned = _plan_ledger(plan_reusecov(**plan_args), delta, private, association_name)
+        self._check_budget(planned)
         # One pass over the rows (one task per block on Dask): the statistics
-        # and the public sides' norms. Nothing is released yet; the budget is
-        # checked below, before any noise is drawn.
+        # and the public sides' norms; it releases nothing and refuses NaN.
         stats = sufficient_statistics(
             X, Y, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
             compute_xtx=exact_cov or (reused is None and cov_rows is None), **common,
         )
+        # The spend, before any secret draw.
+        self._spend(planned)
+        seq = secret_seed_sequence(self.random_state)
         x_scale, y_row, w_scale = self._scales(
             n_outputs, stats.x_max_norm, stats.y_max_norm, stats.y_abs_max
         )
-        plan_args = dict(
-            n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,
-            privacy=self.privacy, mechanism=self.mechanism,
-            composition=self.composition, neighbouring=self.neighbouring,
-            x_scale=x_scale, y_row_scale=y_row, w_scale=w_scale,
-            cov_budget=self.cov_budget, cov_rows=cov_rows,
-            reused_sigma_cov=None if reused is None else reused.sigma, ridge=self.ridge,
-        )
-        # Budget check before any mechanism touches private data: the planned
-        # (epsilon, delta) does not depend on the projection's public numbers.
-        self._check_budget(_plan_ledger(plan_reusecov(**plan_args), delta, private))
+        plan_args.update(x_scale=x_scale, y_row_scale=y_row, w_scale=w_scale)
 
         if cov_rows is not None:
             # A secret subsample from its own seed, drawn on the driver; the
@@ -1341,9 +1333,7 @@ class ReuseCovRegressor(
             rng_sub = np.random.Generator(np.random.PCG64(_child_seed(seq, 1)))
             rows = np.sort(rng_sub.choice(n, size=cov_rows, replace=False))
             sub = sufficient_statistics(X[rows], None, **common)
-            stats.x_clipped = stats.x_clipped or sub.x_clipped
             del rows
-        self._clip_report(stats)
 
         proj = None
         if self.mechanism == "proj":
@@ -1355,6 +1345,7 @@ class ReuseCovRegressor(
                 c_fro = math.sqrt(d_eff) * y_fro / n
             plan_args.update(proj_radius=proj.radius, proj_c_fro=c_fro)
         plan = plan_reusecov(**plan_args)
+        self._settle(_plan_ledger(plan, delta, private, association_name))
 
         if exact_cov:
             self.covariance_ = NoisyCovariance(
@@ -1384,7 +1375,7 @@ class ReuseCovRegressor(
             projection=proj, block_size=self.block_size, keep=self.keep_noisy_stats,
         )
         info = {
-            "ledger": _plan_ledger(plan, delta, private),
+            "ledger": self.privacy_spent_,
             "ridge": plan.ridge,
             "cov_budget": plan.cov_budget,
             "sigma_assoc": plan.sigma_assoc,
@@ -1505,18 +1496,14 @@ class ReuseCovRegressor(
         if reused is not None:
             self._check_covariance(reused, n, reused.d_eff)
         index = len(self.association_releases_)
+        old = self.privacy_spent_
+        # _release spends the new association on the accountant before reading Y_new.
         W, G_hat, release = self._release(
             X, Y_new, epsilon=float(epsilon), delta=float(delta), private=private,
             cov_rows=None, reused=reused, seed_index=2 + index,
+            association_name=f"association[{index}]",
         )
         new = release["ledger"]
-        new = PrivacyLedger(
-            [replace(e, name=f"association[{index}]") for e in new.events],
-            composition=new.composition, delta=new.delta,
-        )
-        if self.accountant is not None and private:
-            self.accountant.spend(new)
-        old = self.privacy_spent_
         self.privacy_spent_ = PrivacyLedger(
             [*old.events, *new.events],
             composition=old.composition if old.composition == new.composition else "basic",
@@ -1634,8 +1621,8 @@ def plan_command(argv):
 
     if args.mechanism == "proj" and args.privacy == "full":
         parser.error("mechanism='proj' needs privacy 'feature' or 'label'.")
-    if args.neighbouring == "add-remove" and args.privacy != "full":
-        parser.error("add-remove neighbouring is supported with privacy='full' only.")
+    if args.neighbouring == "zero-out" and args.privacy != "full":
+        parser.error("zero-out neighbouring is supported with privacy='full' only.")
     fit_intercept = not args.no_intercept
     d_eff = args.d + int(fit_intercept)
     delta = args.delta if args.delta is not None else 1.0 / args.n**2

@@ -22,7 +22,6 @@ from ..bounds import (
     data_norm_bound,
     private_norm_bound,
     row_norms,
-    warn_clipped,
 )
 from ..mechanisms import (
     add_gaussian,
@@ -72,46 +71,47 @@ def bound_block_counts(X_block, Y_block, bins):
     One value per row, so replacing a row changes each count by at most 1.
     Also checks the block for NaN or infinity (this is the first pass).
     """
-    check_block_finite(X_block, "X")
-    check_block_finite(Y_block, "y")
-    return (
-        counts_above(row_norms(X_block), bins),
-        counts_above(np.abs(Y_block).max(axis=1), bins),
-    )
+    with np.errstate(all="ignore"):
+        check_block_finite(X_block, "X")
+        check_block_finite(Y_block, "y")
+        return (
+            counts_above(row_norms(X_block), bins),
+            counts_above(np.abs(Y_block).max(axis=1), bins),
+        )
 
 
 def clipped_gram_block(X_block, Y_block, x_bound, y_bound, intercept_scaling):
-    """``(X^T X, X^T Y, [X clipped?, Y clipped?])`` of one block after clipping.
+    """``(X^T X, X^T Y)`` of one block after clipping.
 
     Rows are clipped to ``x_bound``, entries of Y to ``y_bound`` (``None``:
     no clipping), and the constant column ``intercept_scaling`` is appended
     (``None``: no intercept) -- algebraically, without copying the block:
     ``[X, c 1]^T [X, c 1] = [[X^T X, c X^T 1], [c 1^T X, c^2 n]]``. Pure, so it
-    may run on a Dask worker; the flags are summed and turned into one
-    warning on the driver. One read of the block computes the row norms,
-    which also reveal NaN or infinity.
+    may run on a Dask worker. One read of the block computes the row norms,
+    which also reveal NaN or infinity. Floating-point warnings are
+    suppressed: overflow is handled by the finiteness checks.
     """
     X = np.asarray(X_block, dtype=np.float64)
     Y = np.asarray(Y_block, dtype=np.float64)
-    norms = row_norms(X)
-    if not np.isfinite(norms).all():
-        check_block_finite(X, "X")  # NaN/inf, or only a norm that overflowed
-    check_block_finite(Y, "y")
-    x_clipped = y_clipped = False
-    if x_bound is not None:
-        over = norms > x_bound
-        if over.any():
-            X = X * np.where(over, x_bound / np.where(over, norms, 1.0), 1.0)[:, None]
-            x_clipped = True
-    if y_bound is not None:
-        Y, y_clipped = clip_entries(Y, y_bound)
-    XtX, XtY = X.T @ X, X.T @ Y
-    if intercept_scaling is not None:
-        c = float(intercept_scaling)
-        x_sum, y_sum = c * X.sum(axis=0), c * Y.sum(axis=0)
-        XtX = np.block([[XtX, x_sum[:, None]], [x_sum[None, :], np.array([[c * c * len(X)]])]])
-        XtY = np.vstack([XtY, y_sum[None, :]])
-    return XtX, XtY, np.array([x_clipped, y_clipped], dtype=np.int64)
+    with np.errstate(all="ignore"):
+        norms = row_norms(X)
+        if not np.isfinite(norms).all():
+            check_block_finite(X, "X")  # NaN/inf, or only a norm that overflowed
+        check_block_finite(Y, "y")
+        if x_bound is not None:
+            over = norms > x_bound
+            if over.any():
+                X = X * np.where(over, x_bound / np.where(over, norms, 1.0), 1.0)[:, None]
+        if y_bound is not None:
+            Y = clip_entries(Y, y_bound)[0]
+        XtX, XtY = X.T @ X, X.T @ Y
+        if intercept_scaling is not None:
+            c = float(intercept_scaling)
+            x_sum, y_sum = c * X.sum(axis=0), c * Y.sum(axis=0)
+            corner = np.array([[c * c * len(X)]])
+            XtX = np.block([[XtX, x_sum[:, None]], [x_sum[None, :], corner]])
+            XtY = np.vstack([XtY, y_sum[None, :]])
+    return XtX, XtY
 
 
 class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
@@ -211,6 +211,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         -------
         self : object
         """
+        self._reset()
         X, y = validate_blockwise_data(self, X, y)
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
@@ -220,11 +221,13 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         for name, eps in self._bound_epsilons(private).items():
             if self.bounds_quantile == "auto" and math.isfinite(eps):
                 check_private_bound_feasible(X.shape[0], eps, name)
-        self._check_budget(self._plan_ledger(private, n_outputs))
-
-        rngs = self._rngs("bounds", "noise")
+        planned = self._plan_ledger(private, n_outputs)
+        self._check_budget(planned)
+        # The spend is recorded before the first noise draw (after passes that
+        # release nothing and may still refuse bad Dask input).
+        rngs = self._secret_rngs("bounds", "noise", spend=planned)
         x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"])
-        XtX, XtY, clipped = sum_over_row_blocks(
+        XtX, XtY = sum_over_row_blocks(
             partial(
                 clipped_gram_block,
                 x_bound=x_bound,
@@ -234,10 +237,6 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             X,
             Y,
         )
-        for name, count in zip(("X", "y"), clipped):
-            if count:
-                warn_clipped(name)
-
         ledger = self._plan_ledger(
             private,
             n_outputs,
@@ -245,8 +244,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             y_bound=1.0 if y_bound is None else y_bound,
             bound_events=bound_events,
         )
+        self._settle(ledger)
         W = self._release_and_solve(XtX, XtY, ledger, rngs["noise"])
-        self._charge(ledger)
 
         self.coef_, self.intercept_ = split_intercept(
             W, self.fit_intercept, self.intercept_scaling, single_output
@@ -377,8 +376,11 @@ class SSPRegressor(_BaseSSP):
     accountant : BudgetAccountant or None, default=None
         A shared budget charged by every fit.
     random_state : None, int or numpy.random.Generator, default=None
-        Source of the noise. A fixed seed reproduces the noise: never publish
-        a seed used on private data.
+        Unused for the noise: every fit draws its noise (and the private
+        bounds' noise) from fresh OS entropy, whatever this is, so clones
+        fitted with the same seed still draw independent noise. Kept for
+        scikit-learn compatibility; see :mod:`skprivreg.testing` for
+        reproducible noise in tests.
 
     Attributes
     ----------

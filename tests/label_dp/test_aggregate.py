@@ -58,7 +58,7 @@ def test_secret_weights_are_standard_normal():
     assert abs(W.var() - 1) < 0.01
 
 
-def test_weights_and_partition_do_not_depend_on_labels():
+def test_weights_and_partition_do_not_depend_on_labels(fixed_noise):
     rng = np.random.default_rng(2)
     X = rng.normal(size=(600, 2))
     y = rng.uniform(0, 1, size=600)

@@ -703,6 +703,7 @@ def test_stability_histogram_single_count_release_rate():
 ALLOWED_FITTED = {
     "coef_", "intercept_", "ptr_passed_", "n_features_in_", "feature_names_in_", "k_",
     "leverage_bound_", "budget_split_", "noise_scale_", "residual_bound_", "sigma2_upper_",
+    "noise_reproducible_",
     "privacy_spent_", "planning_",
 }
 
@@ -735,7 +736,7 @@ def test_input_validation():
     assert est.set_params(on_fail="zero").on_fail == "zero"
 
 
-def test_memmap_and_chunks_equal_in_memory(tmp_path):
+def test_memmap_and_chunks_equal_in_memory(tmp_path, fixed_noise):
     rng = np.random.default_rng(5)
     n = 1_000_000
     X = rng.standard_normal((n, 1))

@@ -11,7 +11,7 @@ from sklearn.linear_model import LinearRegression, Ridge
 from skprivreg.accounting import BudgetAccountant, gdp_delta, gdp_mu, subsample_budget
 from skprivreg.exceptions import (
     BudgetExceededError,
-    ClippingWarning,
+
     ConfigurationError,
     PrivacyLeakWarning,
 )
@@ -40,7 +40,6 @@ from skprivreg.mechanisms import primo_constant
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PrivacyLeakWarning",
-    "ignore::skprivreg.exceptions.ClippingWarning",
 )
 
 
@@ -89,7 +88,7 @@ def _random_rows(rng, k, dim, bound):
 
 @pytest.mark.parametrize(
     "privacy, neighbouring",
-    [("full", "replace-one"), ("full", "add-remove"), ("feature", "replace-one"),
+    [("full", "replace-one"), ("full", "zero-out"), ("feature", "replace-one"),
      ("label", "replace-one")],
 )
 def test_sensitivity_bounds_hold_and_are_tight(privacy, neighbouring):
@@ -119,7 +118,7 @@ def test_sensitivity_bounds_hold_and_are_tight(privacy, neighbouring):
         x_new, x_old = _random_rows(rng, k, d, x_bound), _random_rows(rng, k, d, x_bound)
         y_new = rng.uniform(-y_bound, y_bound, size=(k, n_outputs))
         y_old = rng.uniform(-y_bound, y_bound, size=(k, n_outputs))
-    if neighbouring == "add-remove":
+    if neighbouring == "zero-out":
         x_old, y_old = np.zeros_like(x_old), np.zeros_like(y_old)
     assoc = np.einsum("ki,kj->kij", x_new, y_new) - np.einsum("ki,kj->kij", x_old, y_old)
     assoc_norm = np.linalg.norm(assoc.reshape(k, -1), axis=1) / n
@@ -160,7 +159,7 @@ def test_sensitivity_bounds_hold_and_are_tight(privacy, neighbouring):
 def test_sensitivity_formulas():
     B, yb, n = 2.0, 3.0, 10
     assert covariance_sensitivity(B, n) == pytest.approx(math.sqrt(2) * 4 / 10, rel=1e-15)
-    assert covariance_sensitivity(B, n, "add-remove") == pytest.approx(0.4, rel=1e-15)
+    assert covariance_sensitivity(B, n, "zero-out") == pytest.approx(0.4, rel=1e-15)
     assert association_sensitivity(B, 3 * yb, n) == pytest.approx(2 * 2 * 3 * 3 / 10)
 
 
@@ -204,7 +203,7 @@ def test_covariance_noise_calibration():
 @pytest.mark.parametrize("composition", ["gdp", "paper"])
 @pytest.mark.parametrize(
     "privacy, neighbouring",
-    [("full", "replace-one"), ("full", "add-remove"), ("feature", "replace-one"),
+    [("full", "replace-one"), ("full", "zero-out"), ("feature", "replace-one"),
      ("label", "replace-one")],
 )
 def test_association_sigma_formula(privacy, neighbouring, composition):
@@ -287,30 +286,21 @@ def test_blockwise_statistics_match_one_block():
     np.testing.assert_allclose(merged.xty, one.xty, rtol=1e-12)
 
 
-def test_clipping_warning_iff_clipped_and_raise():
+def test_clipping_is_never_signalled():
     X, Y = _data()
     kw = dict(epsilon=1.0, x_bound=100.0, y_bound=100.0, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ClippingWarning)
-        ReuseCovRegressor(**kw).fit(X, Y)
-    with pytest.warns(ClippingWarning) as record:
-        ReuseCovRegressor(**{**kw, "x_bound": 0.5}).fit(X, Y)
-    assert not any(ch.isdigit() for ch in str(record[0].message))
-    with pytest.warns(ClippingWarning):
-        ReuseCovRegressor(**{**kw, "y_bound": 0.5}).fit(X, Y)
-    acc = BudgetAccountant(epsilon=10, delta=0.1)
-    with pytest.raises(ValueError, match="on_clip='raise'"):
-        ReuseCovRegressor(**{**kw, "x_bound": 0.5}, on_clip="raise", accountant=acc).fit(X, Y)
-    assert acc.n_spends == 0
-    est = ReuseCovRegressor(**{**kw, "x_bound": 0.5}, on_clip="silent").fit(X, Y)
-    assert not [a for a in vars(est) if a.startswith("n_clipped")]
+    for extra in ({}, {"x_bound": 0.5}, {"y_bound": 0.5}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = ReuseCovRegressor(**{**kw, **extra}).fit(X, Y)
+        assert not [a for a in vars(est) if "clip" in a]
 
 
 def test_public_side_never_clipped():
     X, Y = _data()
     X, Y = 10 * X, 10 * Y
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ClippingWarning)
+        warnings.simplefilter("error")
         label = ReuseCovRegressor(epsilon=1.0, privacy="label", y_bound=1000.0,
                                   random_state=0, keep_noisy_stats=True).fit(X, Y)
         ReuseCovRegressor(epsilon=1.0, privacy="feature", x_bound=1000.0,
@@ -745,8 +735,8 @@ def test_add_outcomes_noise_is_fresh():
     "params",
     [
         dict(privacy="full", mechanism="proj"),
-        dict(privacy="feature", neighbouring="add-remove"),
-        dict(privacy="label", neighbouring="add-remove"),
+        dict(privacy="feature", neighbouring="zero-out"),
+        dict(privacy="label", neighbouring="zero-out"),
         dict(delta=1.5),
         dict(delta=0.0),
         dict(epsilon=0.0),
@@ -796,7 +786,7 @@ def test_shapes_follow_linear_regression():
 # ----------------------------------------------------------- 16. reproducibility
 @pytest.mark.parametrize("privacy, mechanism", [("full", "gauss"), ("label", "proj"),
                                                 ("feature", "proj")])
-def test_reproducible_across_block_sizes(privacy, mechanism):
+def test_reproducible_across_block_sizes(privacy, mechanism, fixed_noise):
     rng = np.random.default_rng(16)
     X = rng.normal(size=(50, 3))
     Y = rng.normal(size=(50, 1300))

@@ -11,7 +11,6 @@ from skprivreg.linear_model._reusecov import ReuseCovRegressor
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PrivacyLeakWarning",
-    "ignore::skprivreg.exceptions.ClippingWarning",
 )
 
 # parametrize_with_checks for these estimators: tests/test_sklearn_compat.py

@@ -1,0 +1,71 @@
+"""Non-private diagnostics for the data curator.
+
+Everything here reads the private data **without any privacy guarantee** and
+returns exact, data-dependent numbers. Use it on your own data, before a
+release, to choose bounds; never publish its output, never let it decide what
+is released, and never run it inside a release pipeline: acting on an exact
+count (re-declaring a bound until nothing is clipped, say) makes the bound a
+function of the data and voids the guarantee of the fit that uses it.
+
+Private estimators never report clipping themselves: whether some record
+exceeds a bound is a fact about that record, so ``fit`` emits no warning,
+message or attribute about it.
+"""
+
+import numpy as np
+
+from sklearn.utils import check_array
+
+__all__ = ["clipping_report"]
+
+
+def clipping_report(X=None, y=None, *, row_norm_bound=None, feature_bounds=None,
+                    label_bounds=None):
+    """Exact counts of rows and labels that the declared bounds would clip.
+
+    **Not private**: the counts are exact functions of the data.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or None
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs), or None
+    row_norm_bound : float or None
+        An L2 bound on the rows of X (``x_bound`` of the SSP family and
+        ``ReuseCovRegressor``).
+    feature_bounds : (low, high) or array of shape (n_features, 2), or None
+        Per-column ranges.
+    label_bounds : float, (low, high), or None
+        A bound on ``|y|`` (``y_bound``), or a label range.
+
+    Returns
+    -------
+    report : dict
+        ``n_samples`` and, for each bound given, the number (``*_clipped``)
+        and fraction (``*_clipped_fraction``) of rows that would be clipped.
+    """
+    report = {}
+    with np.errstate(all="ignore"):
+        if X is not None:
+            X = check_array(X, dtype=np.float64)
+            report["n_samples"] = X.shape[0]
+            if row_norm_bound is not None:
+                over = np.linalg.norm(X, axis=1) > float(row_norm_bound)
+                report["rows_clipped"] = int(over.sum())
+            if feature_bounds is not None:
+                bounds = np.broadcast_to(np.asarray(feature_bounds, dtype=np.float64),
+                                         (X.shape[1], 2))
+                outside = (X < bounds[:, 0]) | (X > bounds[:, 1])
+                report["rows_with_feature_clipped"] = int(outside.any(axis=1).sum())
+                report["feature_values_clipped"] = outside.sum(axis=0).astype(int)
+        if y is not None and label_bounds is not None:
+            y = np.asarray(y, dtype=np.float64)
+            y = y.reshape(y.shape[0], -1)
+            report.setdefault("n_samples", y.shape[0])
+            bounds = np.atleast_1d(np.asarray(label_bounds, dtype=np.float64))
+            low, high = (-bounds[0], bounds[0]) if bounds.size == 1 else bounds[:2]
+            report["labels_clipped"] = int(((y < low) | (y > high)).any(axis=1).sum())
+    n = report.get("n_samples", 0)
+    for key in ("rows_clipped", "rows_with_feature_clipped", "labels_clipped"):
+        if key in report:
+            report[key.replace("clipped", "clipped_fraction")] = report[key] / n if n else 0.0
+    return report
