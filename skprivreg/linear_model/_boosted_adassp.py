@@ -181,8 +181,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         -------
         self : object
         """
-        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
-            delattr(self, name)
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
                              y_numeric=True)
         self._validate_privacy_params()
@@ -193,7 +192,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
             )
         ledger = self._events()
         self._check_budget(ledger)
-        rng = self._rngs("noise")["noise"]
+        rng = self._secret_rngs("noise", spend=ledger)["noise"]
         lam_event, gram_event, *grad_events = ledger.events
         common = dict(x_bound=float(self.x_bound), fit_intercept=self.fit_intercept)
         (AtA,) = sum_over_row_blocks(partial(clipped_design_block, **common), X, y)
@@ -215,12 +214,8 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
                         **common), X, y)
             noisy_grad = add_gaussian(grad, event.sigma, rng)
             theta = theta + self.shrinkage * solve_psd_repaired(M, noisy_grad, floor)
-        self._charge(ledger)
+        self._settle(ledger)
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         self.ridge_ = float(ridge)
         return self
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = not math.isinf(self.epsilon)
-        return tags

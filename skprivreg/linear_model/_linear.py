@@ -506,8 +506,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         -------
         self : object
         """
-        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
-            delattr(self, name)  # no attribute of a previous fit survives
+        self._reset()  # no attribute of a previous fit survives
         # Public validation: shapes and dtypes only; finiteness is checked in
         # the first pass over the rows, before any noise is drawn.
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
@@ -522,9 +521,11 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         assert plan.private == private
         ledger = planned_ledger(plan, self.delta, self.fit_intercept)
         self._check_budget(ledger)
-        rngs = self._rngs("bounds", "noise")
+        # The planned ledger is spent before the first secret draw; the final
+        # ledger has the same mu's (only the residual-clip sensitivities differ).
+        rngs = self._secret_rngs("bounds", "noise", spend=ledger)
         result = _fit_private(X, y, plan, self, rngs)
-        self._charge(result["ledger"])
+        self._settle(result["ledger"])
         self.coef_, self.intercept_ = result["coef"], result["intercept"]
         self.mean_fallback_ = result["mean_fallback"]
         self.ridge_ = result["ridge"]
@@ -535,7 +536,6 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         tags = super().__sklearn_tags__()
         tags.target_tags.single_output = True
         tags.target_tags.multi_output = False
-        tags.non_deterministic = not math.isinf(self.epsilon)
         return tags
 
 

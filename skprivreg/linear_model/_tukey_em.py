@@ -172,8 +172,7 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         -------
         self : object
         """
-        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
-            delattr(self, name)
+        self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         if math.isinf(self.epsilon):
             raise ConfigurationError(
@@ -191,7 +190,7 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         eps_ptr, delta_ptr, eps_em, eta = tukey_budget(self.epsilon, self.delta)
         ledger = self._ledger()
         self._check_budget(ledger)
-        rngs = self._rngs("partition", "noise")
+        rngs = self._secret_rngs("partition", "noise", spend=ledger)
         A = np.hstack([X, np.ones((n, 1))]) if self.fit_intercept else X
         models = partition_models(A, y, m, rngs["partition"])
         models = models + rngs["partition"].uniform(0.0, _JITTER, size=models.shape)
@@ -201,7 +200,7 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         passed = tukey_ptr_test(k_hat, eps_ptr, delta_ptr, rngs["noise"])
         self.n_models_ = m
         if not passed:
-            self._charge(ledger)
+            self._settle(ledger)
             self.ptr_passed_ = False
             if self.on_failure == "raise":
                 raise PrivateTestFailed(
@@ -216,13 +215,9 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
             self.sampled_depth_ = None
             return self
         theta, depth = restricted_tukey_sample(projections, t, eps_em, rngs["noise"])
-        self._charge(ledger)
+        self._settle(ledger)
         self.ptr_passed_ = True
         self.sampled_depth_ = int(depth)
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         return self
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags

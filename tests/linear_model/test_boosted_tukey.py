@@ -105,7 +105,7 @@ def test_boosted_without_bounds_is_refused_before_any_spend():
     assert acc.n_spends == 0
 
 
-def test_boosted_accuracy_anchor():
+def test_boosted_accuracy_anchor(fixed_noise):
     X, y = _data(20_000, d=3, noise=0.5)
     est = BoostedAdaSSPRegressor(epsilon=1.0, x_bound=5.0, y_bound=6.0, random_state=0).fit(X, y)
     np.testing.assert_allclose(est.coef_, np.linspace(1.0, -0.5, 3), atol=0.1)
@@ -164,7 +164,7 @@ def test_restricted_sample_depth_law():
 
 
 # -- TukeyEM estimator -----------------------------------------------------------
-def test_tukey_ledger_and_success():
+def test_tukey_ledger_and_success(fixed_noise):
     X, y = _data(40_000, d=1, noise=0.3)
     acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
     est = TukeyEMRegressor(epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
@@ -179,7 +179,7 @@ def test_tukey_ledger_and_success():
     assert est.intercept_ == pytest.approx(0.5, abs=0.05)
 
 
-def test_tukey_ptr_failure_spends_then_raises():
+def test_tukey_ptr_failure_spends_then_raises(fixed_noise):
     X, y = _data(2_000, d=3, noise=3.0)
     acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
     est = TukeyEMRegressor(epsilon=1.0, accountant=acc, random_state=0)
@@ -189,7 +189,7 @@ def test_tukey_ptr_failure_spends_then_raises():
     assert est.ptr_passed_ is False and not hasattr(est, "coef_")
 
 
-def test_tukey_failure_fallback_warns():
+def test_tukey_failure_fallback_warns(fixed_noise):
     X, y = _data(2_000, d=3, noise=3.0)
     with pytest.warns(UserWarning, match="safety check failed"):
         est = TukeyEMRegressor(epsilon=1.0, on_failure="warn", random_state=0).fit(X, y)
@@ -208,7 +208,7 @@ def test_tukey_too_few_rows_refused_before_any_spend():
 @parametrize_with_checks(
     [BoostedAdaSSPRegressor(epsilon=1.0, x_bound=10.0, y_bound=10.0, random_state=0)],
 )
-def test_boosted_sklearn_compatible(estimator, check):
+def test_boosted_sklearn_compatible(estimator, check, fixed_noise):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)

@@ -196,8 +196,8 @@ def test_malformed_ranges_refused(fb):
         _fit(X, y, feature_bounds=fb)
 
 
-def test_values_outside_declared_ranges_are_clipped():
-    """Out-of-range rows act exactly as their clipped versions (same noise seed)."""
+def test_values_outside_declared_ranges_are_clipped(fixed_noise):
+    """Out-of-range rows act exactly as their clipped versions (same reproducible noise)."""
     X, y = _data(4_000)
     Xo, yo = X.copy(), y.copy()
     Xo[:50] *= 7.0
@@ -222,14 +222,14 @@ def test_non_private_mode_is_ols_on_clipped_data():
     assert math.isinf(est.privacy_spent_.epsilon) and not est.mean_fallback_
 
 
-def test_large_data_recovers_the_model():
+def test_large_data_recovers_the_model(fixed_noise):
     X, y = _data(50_000, d=4)
     est = _fit(X, y, random_state=0)
     assert not est.mean_fallback_
     np.testing.assert_allclose(est.coef_, np.linspace(1, -1, 4), atol=0.05)
 
 
-def test_too_few_rows_degrade_to_the_private_mean():
+def test_too_few_rows_degrade_to_the_private_mean(fixed_noise):
     """n=300, weak signal, epsilon=1: the released test keeps the private mean.
 
     With n=300 the mean gets mu_m = mu sqrt(0.5) = 0.19, so the released label
@@ -256,7 +256,7 @@ def test_too_few_rows_degrade_to_the_private_mean():
     [LinearRegression(epsilon=1.0, feature_bounds=(-10, 10), label_bounds=(-100, 100),
                       random_state=0)]
 )
-def test_sklearn_compatible(estimator, check):
+def test_sklearn_compatible(estimator, check, fixed_noise):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)
