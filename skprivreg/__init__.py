@@ -52,8 +52,6 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "Guarantee",
-    "diagnostics",
-    "testing",
     "BudgetExceededError",
     "CompositionError",
     "ConfigurationError",

@@ -279,7 +279,10 @@ def ptr_calibration(sensitivity, epsilon, delta, fail_prob=0.0):
     if not 0 <= fail_prob < 0.5:
         raise ValueError("fail_prob must lie in [0, 1/2).")
     scale = sensitivity / epsilon
-    half_width = scale * math.log1p(math.expm1(epsilon) / (2 * delta))
+    # ln(1 + (e^eps - 1)/(2 delta)) in log space: e^eps overflows float64 past
+    # eps ~ 709, and the PTR of ISSP runs at any epsilon (up to 1e4 is tested).
+    log_ratio = epsilon + math.log(-math.expm1(-epsilon)) - math.log(2 * delta)
+    half_width = scale * float(np.logaddexp(0.0, log_ratio))
     if fail_prob == 0:
         tau = half_width
     else:

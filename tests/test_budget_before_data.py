@@ -169,7 +169,7 @@ CASES = {
                                      noise_scale=8.0),
         _labels, [("skprivreg.label_dp._lba", "run_aggregation", None)]),
     "issp-declared-residual": (
-        lambda: ISSPRegressor(residual_bound=1.0), _single,
+        lambda: ISSPRegressor(residual_bound=1.0, predicted_fail="spend"), _single,
         [("skprivreg.linear_model._issp", "private_residual_scale", None),
          ("skprivreg.linear_model._issp", "_issp_core", None)]),
     "lasso-support-subsample": (
@@ -182,7 +182,8 @@ CASES = {
         lambda: PrivateLassoRegressor(max_features=3, selection_rule="lars",
                                       feature_bound=3.0, target_bound=5.0),
         _sparse, _lasso_points()),
-    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2), _sparse,
+    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_bound=4.0, y_bound=4.0),
+              _sparse,
               [("skprivreg.feature_selection._top_s", "private_top_s_correlations", None)]),
 }
 
@@ -206,20 +207,9 @@ def _patch(monkeypatch, points, case):
         monkeypatch.setattr(owner, name, replacement)
 
 
-# ReuseCovRegressor._release runs its one pass over the rows (clipping, X^T X,
-# X^T Y, the public side's norms) before the budget check: it releases nothing
-# there, but the order is the wrong one (a budget refusal comes after the
-# private data were read; label/feature DP need only the public side first).
-_READS_BEFORE_CHECK = (
-    "ReuseCovRegressor computes its sufficient statistics from the private rows "
-    "before checking the budget"
-)
 
 
 def _budget_case(case):
-    if case.startswith("reusecov"):
-        return pytest.param(case, marks=pytest.mark.xfail(strict=True,
-                                                          reason=_READS_BEFORE_CHECK))
     return case
 
 
@@ -254,7 +244,6 @@ def _fitted_reusecov():
     return est, X, Y[:, :2] * 0.5
 
 
-@pytest.mark.xfail(strict=True, reason=_READS_BEFORE_CHECK + " (add_outcomes too)")
 def test_reusecov_add_outcomes_checks_budget_before_reading(monkeypatch):
     est, X, Y_new = _fitted_reusecov()
     _patch(monkeypatch, _reusecov_points(), "add_outcomes")

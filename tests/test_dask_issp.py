@@ -157,7 +157,8 @@ def test_fail_path_matches_numpy(client):
     rng = np.random.default_rng(14)
     X = rng.standard_normal((2000, 2))
     y = X @ [1.0, 1.0] + rng.standard_normal(2000)
-    kw = dict(epsilon=1.0, delta=1e-6, residual_bound=3.0, on_fail="zero", random_state=0)
+    kw = dict(epsilon=1.0, delta=1e-6, residual_bound=3.0, on_fail="zero", random_state=0,
+              predicted_fail="spend")
     ref = _fit(ISSPRegressor(chunk_size=1024, **kw), X, y)
     acc = BudgetAccountant(epsilon=100, delta=1e-2)
     lazy = _fit(ISSPRegressor(accountant=acc, **kw), *_lazy(X, y, 1024))
@@ -173,7 +174,8 @@ def test_nan_in_a_dask_block_fails_before_spending(client, clean_data, residual_
     X, y = X[:200_000].copy(), y[:200_000]
     X[150_123, 0] = np.nan
     acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
-    est = ISSPRegressor(accountant=acc, residual_bound=residual_bound, **CLEAN)
+    est = ISSPRegressor(accountant=acc, residual_bound=residual_bound, predicted_fail="spend",
+                        **CLEAN)
     with pytest.raises(ValueError, match="Input X contains NaN or infinity"):
         _fit(est, *_lazy(X, y, 50_000))
     assert acc.n_spends == 0

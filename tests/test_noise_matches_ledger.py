@@ -476,9 +476,9 @@ LEDGER_CASES = {
     "reusecov-feature-proj": (
         lambda: ReuseCovRegressor(1.0, 1e-6, privacy="feature", mechanism="proj",
                                   x_bound=2.0), _multi),
-    "reusecov-add-remove": (
+    "reusecov-zero-out": (
         lambda: ReuseCovRegressor(1.0, 1e-6, x_bound=2.0, y_bound=3.0,
-                                  neighbouring="add-remove"), _multi),
+                                  neighbouring="zero-out"), _multi),
     "label-noise": (
         lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single),
     "lba-declared": (
@@ -493,7 +493,7 @@ LEDGER_CASES = {
                                      label_bounds=(-10.0, 10.0), noise_fraction=1.0,
                                      noise_scale=8.0),
         lambda: _lba_data(2000, 2)),
-    "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0), _single),
+    "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"), _single),
     "lasso-support": (
         lambda: PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3,
                                             selection_rule="lars", on_failure="empty"),
@@ -502,7 +502,8 @@ LEDGER_CASES = {
         lambda: PrivateLassoRegressor(max_features=3, selection_rule="lars",
                                       on_failure="empty", feature_bound=3.0, target_bound=5.0),
         _sparse),
-    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2), _sparse),
+    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_bound=4.0, y_bound=4.0),
+              _sparse),
 }
 
 

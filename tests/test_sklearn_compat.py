@@ -47,7 +47,7 @@ COMPAT_ESTIMATORS = [
     # sklearn's tiny data are far below ISSP's minimum n: the private test
     # FAILs and on_fail='zero' releases zero coefficients (the default
     # residual_bound='auto' would raise ConfigurationError there).
-    ISSPRegressor(on_fail="zero", residual_bound=1.0),
+    ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"),
     PrivateLassoSupportSelector(
         max_features=2, selection_rule="lars", on_failure="empty", random_state=0
     ),
@@ -56,11 +56,17 @@ COMPAT_ESTIMATORS = [
         max_features=2, selection_rule="lars", on_failure="empty",
         feature_bound=3.0, target_bound=5.0, random_state=0,
     ),
-    PrivateTopSSelector(n_features_to_select=2, random_state=0),
+    PrivateTopSSelector(n_features_to_select=2, x_bound=10.0, y_bound=10.0, random_state=0),
 ]
 
 # check name -> reason, per estimator class
-EXPECTED_FAILED_CHECKS = {}
+EXPECTED_FAILED_CHECKS = {
+    "PrivateLassoRegressor": {
+        "check_regressors_train": "the private selection on sklearn's 200-row toy data "
+        "usually releases an empty support since the selector's defaults changed; "
+        "the private mode is tested on data large enough in test_lasso_support.py",
+    },
+}
 
 
 def _expected_failed_checks(estimator):

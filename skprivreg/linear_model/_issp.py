@@ -37,8 +37,11 @@ from ._base import LinearPredictMixin, split_intercept
 from ._issp_filters import (
     ArrayRowSource,
     DaskRowSource,
+    RowWeights,
     _add_partials,
+    cross_pass,
     gram_piece_add,
+    magnitude,
     slf_engine,
     srf_engine,
     srf_weights,
@@ -65,6 +68,10 @@ CLAIM18_CONSTANT = 3136.0
 MAX_LOG_BLOWUP = 700.0
 #: Claim 19 holds for epsilon in the open interval (0, 1): cap at 0.999 (spec §14).
 SHAPE_EPSILON_CAP = 0.999
+#: The release sums ``X^T diag(v) y`` from scratch when the rounding error of
+#: subtracting the removed rows could exceed this fraction of the noise scale c.
+RELEASE_REBASE_TOL = 1e-9
+_EPS = float(np.finfo(np.float64).eps)
 #: Default streaming block (rows) when ``chunk_size=None``.
 DEFAULT_BLOCK = 1 << 17
 _FAIL_MESSAGE = (
@@ -106,9 +113,11 @@ class ISSPPlan:
     ``residual_bound`` is a number), then ``(eps_ptr, delta_ptr)`` for the PTR,
     ``(eps_loc, delta_loc)`` for the Gaussian location step and
     ``(eps_shape, delta_shape)`` for the covariance shape step (Claim 19),
-    combined by the weak triangle inequality into ``delta_gauss`` (spec §5.3).
-    ``eps_r0 + eps_ptr + eps_loc + eps_shape = epsilon`` and
-    ``delta_r0 + delta_ptr + delta_gauss = delta``.
+    combined by the weak triangle inequality into ``delta_gauss``.
+    ``eps_r0 + eps_ptr + eps_loc + eps_shape + eps_unused = epsilon`` and
+    ``delta_r0 + delta_ptr + delta_gauss = delta``. ``eps_unused`` is positive
+    only at large epsilon, where more location budget would make the Claim-19
+    cap on L0 bind (:func:`_fractions_plan`); it is not spent.
     """
 
     n: int
@@ -127,6 +136,7 @@ class ISSPPlan:
     eps_shape: float
     delta_shape: float
     delta_gauss: float
+    eps_unused: float
     ptr_fail_prob: float
     ptr_scale: float
     ptr_half_width: float
@@ -143,6 +153,8 @@ class ISSPPlan:
     r0_groups: int
     r0_group_size: int
     clean_path_possible: bool
+    fail_predicted: bool
+    predicted_n_pass: float
     predicted_noise_ratio: float
     predicted_n_min: float
     warnings: tuple = field(default_factory=tuple)
@@ -182,18 +194,43 @@ def issp_k(eps_ptr, delta_ptr, fail_prob=0.0):
 
 
 def _delta_shares(delta1, eps_loc, eps_shape):
-    """``delta_T = delta1/3``; ``delta_M = delta_C`` such that ``delta_G = 2 delta1 / 3``."""
+    """``delta_T = delta1/3`` and a Gaussian pair combining to ``2 delta1/3`` at any epsilon.
+
+    The weak triangle inequality (location step at ``(eps_M, delta_M)``, shape
+    step at ``(eps_C', delta_C)`` with ``eps_C' = min(eps_C, 0.999)``) gives
+    ``delta_G = max(delta_M + e^{eps_M} delta_C, delta_C + e^{eps_C'} delta_M)``.
+    With ``D = 2 delta1/3``, ``delta_C = (D/2) e^{-eps_M}`` and
+    ``delta_M = min(D/2, (D - delta_C) e^{-eps_C'})`` both terms are at most
+    ``D``; ``delta_M >= D e^{-1}/2`` never collapses, and ``delta_C`` (which
+    enters the Claim-19 cap only through ``ln(2/delta_C)``) is kept as a
+    logarithm, so nothing under- or overflows for any epsilon.
+
+    Returns ``(delta_ptr, delta_loc, log_delta_shape, delta_gauss)``.
+    """
     delta_ptr = delta1 / 3.0
-    # share (1 + e^{max(eps_M, eps_C)}) = 2 delta1 / 3, computed without overflow
-    share = (2.0 * delta1 / 3.0) * float(expit(-max(eps_loc, eps_shape)))
-    if not share > 0:
-        raise ISSPConfigurationError("epsilon is too large for the delta split (underflow).")
-    return delta_ptr, share, share, 2.0 * delta1 / 3.0
+    D = 2.0 * delta1 / 3.0
+    log_delta_shape = math.log(D / 2.0) - eps_loc
+    delta_shape = math.exp(log_delta_shape)
+    delta_loc = min(D / 2.0, (D - delta_shape) * math.exp(-min(eps_shape, SHAPE_EPSILON_CAP)))
+    return delta_ptr, delta_loc, log_delta_shape, D
 
 
-def _shape_cap(eps_shape, delta_shape):
+def _shape_cap(eps_shape, log_delta_shape):
     """Largest L0 allowed by Claim 19: ``56 L0 <= min(eps_C, 0.999) / (3 ln(2/delta_C))``."""
-    return min(eps_shape, SHAPE_EPSILON_CAP) / (3.0 * math.log(2.0 / delta_shape)) / 56.0
+    return min(eps_shape, SHAPE_EPSILON_CAP) / (3.0 * (math.log(2.0) - log_delta_shape)) / 56.0
+
+
+def _location_epsilon_cap(L0, delta1, eps_shape):
+    """Largest ``eps_M`` for which the Claim-19 cap still admits ``L0`` (may be <= 0).
+
+    With ``ln(2/delta_C) = ln(4/D) + eps_M`` (:func:`_delta_shares`), the cap
+    ``min(eps_C, 0.999) / (168 ln(2/delta_C)) >= L0`` holds iff
+    ``eps_M <= min(eps_C, 0.999)/(168 L0) - ln(4/D)``.
+    """
+    D = 2.0 * delta1 / 3.0
+    if not L0 > 0 or not math.isfinite(L0):
+        return -math.inf
+    return min(eps_shape, SHAPE_EPSILON_CAP) / (168.0 * L0) - math.log(4.0 / D)
 
 
 def _leverage_quantile(n, p, eta):
@@ -221,16 +258,28 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
                     constants, epsilon_paper):
     f_T, f_M, f_C = fractions
     eps_ptr, eps_loc, eps_shape = f_T * eps1, f_M * eps1, f_C * eps1
-    delta_ptr, delta_loc, delta_shape, delta_gauss = _delta_shares(delta1, eps_loc, eps_shape)
-    k, cal = issp_k(eps_ptr, delta_ptr, fail_prob)
-    caps = (1.0 / (96.0 * k), _shape_cap(eps_shape, delta_shape),
-            MAX_LOG_BLOWUP / (432.0 * k * k))
+    k, cal = issp_k(eps_ptr, delta1 / 3.0, fail_prob)
+    cap_lev, cap_over = 1.0 / (96.0 * k), MAX_LOG_BLOWUP / (432.0 * k * k)
+    wanted = (_auto_leverage_bound(n, p, k, slack, eta) if leverage_bound == "auto"
+              else float(leverage_bound))
+    # The shape step's delta_C is e^{-eps_M} small (weak triangle inequality),
+    # so a large location epsilon tightens the Claim-19 cap on L0 like
+    # 1/eps_M. Spend on the location step only up to the epsilon at which the
+    # cap still admits the L0 the other caps allow; the rest of the share is
+    # left unspent (recorded as eps_unused). Public facts only.
+    target = min(wanted, cap_lev, cap_over)
+    eps_loc_max = _location_epsilon_cap(target, delta1, eps_shape) * (1.0 - 1e-12)
+    eps_unused = 0.0
+    if 0 < eps_loc_max < eps_loc:
+        eps_unused, eps_loc = eps_loc - eps_loc_max, eps_loc_max
+    delta_ptr, delta_loc, log_delta_shape, delta_gauss = _delta_shares(delta1, eps_loc,
+                                                                       eps_shape)
+    caps = (cap_lev, _shape_cap(eps_shape, log_delta_shape), cap_over)
     if leverage_bound == "auto":
-        wanted = _auto_leverage_bound(n, p, k, slack, eta)
         L0 = min(wanted, *caps)
         feasible = wanted <= min(caps)
     else:
-        L0 = float(leverage_bound)
+        L0 = wanted
         feasible = L0 <= caps[0] and L0 <= caps[1] and L0 <= caps[2]
     log_blowup = 432.0 * k * k * L0
     sens = math.sqrt(CLAIM18_CONSTANT * L0) * math.exp(min(log_blowup, MAX_LOG_BLOWUP) / 2.0)
@@ -241,11 +290,46 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
         noise = gaussian_sigma(sens, eps_loc, delta_loc)
     return dict(
         budget_split=(f_T, f_M, f_C), eps_ptr=eps_ptr, delta_ptr=delta_ptr, eps_loc=eps_loc,
-        delta_loc=delta_loc, eps_shape=eps_shape, delta_shape=delta_shape,
-        delta_gauss=delta_gauss, ptr_scale=cal.scale, ptr_half_width=cal.half_width,
+        delta_loc=delta_loc, eps_shape=eps_shape, delta_shape=math.exp(log_delta_shape),
+        delta_gauss=delta_gauss, eps_unused=eps_unused, ptr_scale=cal.scale,
+        ptr_half_width=cal.half_width,
         ptr_tau=cal.tau, k=k, leverage_bound=L0, caps=caps, feasible=feasible,
         log_blowup=log_blowup, sensitivity_per_r0=sens, noise_per_r0=noise,
     )
+
+
+def _predicted_score1(n, p, k, L0):
+    """Leverage score SCORE1 predicted for a Gaussian design of ``n`` rows (public).
+
+    Rows with leverage above ``L_j`` leave at level ``j`` or above, so SCORE1
+    is about ``min_{0<=j<=k} (N_j + j)`` with ``N_j = n P[h > L_j]`` the
+    expected number of such rows, ``h ~ Beta(p/2, (n-p)/2)`` (leverage of
+    Gaussian rows; spec §6.6). For large k the minimum runs over at most 257
+    evenly spaced levels including 0 and k: ``N_j`` decreases in ``j``, so this
+    overstates the minimum by at most the spacing ``k/256``.
+    """
+    top = L0 / (1.0 + 2.0 * k * L0)
+    levels = np.unique(np.round(np.linspace(0, k, min(k + 1, 257)))).astype(np.float64)
+    thresholds = np.exp((levels - 2 * k) / k) * top
+    counts = n * beta_dist.sf(thresholds, p / 2.0, (n - p) / 2.0)
+    return float(min(k, np.min(counts + levels)))
+
+
+def _min_n_to_pass(p, k, L0, tau, n_max=1e16):
+    """Smallest n whose predicted SCORE1 is at most ``tau`` (PASS more likely than not)."""
+    def ok(n):
+        return _predicted_score1(n, p, k, L0) <= tau
+
+    lo, hi = math.log(p + 2.0), math.log(n_max)
+    if not ok(math.exp(hi)):
+        return math.inf
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if ok(math.exp(mid)):
+            hi = mid
+        else:
+            lo = mid
+    return float(math.ceil(math.exp(hi)))
 
 
 def _min_n_for_clean_path(p, k, L0, slack, eta, n_max=1e16):
@@ -381,6 +465,21 @@ def issp_plan(
         if not L0 > 0:
             raise ISSPConfigurationError("leverage_bound must be > 0.")
 
+    clean = bool(chosen["feasible"]) and chosen["log_blowup"] <= math.log(max_blowup)
+    r0_per_sigma = _residual_bound_per_sigma(n, auto_r0, residual_slack, design_failure_prob)
+    ratio = chosen["noise_per_r0"] * r0_per_sigma
+    if leverage_bound == "auto":
+        L0_blowup = math.log(max_blowup) / (432.0 * k * k)
+        n_min = _min_n_for_clean_path(p, k, L0_blowup, leverage_slack, design_failure_prob)
+        L0_max = min(chosen["caps"])
+    else:
+        n_min = _min_n_for_clean_path(p, k, L0, leverage_slack, design_failure_prob)
+        L0_max = L0
+    # FAIL is predicted when Gaussian-design leverages alone give a score above
+    # tau, where the PTR PASSes with probability below 1/2 (public facts only).
+    fail_predicted = _predicted_score1(n, p, k, L0) > chosen["ptr_tau"]
+    n_pass = _min_n_to_pass(p, k, L0_max, chosen["ptr_tau"]) if fail_predicted else float(n)
+
     m = b = 0
     if auto_r0:
         m, b = r0_groups(n, eps_r0, delta_r0)
@@ -388,19 +487,16 @@ def issp_plan(
             b = SEGMENTS_PER_GROUP * (b // SEGMENTS_PER_GROUP)
         if b < p + 2 or not delta_r0 < 1.0 / m:
             raise ISSPConfigurationError(
-                f"residual_bound='auto' needs groups of at least p + 2 = {p + 2} rows and "
-                f"delta_r0 < 1/m: m={m} groups of {b} rows at n={n}. Give residual_bound "
-                "as a public number, or raise n, epsilon or r0_budget_fraction."
+                f"residual_bound='auto' cannot run at n={n}: it splits the rows into m={m} "
+                f"groups (from epsilon and delta), which leaves {b} rows per group, and it "
+                f"needs at least p + 2 = {p + 2} rows per group and delta_r0 < 1/m. "
+                + (f"ISSP itself is predicted to FAIL below about n = {n_pass:.3g} rows at "
+                   "these settings, so a numeric residual_bound would not help."
+                   if fail_predicted else
+                   "Give residual_bound as a public number, or raise epsilon or "
+                   "r0_budget_fraction.")
             )
 
-    clean = bool(chosen["feasible"]) and chosen["log_blowup"] <= math.log(max_blowup)
-    r0_per_sigma = _residual_bound_per_sigma(n, auto_r0, residual_slack, design_failure_prob)
-    ratio = chosen["noise_per_r0"] * r0_per_sigma
-    if leverage_bound == "auto":
-        L0_blowup = math.log(max_blowup) / (432.0 * k * k)
-        n_min = _min_n_for_clean_path(p, k, L0_blowup, leverage_slack, design_failure_prob)
-    else:
-        n_min = _min_n_for_clean_path(p, k, L0, leverage_slack, design_failure_prob)
     if leverage_bound == "auto" and not chosen["feasible"]:
         notes.append(
             f"At n={n}, d={d}, epsilon={epsilon:g}, delta={delta:g} a privacy cap on L0 binds "
@@ -425,13 +521,15 @@ def issp_plan(
         eps_ptr=chosen["eps_ptr"], delta_ptr=chosen["delta_ptr"], eps_loc=chosen["eps_loc"],
         delta_loc=chosen["delta_loc"], eps_shape=chosen["eps_shape"],
         delta_shape=chosen["delta_shape"], delta_gauss=chosen["delta_gauss"],
-        ptr_fail_prob=float(ptr_fail_prob), ptr_scale=chosen["ptr_scale"],
+        eps_unused=chosen["eps_unused"], ptr_fail_prob=float(ptr_fail_prob),
+        ptr_scale=chosen["ptr_scale"],
         ptr_half_width=chosen["ptr_half_width"], ptr_tau=chosen["ptr_tau"], k=k,
         leverage_bound=L0, leverage_top=L0 / (1 + 2 * k * L0),
         leverage_base=math.exp(-2) * L0 / (1 + 2 * k * L0), log_blowup=chosen["log_blowup"],
         sensitivity_per_r0=chosen["sensitivity_per_r0"], noise_per_r0=chosen["noise_per_r0"],
         constants=_constants, residual_bound=residual_bound, r0_groups=m, r0_group_size=b,
-        clean_path_possible=clean, predicted_noise_ratio=ratio, predicted_n_min=n_min,
+        clean_path_possible=clean, fail_predicted=bool(fail_predicted), predicted_n_pass=n_pass,
+        predicted_noise_ratio=ratio, predicted_n_min=n_min,
         warnings=tuple(notes),
     )
 
@@ -471,14 +569,31 @@ def _group_rss(grams, p):
     """``RSS_j = min_beta ||y - X beta||^2`` of each group from its augmented Gram matrix.
 
     The last pivot of the Cholesky factor of ``[X y]^T [X y]`` squared is the
-    Schur complement ``y^T y - t^T S^{-1} t`` = RSS; groups whose factor fails
-    (rank-deficient designs or an exact fit) use a pseudo-inverse instead.
+    Schur complement ``y^T y - t^T S^{-1} t`` = RSS; a group whose factor fails
+    (rank-deficient design or an exact fit) uses a pseudo-inverse instead.
+    ``RSS_j`` is a function of group ``j``'s Gram matrix alone, bit for bit:
+    the stacked factorisation is LAPACK's per-matrix routine applied to each
+    group, and when one group fails every group is redone on its own, so one
+    degenerate group never changes the method (or the bits) of another. The
+    histogram's sensitivity analysis needs exactly this.
     """
     try:
-        L = np.linalg.cholesky(grams)
-        return L[:, p, p] ** 2
+        return np.linalg.cholesky(grams)[:, p, p] ** 2
     except np.linalg.LinAlgError:
         pass
+    return np.concatenate([_one_group_rss(grams[j:j + 1], p) for j in range(len(grams))])
+
+
+def _one_group_rss(gram, p):
+    """:func:`_group_rss` of a stack holding one group."""
+    try:
+        return np.linalg.cholesky(gram)[:, p, p] ** 2
+    except np.linalg.LinAlgError:
+        return _group_rss_pinv(gram, p)
+
+
+def _group_rss_pinv(grams, p):
+    """RSS by a pseudo-inverse of each (scaled) Gram matrix of the stack."""
     # Jacobi scaling first: the projection is invariant to column scales, and
     # eigh of the scaled matrix is accurate for badly scaled columns.
     diag = np.einsum("gii->gi", grams[:, :p, :p])
@@ -629,11 +744,11 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
                      gram=gram)
     passes = slf.n_passes
     srf = None
+    W_idx = slf.removed_idx
+    W_val = np.clip(2 * k - slf.removed_level, 0, k).astype(np.int64)
     if slf.score >= k:
         score2_num = k * k
     else:
-        W_idx = slf.removed_idx
-        W_val = np.clip(2 * k - slf.removed_level, 0, k).astype(np.int64)
         if len(W_idx) == 0:
             lev, res = slf.scan
             h_max = max(float(np.max(lev.key, initial=0.0)), lev.outside_max)
@@ -665,7 +780,19 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
         survive = np.clip(2 * k - srf.F_level, 0, k) / k
         omega = (srf.Fw / k) * (1.0 - survive)
         K = np.eye(p) - (srf.Fz.T * omega) @ srf.Fz
-        b = srf.factor.theta - srf.Fz.T @ (omega * srf.Fy)
+        terms = srf.Fz.T * (omega * srf.Fy)
+        mag = magnitude(srf.factor.theta) + magnitude(terms)
+        if _EPS * p * mag > RELEASE_REBASE_TOL * c:
+            # Subtracting the removed rows could cancel (a huge label): sum
+            # X~^T diag(v) y over the rows again instead (rebase rule).
+            v_of = dict(zip(W_idx.tolist(), (W_val / k).tolist()))
+            v_of.update(zip(srf.F_idx.tolist(), ((srf.Fw / k) * survive).tolist()))
+            weights = RowWeights.from_pairs(list(v_of), list(v_of.values()))
+            b = linalg.solve_triangular(G, cross_pass(source, weights), lower=True,
+                                        check_finite=False)
+            trace.n_passes += 1
+        else:
+            b = srf.factor.theta - terms.sum(axis=1)
     else:
         K = np.eye(p)
         b = srf.factor.theta
@@ -706,6 +833,7 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
     plan = est._plan(X.shape[0], X.shape[1], constants=_constants)
+    est._refuse_predicted_fail(plan)
     rngs = {**est._public_rngs("partition"), **est._secret_rngs("histogram", "ptr", "noise")}
     source = _row_source(X, y, fit_intercept=est.fit_intercept, chunk_size=est.chunk_size,
                          clip=est.feature_clip, check_finite=False)
@@ -761,9 +889,15 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     for the private residual scale (``residual_bound='auto'``, Karwa-Vadhan
     stability histogram), then the rest ``(eps1, delta1)`` as
     ``budget_split = (f_T, f_M, f_C)`` of eps1 for PTR / location / shape and
-    ``delta1/3`` for the PTR, ``2 delta1/3`` for the two Gaussian steps
-    combined by the weak triangle inequality. ``budget_split='auto'`` picks
-    f_T from public facts to minimise the predicted noise.
+    ``delta1/3`` for the PTR, ``D = 2 delta1/3`` for the two Gaussian steps
+    combined by the weak triangle inequality
+    (``delta_C = (D/2) e^{-eps_M}``, ``delta_M = min(D/2, (D - delta_C)
+    e^{-min(eps_C, 0.999)})``; valid and overflow-free for every epsilon).
+    At large epsilon the location step spends only up to the epsilon at which
+    the Claim-19 cap still admits L0; the rest is not spent
+    (``planning_['eps_unused']``, and ``privacy_spent_`` says so).
+    ``budget_split='auto'`` picks f_T from public facts to minimise the
+    predicted noise.
 
     **Required bounds.** None. ``leverage_bound`` (L0) and ``residual_bound``
     (R0) are public tuning constants; ``'auto'`` uses a data-independent
@@ -771,7 +905,10 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     them on the same data without charging budget.
 
     **Failure behaviour.** Infeasible requests (from n, d and parameters
-    only) raise :class:`ISSPConfigurationError` before any data access. A
+    only) raise :class:`ISSPConfigurationError` before any data access, and
+    so, by default, does a request the public planner predicts to FAIL at
+    this n (the message states the n from which a PASS is predicted;
+    ``predicted_fail='spend'`` runs anyway). A
     data-dependent FAIL (PTR, or no stable residual scale) spends the whole
     budget, records ``privacy_spent_`` and ``ptr_passed_ = False``, then
     raises :class:`ISSPFailedError` (``on_fail='raise'``) or releases zeros
@@ -797,16 +934,20 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     on clean data). ``predict`` accepts Dask input and returns a Dask array.
 
     **Floating point.** Exact arithmetic is assumed (Mironov 2012 attacks and
-    timing channels are out of scope). The implementation follows the review
-    errata of spec §14: extreme rows are handled by a certified Gram factor
-    with a row-sorted TSQR fallback and by recomputing factors from scratch
-    after removing a row of leverage above 1/2, so a row of norm up to 1e14
-    changes the scores within their proven sensitivity (tested).
+    timing channels are out of scope). Extreme rows are handled by a
+    certified Gram factor with a row-sorted TSQR fallback and by recomputing
+    factors from scratch after removing a row of leverage above 1/2; whether
+    a design is singular is decided in exact arithmetic (a backward-error
+    certificate, else an exact integer Gram matrix and exact minors), so no
+    tolerance cut exists for one row to cross; residual filtering and the
+    release sum the kept rows again instead of subtracting a removed row
+    whose label could cancel. Rows and labels up to 1e300 change the scores
+    within their proven sensitivity (tested on every neighbouring pair of a
+    brute-force harness). Exactly collinear columns (including a constant
+    column with ``fit_intercept=True``) make ISSP FAIL. Remaining caveat:
+    columns that differ only in the last few bits give inaccurate leverages.
     ``feature_clip`` adds a public per-entry clip of X that bounds the
-    dynamic range. Exactly collinear columns (including a constant column
-    with ``fit_intercept=True``) make ISSP FAIL; nearly collinear columns
-    (relative rank gap below about ``p sqrt(n)`` times machine epsilon) are
-    treated as collinear, a floating-point domain restriction.
+    dynamic range.
 
     Parameters
     ----------
@@ -836,6 +977,13 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         Planning-warning threshold on ``e^{432 k^2 L0}``.
     on_fail : {'raise', 'zero'}, default='raise'
         Behaviour on a data-dependent FAIL.
+    predicted_fail : {'refuse', 'spend'}, default='refuse'
+        What to do when the public planner predicts that ISSP FAILs at this
+        ``n`` (Gaussian-design leverages above the clean-path bound, a fact of
+        ``n``, ``d`` and the parameters only). ``'refuse'`` raises
+        :class:`ISSPConfigurationError` before any budget is spent, stating the
+        number of rows the clean path needs; ``'spend'`` runs anyway (the
+        private test then most likely FAILs and the budget is spent).
     chunk_size : int >= 1024 or None, default=None
         Rows per block of the streaming passes; ``None`` streams an in-memory
         array in blocks of 131072 rows. ``np.memmap`` inputs are never loaded
@@ -889,6 +1037,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         "design_failure_prob": [Interval(Real, 0, 0.5, closed="neither")],
         "max_blowup": [Interval(Real, 1, None, closed="left")],
         "on_fail": [StrOptions({"raise", "zero"})],
+        "predicted_fail": [StrOptions({"refuse", "spend"})],
         "chunk_size": [Interval(Integral, 1024, None, closed="left"), None],
         "feature_clip": [Interval(Real, 0, None, closed="neither"), None],
     }
@@ -909,6 +1058,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         design_failure_prob=0.01,
         max_blowup=10.0,
         on_fail="raise",
+        predicted_fail="refuse",
         chunk_size=None,
         feature_clip=None,
         accountant=None,
@@ -927,6 +1077,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.design_failure_prob = design_failure_prob
         self.max_blowup = max_blowup
         self.on_fail = on_fail
+        self.predicted_fail = predicted_fail
         self.chunk_size = chunk_size
         self.feature_clip = feature_clip
         self.accountant = accountant
@@ -1018,6 +1169,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         if not private:
             return self._fit_non_private(source)
         plan = self._plan(n, d)
+        self._refuse_predicted_fail(plan)
         ledger = plan.ledger()
         self._check_budget(ledger)
         for note in plan.warnings:
@@ -1062,6 +1214,21 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.ptr_passed_ = True
         self.coef_, self.intercept_ = split_intercept(trace.beta_tilde, self.fit_intercept)
         return self
+
+    def _refuse_predicted_fail(self, plan):
+        """Refuse before any spend when the public plan predicts FAIL (unless told to spend)."""
+        if not plan.fail_predicted or self.predicted_fail == "spend":
+            return
+        raise ISSPConfigurationError(
+            f"ISSP is predicted to FAIL at n={plan.n} rows (d={plan.d}, "
+            f"epsilon={plan.epsilon:g}, delta={plan.delta:g}): a Gaussian design of this "
+            "size is expected to have too many rows above the leverage thresholds (top "
+            f"{plan.leverage_top:.3g} at k={plan.k}) for the private test to pass. ISSP "
+            f"is predicted to PASS from about n = {plan.predicted_n_pass:.3g} rows at "
+            "these settings (python -m skprivreg plan "
+            "issp shows the numbers). Nothing was spent; pass predicted_fail='spend' to "
+            "spend the budget anyway."
+        )
 
     def _fail(self, ledger):
         self._settle(ledger)  # spent at the first secret draw
@@ -1148,6 +1315,10 @@ def plan_command(argv):
         f"  predicted noise relative to the OLS error c/sigma = {plan.predicted_noise_ratio:.4g}",
         f"  predicted minimum n (clean path, blow-up <= max_blowup) = {plan.predicted_n_min:.3g}",
         f"  clean path possible at this n: {'yes' if plan.clean_path_possible else 'no'}",
+        f"  FAIL predicted at this n: "
+        + (f"yes (PASS predicted from about n = {plan.predicted_n_pass:.3g}; "
+           "ISSPRegressor refuses unless predicted_fail='spend')"
+           if plan.fail_predicted else "no"),
     ]
     lines += [f"  warning: {note}" for note in plan.warnings]
     print("\n".join(lines))

@@ -55,13 +55,21 @@ __all__ = [
     "srf_engine",
     "factor_pass",
     "gram_pass",
+    "cross_pass",
     "tsqr_pass",
+    "exact_dot",
+    "exact_gram_is_pd",
+    "exact_rank_pass",
 ]
 
 _EPS = np.finfo(np.float64).eps
 #: Largest condition number of the column-scaled Gram matrix for which the
 #: Cholesky factor is trusted (relative leverage error about eps * this).
 GRAM_CONDITION_MAX = 1e9
+#: Residual filtering recomputes ``X^T W y`` from scratch (one pass) instead of
+#: subtracting removed rows when the cancellation error of the subtraction,
+#: as a residual, could exceed this fraction of ``R_0``.
+RESIDUAL_REBASE_TOL = 1e-9
 
 
 # ---------------------------------------------------------------------------
@@ -155,6 +163,14 @@ def gram_piece_add(G, X, y, intercept, root=None, check_finite=False):
     infinity always reach the diagonal, a sum of squares; an overflow of
     finite entries is then told apart by the exact check).
     """
+    # A finite row whose square overflows (|entry| above about 1e154) is legal
+    # data: the Gram matrix becomes non-finite and the callers fall back (TSQR,
+    # the residual-scale 'overflow' label). No warning: it would depend on data.
+    with np.errstate(over="ignore", invalid="ignore"):
+        _gram_piece_add(G, X, y, intercept, root, check_finite)
+
+
+def _gram_piece_add(G, X, y, intercept, root, check_finite):
     d = X.shape[1]
     p = G.shape[0] - 1
     ones = None
@@ -350,6 +366,60 @@ def gram_pass(source, weights=None):
     return upper + np.triu(upper, 1).T
 
 
+def _cross_block(offset, Xb, yb, params, into=None, check_finite=False):
+    """``X~^T diag(w) y`` of one block (rows of weight 0 skipped), added into ``into``."""
+    p, intercept, weights = params
+    if check_finite:
+        check_block_finite(Xb, "X")
+        check_block_finite(yb, "y")
+    t = np.zeros(p) if into is None else into[0]
+    wb = weights.block(offset, offset + Xb.shape[0])
+    if wb is not None:
+        keep = wb > 0
+        Xb, yb = Xb[keep], yb[keep] * wb[keep]
+    d = Xb.shape[1]
+    t[:d] += np.dot(yb, Xb)
+    if intercept:
+        t[d] += yb.sum()
+    return (t,)
+
+
+def _safe_norm(v):
+    """Euclidean norm without overflow in the squares (entries up to the float64 maximum)."""
+    top = float(np.max(np.abs(v), initial=0.0))
+    if top == 0.0 or not math.isfinite(top):
+        return top
+    return top * float(np.linalg.norm(v / top))
+
+
+def magnitude(vectors):
+    """``sum_j ||a_j||_2`` over the columns of ``vectors``, bounded above without overflow.
+
+    ``sqrt(rows) * sum_j max_i |a_ij|``: the size of the terms of a sum, which
+    bounds its rounding error (``eps`` times this, up to a small factor).
+    """
+    a = np.abs(np.asarray(vectors, dtype=np.float64))
+    if a.size == 0:
+        return 0.0
+    a = a.reshape(a.shape[0], -1)
+    with np.errstate(over="ignore"):
+        return float(math.sqrt(a.shape[0]) * np.sum(np.max(a, axis=0)))
+
+
+def cross_pass(source, weights=None):
+    """One pass: ``X~^T diag(w) y`` summed from scratch over the rows of positive weight.
+
+    The scale-robust update of residual filtering and of the release: after
+    rows are removed, their contribution is never subtracted from a total
+    (with ``|y_j| >= 1e20`` the subtraction cancels catastrophically); the
+    kept rows are summed again (spec §14 rebase rule, applied to ``X^T W y``).
+    """
+    weights = RowWeights() if weights is None else weights
+    (t,) = source.reduce(_cross_block, _add_partials,
+                         (source.p, source.fit_intercept, weights))
+    return t
+
+
 def _sorted_qr_r(M):
     """R factor of ``M`` by Householder QR after sorting rows by decreasing size.
 
@@ -368,9 +438,106 @@ def _merge_column_tops(tops, block, m):
     both = np.vstack([tops, np.abs(block)])
     if both.shape[0] <= m:
         return both, np.zeros(both.shape[1])
+    if m <= 0:  # nothing kept (non-private OLS): every entry counts towards the bulk
+        return both[:0], np.sum(both**2, axis=0)
     part = np.partition(both, both.shape[0] - m, axis=0)
     evicted = part[: both.shape[0] - m]
     return part[both.shape[0] - m:], np.sum(evicted**2, axis=0)
+
+
+# ---------------------------------------------------------------------------
+# Exact Gram matrix (the numerical-rank decision)
+#
+# Whether S_A is singular decides SCORE1 = k (spec §6.2 convention). A
+# tolerance on a floating-point factor puts a cut at some rank gap, and one
+# ordinary row can move a design across it. Instead the decision is exact:
+# the Gram matrix of the rows (float64 inputs) is summed exactly in integers
+# and its leading principal minors are computed exactly (Bareiss), so
+# "singular" means singular in exact arithmetic, the arithmetic of the proof.
+# ---------------------------------------------------------------------------
+_LIMB = 18  # bits per limb: |limb| < 2^18, a block of < 2^35 rows sums exactly in float64
+
+
+def _int_significands(v):
+    """``v = M 2^e`` with integer ``|M| < 2^53`` (exact for every finite float)."""
+    m, e = np.frexp(v)
+    return (m * 2.0**53).astype(np.int64), e.astype(np.int64) - 53
+
+
+def exact_dot(a, b):
+    """``sum_i a_i b_i`` exactly, as ``(t, e)`` with value ``t 2^e`` (Python int ``t``).
+
+    Each product of 53-bit significands is split into three partial
+    products below 2^54 (26/27-bit halves) and each of those into 18-bit
+    limbs; limbs are summed per product exponent with ``np.bincount`` in
+    float64, exactly since every partial sum stays below 2^53.
+    """
+    Ma, ea = _int_significands(np.asarray(a, dtype=np.float64))
+    Mb, eb = _int_significands(np.asarray(b, dtype=np.float64))
+    if len(Ma) == 0:
+        return 0, 0
+    negative = (Ma < 0) != (Mb < 0)
+    Ma, Mb = np.abs(Ma), np.abs(Mb)
+    low = (1 << 26) - 1
+    ha, la, hb, lb = Ma >> 26, Ma & low, Mb >> 26, Mb & low
+    e = ea + eb
+    base = int(e.min())
+    group = e - base  # at most ~4200 distinct exponents: bincount, no sort
+    size = int(group.max()) + 1
+    total = 0
+    mask = (1 << _LIMB) - 1
+    for t, shift in ((ha * hb, 52), (ha * lb + la * hb, 26), (la * lb, 0)):
+        np.negative(t, out=t, where=negative)
+        for limb in range(3):
+            # floor shifts of a negative t give limbs in [0, 2^18) of its two's
+            # complement; the top limb (arithmetic shift) carries the sign.
+            part = t >> (_LIMB * limb)
+            if limb < 2:
+                part = part & mask
+            sums = np.bincount(group, weights=part.astype(np.float64), minlength=size)
+            extra = shift + _LIMB * limb
+            for g in np.flatnonzero(sums):
+                total += int(sums[g]) << (int(g) + extra)
+    return total, base
+
+
+def _exact_add(u, v):
+    (tu, eu), (tv, ev) = u, v
+    e = min(eu, ev)
+    return (tu << (eu - e)) + (tv << (ev - e)), e
+
+
+def exact_gram(M):
+    """Exact upper triangle of ``M^T M``: ``{(j, l): (t, e)}``, value ``t 2^e``."""
+    q = M.shape[1]
+    return {(j, l): exact_dot(M[:, j], M[:, l]) for j in range(q) for l in range(j, q)}
+
+
+def _exact_gram_add(a, b):
+    if a is None:
+        return b
+    return {key: _exact_add(a[key], b[key]) for key in a}
+
+
+def exact_gram_is_pd(gram, p):
+    """True iff the exact symmetric matrix ``gram`` (from :func:`exact_gram`) is PD.
+
+    Bareiss fraction-free elimination on the integer matrix ``2^-e_min G``:
+    the k-th pivot is the k-th leading principal minor, all positive iff PD.
+    """
+    e_min = min(e for _, e in gram.values())
+    A = [[0] * p for _ in range(p)]
+    for (j, l), (t, e) in gram.items():
+        A[j][l] = A[l][j] = t << (e - e_min)
+    prev = 1
+    for i in range(p):
+        if A[i][i] <= 0:
+            return False
+        for r in range(i + 1, p):
+            for c in range(i + 1, p):
+                A[r][c] = (A[r][c] * A[i][i] - A[r][i] * A[i][c]) // prev
+        prev = A[i][i]
+    return True
 
 
 def _tsqr_block(offset, Xb, yb, params, into=None, check_finite=False):
@@ -388,36 +555,88 @@ def _tsqr_block(offset, Xb, yb, params, into=None, check_finite=False):
     if wb is not None:
         keep = wb > 0
         M = M[keep] * np.sqrt(wb[keep])[:, None]
+    # Rank certificate: R of the rows scaled to unit max-norm (same rank; no row
+    # dominates, so the backward-error bound is sharp; see _rank_certified).
+    top = np.max(np.abs(M[:, :p]), axis=1, initial=0.0)
+    unit = M[top > 0, :p] / top[top > 0, None]
     if into is None:
-        R, tops, bulk_sq = np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p)
+        R, tops, bulk_sq, Ru = (np.zeros((0, p + 1)), np.zeros((0, p)), np.zeros(p),
+                                np.zeros((0, p)))
     else:
-        R, tops, bulk_sq, _ = into
+        R, tops, bulk_sq, _, Ru = into
     tops, evicted = _merge_column_tops(tops, M[:, :p], n_exclude)
-    return _sorted_qr_r(np.vstack([R, M])), tops, bulk_sq + evicted, n_exclude
+    return (_sorted_qr_r(np.vstack([R, M])), tops, bulk_sq + evicted, n_exclude,
+            _sorted_qr_r(np.vstack([Ru, unit])))
 
 
 def _tsqr_combine(a, b):
     """TSQR tree step: R of the stacked R factors; merged column tops."""
     tops, evicted = _merge_column_tops(a[1], b[1], a[3])
-    return _sorted_qr_r(np.vstack([a[0], b[0]])), tops, a[2] + b[2] + evicted, a[3]
+    return (_sorted_qr_r(np.vstack([a[0], b[0]])), tops, a[2] + b[2] + evicted, a[3],
+            _sorted_qr_r(np.vstack([a[4], b[4]])))
+
+
+def _exact_gram_block(offset, Xb, yb, params, into=None, check_finite=False):
+    """Exact Gram sums of the rows of positive weight of one block (unweighted)."""
+    p, intercept, weights = params
+    wb = weights.block(offset, offset + Xb.shape[0])
+    if wb is not None:
+        Xb = Xb[wb > 0]
+    gram = exact_gram(_augment(Xb, intercept) if intercept else Xb)
+    return (_exact_gram_add(None if into is None else into[0], gram),)
+
+
+def _exact_gram_combine(a, b):
+    return (_exact_gram_add(a[0], b[0]),)
+
+
+def exact_rank_pass(source, weights=None):
+    """One pass: is ``S_w`` PD in exact arithmetic? (w > 0 rows span R^p, exactly.)"""
+    weights = RowWeights() if weights is None else weights
+    (gram,) = source.reduce(_exact_gram_block, _exact_gram_combine,
+                            (source.p, source.fit_intercept, weights))
+    return gram is not None and exact_gram_is_pd(gram, source.p)
+
+
+#: Certificate of full rank from a Householder R of the rows scaled to unit
+#: max-norm (scaling rows keeps the rank; Higham 2002, Thm 19.4: columnwise
+#: backward error gamma~_{np} ||a_j||): with D the inverse column norms,
+#: sigma_min(R D) > RANK_CERTIFICATE * n p^{3/2} eps proves X full rank.
+RANK_CERTIFICATE = 10.0
+
+
+def _rank_certified(R, n_rows):
+    """True when the float R proves full rank (else the exact pass decides)."""
+    p = R.shape[0]
+    if not np.all(np.isfinite(R)):
+        return False
+    norms = np.sqrt(np.sum(R * R, axis=0))
+    if not np.all(norms > 0) or not np.all(np.isfinite(norms)):
+        return False
+    smin = linalg.svdvals(R / norms[None, :], check_finite=False)[-1]
+    return bool(smin > RANK_CERTIFICATE * max(n_rows, 1) * p**1.5 * _EPS)
 
 
 def tsqr_pass(source, weights=None, *, n_exclude=0):
     """One pass: row-sorted TSQR of ``diag(sqrt(w)) [X~ y]`` and robust column norms.
 
-    Returns ``(R, bulk_norms)``: the (p+1, p+1) R factor, and for each column
+    Returns ``(R, bulk_norms, R_unit)``: the (p+1, p+1) R factor, ``R_unit``
+    the (p, p) R factor of the kept rows of ``X~`` each scaled to unit
+    max-norm (for the rank certificate), and for each column
     of ``X~`` the norm of its entries without the ``n_exclude`` largest in
     absolute value (the scale of the bulk of the data, untouched by a few
     extreme rows; used for the numerical-rank decision).
     """
     weights = RowWeights() if weights is None else weights
     p = source.p
-    R, _, bulk_sq, _ = source.reduce(
+    R, _, bulk_sq, _, Ru = source.reduce(
         _tsqr_block, _tsqr_combine, (p, source.fit_intercept, weights, int(n_exclude))
     )
     out = np.zeros((p + 1, p + 1))
     out[: R.shape[0]] = R[: p + 1]
-    return out, np.sqrt(bulk_sq)
+    unit = np.zeros((p, p))
+    unit[: Ru.shape[0]] = Ru[:p]
+    return out, np.sqrt(bulk_sq), unit
 
 @dataclass
 class Factor:
@@ -439,6 +658,7 @@ class Factor:
     Ginv: object = None
     col_scale: object = None
     scaled_lambda_min: float = 0.0
+    exact_passes: int = 0  # passes of the exact rank decision (rare: uncertified R)
 
 
 def _singular_factor(p, robust):
@@ -481,16 +701,30 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
             Linv = linalg.solve_triangular(L, np.eye(p), lower=True, check_finite=False)
             return Factor(G, theta, beta, True, False, Linv / scale[None, :], scale,
                           float(sv[-1]) ** 2)
-    R_aug, bulk_norms = tsqr_pass(source, weights, n_exclude=n_exclude)
+    R_aug, _, R_unit = tsqr_pass(source, weights, n_exclude=n_exclude)
     R = R_aug[:p, :p]
-    tol = p * math.sqrt(max(source.n, 1)) * _EPS
-    if not (np.all(np.isfinite(R_aug)) and np.all(np.abs(np.diag(R)) > tol * bulk_norms)
-            and np.all(np.diag(R) != 0)):
-        return _singular_factor(p, True)
+    # Singular iff singular in exact arithmetic: either R certifies full rank
+    # (backward-error bound), or an exact pass decides (exact Gram, exact
+    # minors). No tolerance, so no cut that one row could move a design across.
+    # A factor that float64 cannot use (a zero or non-finite pivot of R while
+    # the exact Gram matrix is PD: a rank gap below float64's resolution of R)
+    # is the one remaining floating-point caveat; it is treated as singular.
+    n_rows = source.n - (0 if weights is None else int(np.sum(weights.w <= 0)))
+    exact = 0
+    if not _rank_certified(R_unit, n_rows):
+        exact = 1
+        if not exact_rank_pass(source, weights):
+            singular = _singular_factor(p, True)
+            singular.exact_passes = exact
+            return singular
+    if not (np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
+        singular = _singular_factor(p, True)
+        singular.exact_passes = exact
+        return singular
     G = R.T.copy()
     theta = R_aug[:p, p].copy()
     beta = linalg.solve_triangular(R, theta, lower=False, check_finite=False)
-    return Factor(G, theta, beta, True, True)
+    return Factor(G, theta, beta, True, True, exact_passes=exact)
 
 
 def _top_rows(keys, idx, m):
@@ -767,7 +1001,7 @@ def slf_engine(source, L0, k, *, n_candidates=None, schedule="corrected", dense_
         # The Gram matrix of all rows may come from an earlier pass (``gram``).
         given = gram if not removed_idx and not first else None
         factor = factor_pass(source, weights, n_exclude=k, gram=given)
-        passes += int(given is None) + int(factor.robust)
+        passes += int(given is None) + int(factor.robust) + factor.exact_passes
         if not factor.pd:
             return factor, None
         # Every row above L_level leaves in the next round of this level: once
@@ -798,9 +1032,14 @@ def slf_engine(source, L0, k, *, n_candidates=None, schedule="corrected", dense_
                 break
             if E_rows:
                 ZE = Zc[E_rows]
-                K = np.eye(p) - ZE.T @ ZE
-                lam_min = linalg.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0]
-                if lam_min < 0.5:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    K = np.eye(p) - ZE.T @ ZE
+                # A removed row's whitened z has ||z||^2 = h <= 1 in exact
+                # arithmetic; an overflowing one (float factor of an extreme
+                # row) forces a rebase like any leverage above 1/2.
+                lam_min = (linalg.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0]
+                           if np.all(np.isfinite(K)) else -math.inf)
+                if not lam_min >= 0.5:
                     factor, lev = rebase(j)
                     if factor.pd:
                         Zc = linalg.solve_triangular(
@@ -907,7 +1146,7 @@ def srf_engine(
     passes = 0
     if base is None:
         base = factor_pass(source, weights, n_exclude=k)
-        passes += 1 + int(base.robust)
+        passes += 1 + int(base.robust) + base.exact_passes
     if not base.pd:
         # Impossible in exact arithmetic when SCORE1 < k (Theorem 9(2)); FAIL.
         return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes)
@@ -924,14 +1163,39 @@ def srf_engine(
             base_scan = first_scan
     hb = float(h_bound)
     F_idx, F_level, F_z, F_y, F_w = [], [], [], [], []
+    # theta_u = K^{-1} b_u with K = I - Z_F^T diag(om) Z_F (well conditioned:
+    # removed rows have leverage <= L0) and b_u = G^{-1} X~^T diag(u) y. b_u is
+    # updated by subtracting the removed rows from a reference (b_ref, summed
+    # over the rows kept at the time, the first n_ref of F removed). When the
+    # subtraction could cancel (a removed label so large that the rounding error
+    # of b_ref and of the subtracted terms, seen through sqrt(h_bound), reaches
+    # RESIDUAL_REBASE_TOL * R_0), b_ref is recomputed from scratch over the kept
+    # rows (cross_pass): one pass, the rebase rule for residual filtering.
+    ref = {"b": base.theta.copy(), "n": 0, "mag": magnitude(base.theta)}
 
     def current_theta():
+        nonlocal passes
         if not F_idx:
-            return base.theta.copy()
+            return ref["b"].copy()
         Z = np.asarray(F_z)
         om = np.asarray(F_w, dtype=np.float64) / k
+        new = slice(ref["n"], len(F_idx))
+        Fy = np.asarray(F_y)
+        terms = Z[new].T * (om[new] * Fy[new])
+        mag = ref["mag"] + magnitude(terms)
+        if _EPS * p * mag * math.sqrt(hb) > RESIDUAL_REBASE_TOL * R[0]:
+            kept = RowWeights.from_pairs(
+                np.concatenate([W_idx, np.asarray(F_idx, dtype=np.int64)]),
+                np.concatenate([W_val / k, np.zeros(len(F_idx))]),
+            )
+            b_ref = linalg.solve_triangular(G, cross_pass(source, kept), lower=True,
+                                            check_finite=False)
+            passes += 1
+            ref.update(b=b_ref, n=len(F_idx), mag=magnitude(b_ref))
+            b = b_ref
+        else:
+            b = ref["b"] - terms.sum(axis=1)
         K = np.eye(p) - (Z.T * om) @ Z
-        b = base.theta - Z.T @ (om * np.asarray(F_y))
         return linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), b)
 
     def rescan(theta):
@@ -971,9 +1235,7 @@ def srf_engine(
             if fresh:
                 bound = cand.outside_max
             else:
-                bound = cand.outside_max + math.sqrt(hb) * float(
-                    np.linalg.norm(theta_u - theta_scan)
-                )
+                bound = cand.outside_max + math.sqrt(hb) * _safe_norm(theta_u - theta_scan)
             if r_best > R[j]:
                 certain = fresh or bound < r_best
             else:

@@ -14,7 +14,7 @@ from scipy import linalg, stats
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from skprivreg.accounting import BudgetAccountant
+from skprivreg.accounting import BudgetAccountant, gdp_mu
 from skprivreg.exceptions import ConfigurationError, PrivateTestFailed
 from skprivreg.linear_model._issp import (
     ISSPConfigurationError,
@@ -111,7 +111,14 @@ def test_plan_reproduces_table_p_e():
         assert plan.k == k
         n_min[d] = plan.predicted_n_min
         assert abs(plan.predicted_n_min / expected - 1) < 0.05
-        assert plan.noise_per_r0 == pytest.approx(0.175, abs=0.001)
+        # The spec table (0.175) split delta_M = delta_C = D/(1 + e^{1/3}); the split
+        # that does not collapse at large epsilon gives delta_M = min(D/2,
+        # (D - delta_C) e^{-1/3}) with delta_C = (D/2) e^{-1/3}: about 0.7% less noise.
+        D = 2e-6 / 3
+        delta_M = min(D / 2, (D - D / 2 * math.exp(-1 / 3)) * math.exp(-1 / 3))
+        sens = math.sqrt(3136 * L0) * math.exp(216 * k * k * L0)
+        assert plan.noise_per_r0 == pytest.approx(sens / gdp_mu(1 / 3, delta_M), rel=1e-9)
+        assert plan.noise_per_r0 == pytest.approx(0.175, rel=0.01)
     plan = issp_plan(int(n_min[20]), 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
                      budget_split="paper", leverage_bound=L0, leverage_slack=1.0)
     assert plan.predicted_noise_ratio == pytest.approx(1.27, abs=0.01)
@@ -148,14 +155,28 @@ def test_leverage_cap_exact_boundary():
 
 def test_claim19_cap_and_overflow_and_sizes():
     split = (0.5, 0.49, 0.01)  # tiny shape budget: the Claim-19 cap binds first
-    plan = issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split=split)
+    kw = dict(residual_bound=1.0, budget_split=split)
+    plan = issp_plan(10**6, 3, 1.0, 1e-6, **kw)
+    # delta_C = (D/2) e^{-eps_M}, D = 2 delta/3: ln(2/delta_C) = ln(4/D) + eps_M
+    D = 2e-6 / 3
+
+    def cap_at(eps_loc):
+        return min(0.01, 0.999) / (3 * (math.log(4 / D) + eps_loc)) / 56
+
     cap19 = min(plan.eps_shape, 0.999) / (3 * math.log(2 / plan.delta_shape)) / 56
+    assert cap19 == pytest.approx(cap_at(0.49), rel=1e-12)
     assert cap19 < 1 / (96 * plan.k)
-    issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split=split,
-              leverage_bound=cap19 * (1 - 1e-12))
+    full = issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap19 * (1 - 1e-12), **kw)
+    assert full.eps_loc == pytest.approx(0.49) and full.eps_unused == 0
+    # Above the cap at eps_M = 0.49 the location step spends less (public rule),
+    # until the cap admits L0; the rest is left unspent, the ledger says so.
+    L0 = cap19 * (1 + 1e-3)
+    less = issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=L0, **kw)
+    assert 0 < less.eps_loc < 0.49 and less.eps_unused == pytest.approx(0.49 - less.eps_loc)
+    assert L0 <= cap_at(less.eps_loc) and less.ledger().epsilon == pytest.approx(
+        1.0 - less.eps_unused)
     with pytest.raises(ISSPConfigurationError, match="Claim-19"):
-        issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split=split,
-                  leverage_bound=cap19 * (1 + 1e-9))
+        issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
     # k = 320 > 155: 1/(96k) passes the first cap but overflows 432 k^2 L0 <= 700
     with pytest.raises(ISSPConfigurationError, match="overflow"):
         issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
@@ -576,7 +597,8 @@ def test_on_fail_raise_and_zero_record_budget():
     rng = np.random.default_rng(14)
     X = rng.standard_normal((2000, 2))
     y = X @ [1.0, 1.0] + rng.standard_normal(2000)
-    kw = dict(epsilon=1.0, delta=1e-6, residual_bound=3.0, random_state=0)
+    kw = dict(epsilon=1.0, delta=1e-6, residual_bound=3.0, random_state=0,
+              predicted_fail="spend")
     acc = BudgetAccountant(epsilon=100, delta=1e-2)
     est = ISSPRegressor(accountant=acc, **kw)
     with pytest.raises(ISSPFailedError) as info:
@@ -603,7 +625,8 @@ def test_planning_warning_is_data_independent():
     for data in [(X, y), (X * 100, y + 1e4)]:
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always")
-            ISSPRegressor(on_fail="zero", residual_bound=3.0, random_state=0).fit(*data)
+            ISSPRegressor(on_fail="zero", residual_bound=3.0, random_state=0,
+                          predicted_fail="spend").fit(*data)
         msgs.append(sorted(str(w.message) for w in rec if w.category is ISSPPlanningWarning))
     assert msgs[0] == msgs[1] and msgs[0]
 
@@ -773,7 +796,7 @@ def test_streamed_non_finite_entry_fails_before_spending(where, value, residual_
     acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
     est = ISSPRegressor(epsilon=8.0, delta=1e-5, residual_bound=residual_bound,
                         feature_clip=feature_clip, chunk_size=20_000, accountant=acc,
-                        random_state=0)
+                        random_state=0, predicted_fail="spend")
     with pytest.raises(ValueError, match=f"Input {where} contains NaN or infinity"):
         est.fit(X, y)
     assert acc.n_spends == 0 and not hasattr(est, "coef_")
@@ -793,7 +816,8 @@ def test_overflowing_finite_row_is_data_not_an_error(chunk_size):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = ISSPRegressor(epsilon=8.0, delta=1e-5, residual_bound=residual_bound,
-                                chunk_size=chunk_size, on_fail="zero", random_state=0)
+                                chunk_size=chunk_size, on_fail="zero", random_state=0,
+                                predicted_fail="spend")
             est.fit(X, y)
         assert est.privacy_spent_.epsilon == 8.0
         assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
