@@ -61,6 +61,14 @@ __all__ = [
     "primo_gaussian_event",
     "subsampled_gaussian_event",
     "gaussian_precision_shaped",
+    "intercept_gram_sensitivity",
+    "residual_gradient_sensitivity",
+    "gdp_split",
+    "tukey_log_volumes",
+    "tukey_safety_margin",
+    "tukey_ptr_threshold",
+    "tukey_ptr_test",
+    "restricted_tukey_sample",
 ]
 
 
