@@ -19,16 +19,22 @@ from .feature_selection import (
 from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
 from .linear_model import (
     AdaSSPRegressor,
+    BoostedAdaSSPRegressor,
     IndependentSSPRegressor,
     ISSPRegressor,
+    LinearRegression,
     NoisyCovariance,
     ReuseCovRegressor,
     SSPRegressor,
+    TukeyEMRegressor,
 )
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "LinearRegression",
+    "BoostedAdaSSPRegressor",
+    "TukeyEMRegressor",
     "ISSPRegressor",
     "ISSPFailedError",
     "PrivateLassoSupportSelector",

@@ -24,7 +24,11 @@ from skprivreg import (
     ReuseCovRegressor,
     WeightedLBARegressor,
 )
-from skprivreg.linear_model import SSPRegressor
+from skprivreg.linear_model import (
+    BoostedAdaSSPRegressor,
+    LinearRegression,
+    SSPRegressor,
+)
 
 # Each estimator in a documented test configuration: a real privacy budget
 # (noise on), declared bounds (sklearn's check data are too small for private
@@ -32,6 +36,10 @@ from skprivreg.linear_model import SSPRegressor
 COMPAT_ESTIMATORS = [
     AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
     SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
+    LinearRegression(
+        epsilon=1.0, feature_bounds=(-10.0, 10.0), label_bounds=(-100.0, 100.0), random_state=0
+    ),
+    BoostedAdaSSPRegressor(epsilon=1.0, x_bound=10.0, y_bound=10.0, random_state=0),
     # A private LBA needs bags larger than p, which sklearn's tiny check data
     # cannot fill (the rank pre-check then rightly raises): bags of 2, no
     # assumption check, label bounds read from the data (PrivacyLeakWarning).

@@ -1,0 +1,658 @@
+"""``LinearRegression``: the private linear regression to reach for first.
+
+One noisy Gram matrix on rows mapped to declared ranges, then a few calibrated
+noisy gradient (refinement) rounds, all Gaussian releases composed in GDP, a
+ridge chosen from public noise scales, and a private choice between the model
+and the (privately estimated) mean predictor.
+
+Every statistic is a pure block function (one pass over the rows each); the
+estimator validates, plans, spends and solves.
+"""
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from .._blockwise import check_block_finite, sum_over_row_blocks
+from .._compat import Interval, fit_context, validate_data
+from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..base import DPEstimatorMixin
+from ..bounds import check_private_bound_feasible, private_norm_bound, row_norms
+from ..exceptions import ConfigurationError
+from ..mechanisms import (
+    add_gaussian,
+    bound_bins,
+    counts_above,
+    gaussian_event_from_mu,
+    symmetric_gaussian_matrix,
+)
+from ..mechanisms import (
+    gdp_split,
+    intercept_gram_sensitivity,
+    residual_gradient_sensitivity,
+)
+from ._base import LinearPredictMixin, solve_psd_repaired
+
+__all__ = [
+    "LinearRegression",
+    "RangeMap",
+    "range_map",
+    "mean_weight",
+]
+
+# Value of the constant column appended for the intercept.
+_INTERCEPT = 1.0
+# Residual clip of the refinement rounds, in units of the released residual RMS.
+_RESIDUAL_CLIP_RMS = 3.0
+# The model replaces the mean predictor only if its released loss advantage is
+# below -_SELECTION_Z noise standard deviations (false adoption <= Phi(-2) = 2.3%).
+_SELECTION_Z = 2.0
+# Target standard deviation of the released label mean on the [-1, 1] label scale.
+_MEAN_TARGET_SD = 0.02
+
+
+# ---------------------------------------------------------------------------
+# Public maps
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RangeMap:
+    """The affine map ``z = (x - center) / half`` (public or privately released).
+
+    Attributes
+    ----------
+    center, half : ndarray of shape (d,)
+        Feature centres and half-widths.
+    y_center, y_half : float
+        Label centre and half-width.
+    row_bound : float
+        L2 bound of a mapped row (without the constant column).
+    clip_coordinates : bool
+        Clip each mapped coordinate to ``[-1, 1]`` (declared ranges).
+    """
+
+    center: np.ndarray
+    half: np.ndarray
+    y_center: float
+    y_half: float
+    row_bound: float
+    clip_coordinates: bool
+
+
+def _check_pairs(bounds, n, name):
+    arr = np.asarray(bounds, dtype=np.float64)
+    if arr.shape == (2,):
+        arr = np.tile(arr, (n, 1))
+    if arr.shape != (n, 2):
+        raise ValueError(
+            f"{name} must be one (low, high) pair or one pair per column, shape ({n}, 2); "
+            f"got shape {arr.shape}."
+        )
+    if not np.isfinite(arr).all() or np.any(arr[:, 1] <= arr[:, 0]):
+        raise ValueError(f"{name}: every pair needs finite low < high.")
+    return arr
+
+
+def range_map(feature_bounds, label_bounds, n_features, fit_intercept=True):
+    """The public :class:`RangeMap` of declared ranges (no data access).
+
+    With an intercept, each column's range is mapped to ``[-1, 1]`` (centre =
+    midpoint) and the label is centred at its range's midpoint and scaled by
+    the half-width; a mapped row has ``||z|| <= sqrt(d)``. Without an
+    intercept no centring is allowed (it would add one): columns and label are
+    divided by their largest absolute bound.
+    """
+    fb = _check_pairs(feature_bounds, n_features, "feature_bounds")
+    lb = _check_pairs(label_bounds, 1, "label_bounds")[0]
+    if fit_intercept:
+        center, half = fb.mean(axis=1), (fb[:, 1] - fb[:, 0]) / 2.0
+        y_center, y_half = float(lb.mean()), float((lb[1] - lb[0]) / 2.0)
+    else:
+        center, half = np.zeros(n_features), np.abs(fb).max(axis=1)
+        y_center, y_half = 0.0, float(np.abs(lb).max())
+    return RangeMap(center, half, y_center, y_half, math.sqrt(n_features), True)
+
+
+def mean_weight(n_samples, mu):
+    """Share of ``mu^2`` given to the label sum and second moment: public.
+
+    Enough that the released mean has standard deviation about
+    ``_MEAN_TARGET_SD`` on the [-1, 1] label scale (``mu_m = 2 / (0.02 n)``),
+    clipped to [0.02, 0.5]: small data spend up to half the budget on the
+    mean, which is then a good fallback; large data spend 2%.
+    """
+    if math.isinf(mu):
+        return 0.02
+    wanted = (2.0 / (_MEAN_TARGET_SD * n_samples * mu)) ** 2
+    return float(min(max(wanted, 0.02), 0.5))
+
+
+# ---------------------------------------------------------------------------
+# Block functions (pure; one read of the block each)
+# ---------------------------------------------------------------------------
+def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
+    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does)."""
+    X = np.asarray(X_block, dtype=np.float64)
+    if check:
+        check_block_finite(X, "X")
+    if x_clip is not None:  # private path: rows clipped to the released bound first
+        norms = row_norms(X)
+        X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
+    Z = X - rmap.center
+    Z /= rmap.half
+    if rmap.clip_coordinates:
+        np.clip(Z, -1.0, 1.0, out=Z)
+    if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
+        # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
+        norms = row_norms(Z)
+        over = norms > rmap.row_bound
+        if over.any():
+            Z[over] *= (rmap.row_bound / norms[over])[:, None]
+    u = None
+    if y_block is not None:
+        y = np.asarray(y_block, dtype=np.float64).ravel()
+        if check:
+            check_block_finite(y, "y")
+        u = np.clip((y - rmap.y_center) / rmap.y_half, -1.0, 1.0)
+    return Z, u
+
+
+def _predict_mapped(Z, theta, fit_intercept):
+    """``A theta`` for ``A = [Z, c 1]`` without forming ``A``."""
+    d = Z.shape[1]
+    out = Z @ theta[:d]
+    if fit_intercept:
+        out += _INTERCEPT * theta[d]
+    return out
+
+
+def _transpose_times(Z, r, fit_intercept):
+    """``A^T r`` for ``A = [Z, c 1]`` without forming ``A``."""
+    head = Z.T @ r
+    return np.append(head, _INTERCEPT * r.sum()) if fit_intercept else head
+
+
+def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
+    """``(A^T A, A^T u, [sum u, sum u^2])`` of one block, ``A = [Z, c 1]``.
+
+    The first pass over the rows: it also refuses NaN or infinity, before any noise.
+    """
+    Z, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
+    ZtZ = Z.T @ Z
+    if fit_intercept:
+        z_sum = _INTERCEPT * Z.sum(axis=0)
+        ZtZ = np.block([[ZtZ, z_sum[:, None]],
+                        [z_sum[None, :], np.array([[_INTERCEPT**2 * len(Z)]])]])
+    return ZtZ, _transpose_times(Z, u, fit_intercept), np.array([u.sum(), (u * u).sum()])
+
+
+def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
+    """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip)."""
+    Z, u = _mapped(X_block, y_block, rmap, x_clip)
+    r = u - _predict_mapped(Z, theta, fit_intercept)
+    if clip is not None:
+        np.clip(r, -clip, clip, out=r)
+    return (_transpose_times(Z, r, fit_intercept),)
+
+
+def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None):
+    """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
+    Z, u = _mapped(X_block, y_block, rmap, x_clip)
+    r = u - _predict_mapped(Z, theta, fit_intercept)
+    return (np.array([np.minimum(r * r, 1.0).sum()]),)
+
+
+def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None):
+    """``sum [min(r^2, K) - min((u - u_mean)^2, K)]``: the model's loss minus the mean's.
+
+    Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
+    """
+    Z, u = _mapped(X_block, y_block, rmap, x_clip)
+    r = u - _predict_mapped(Z, theta, fit_intercept)
+    return (np.array([np.minimum(r * r, cap).sum() - np.minimum((u - u_mean) ** 2, cap).sum()]),)
+
+
+def feature_sum_block(X_block, y_block, *, x_clip):
+    """``sum_i clip(x_i, x_clip)`` of one block: replace-one L2-sensitivity ``2 x_clip``."""
+    X = np.asarray(X_block, dtype=np.float64)
+    norms = row_norms(X)
+    X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
+    return (X.sum(axis=0),)
+
+
+def bound_counts_block(X_block, y_block, *, bins):
+    """Counts of rows whose norm / |y| exceed each public bin (sensitivity 1 each)."""
+    X = np.asarray(X_block, dtype=np.float64)
+    check_block_finite(X, "X")
+    y = np.asarray(y_block, dtype=np.float64).ravel()
+    check_block_finite(y, "y")
+    return counts_above(row_norms(X), bins), counts_above(np.abs(y), bins)
+
+
+def solve_refinement(noisy_gram, ridge, rhs):
+    """``(G~ + ridge I)^{-1} rhs`` with eigenvalues repaired at ``ridge`` (post-processing)."""
+    if ridge > 0:
+        return solve_psd_repaired(noisy_gram + ridge * np.eye(noisy_gram.shape[0]), rhs, ridge)
+    return solve_psd_repaired(noisy_gram, rhs, 0.0)
+
+
+# ---------------------------------------------------------------------------
+# The plan: public facts only
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Plan:
+    private: bool
+    mu: float  # GDP parameter of all Gaussian releases together
+    bound_events: tuple  # pure-DP events of missing ranges (basic composition)
+    weights: dict  # release name -> share of mu^2
+    row_bound: float  # bound of a mapped row (public)
+    n_rounds: int
+
+
+def _plan(est, n, d):
+    private = not math.isinf(est.epsilon)
+    missing = [name for name, v in (("feature_bounds", est.feature_bounds),
+                                    ("label_bounds", est.label_bounds)) if v is None]
+    bound_events = []
+    eps_bounds = 0.0
+    if private and missing:
+        share = est.bounds_budget * est.epsilon / len(missing)
+        for name in missing:
+            check_private_bound_feasible(n, share, "x_bound" if name == "feature_bounds"
+                                        else "y_bound")
+            bound_events.append(PrivacyEvent(
+                name="x_bound" if name == "feature_bounds" else "y_bound",
+                epsilon=share, delta=0.0))
+        eps_bounds = share * len(missing)
+    elif not private and missing:
+        raise ConfigurationError(
+            "LinearRegression(epsilon=inf) needs feature_bounds and label_bounds: the "
+            "non-private mode reads nothing from the data to set them."
+        )
+    mu = gdp_mu(est.epsilon - eps_bounds, est.delta) if private else math.inf
+    T = int(est.n_rounds)
+    w_mean = mean_weight(n, mu)
+    weights = {"label_moments": w_mean}
+    if est.feature_bounds is None:
+        weights["feature_mean"] = 0.05
+    rest = 1.0 - sum(weights.values())
+    weights["XtX"] = 0.30 * rest
+    if T == 1:
+        weights["Xty"] = 0.63 * rest
+    else:
+        weights["Xty"] = 0.15 * rest
+        weights["residual_scale"] = 0.03 * rest
+        for t in range(1, T):
+            weights[f"gradient_{t}"] = 0.45 * rest / (T - 1)
+    weights["selection"] = 0.07 * rest
+    row_bound = math.sqrt(d) if est.feature_bounds is not None else 1.0
+    return _Plan(private, mu, tuple(bound_events), weights, row_bound, T)
+
+
+def _mus(plan):
+    names = list(plan.weights)
+    return dict(zip(names, gdp_split(plan.mu, [plan.weights[k] for k in names])))
+
+
+def _gaussian(name, sensitivity, mu, delta_share):
+    """A Gaussian event of GDP parameter ``mu`` (its own epsilon at ``delta_share``, for display)."""
+    return gaussian_event_from_mu(name, sensitivity, mu, delta_share)
+
+
+def _ledger(plan, events, delta):
+    if not plan.private:
+        return PrivacyLedger(
+            [PrivacyEvent(name=e.name, epsilon=math.inf, delta=0.0) for e in events],
+            composition="basic", delta=0.0,
+        )
+    return PrivacyLedger([*plan.bound_events, *events], composition="gdp", delta=delta)
+
+
+def planned_ledger(plan, delta, fit_intercept=True):
+    """The ledger of one fit with unit residual clip (its epsilon, delta, mu are final)."""
+    mus = _mus(plan)
+    R = math.hypot(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
+    sens = {
+        "label_moments": 2.0,
+        "feature_mean": 2.0,
+        "XtX": (intercept_gram_sensitivity(plan.row_bound, _INTERCEPT) if fit_intercept
+                else math.sqrt(2.0) * plan.row_bound**2),
+        "Xty": residual_gradient_sensitivity(R, 1.0),
+        "residual_scale": 1.0,
+        "selection": 8.0,
+    }
+    share = delta / len(plan.weights)
+    events = [
+        _gaussian(name, sens.get(name, residual_gradient_sensitivity(R, 1.0)), mus[name], share)
+        for name in plan.weights
+    ]
+    return _ledger(plan, events, delta)
+
+
+# ---------------------------------------------------------------------------
+# The estimator
+# ---------------------------------------------------------------------------
+class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
+    """Differentially private linear regression: the estimator to reach for first.
+
+    **Guarantee.** ``(epsilon, delta)``-DP, full notion (the whole row
+    ``(x_i, y_i)`` is protected), replace-one neighbouring (``n`` public, one
+    row replaced by any other). All Gaussian releases are composed exactly in
+    Gaussian DP (Dong, Roth & Su 2022) and converted to ``(epsilon, delta)``
+    once; pure-DP range estimates (only when a range is not declared) are
+    added by basic composition.
+
+    **Method.** Declared ranges are public facts: column ``j`` is mapped
+    affinely from ``feature_bounds[j]`` to ``[-1, 1]`` and the label is
+    centred at the midpoint of ``label_bounds`` and divided by its half-width
+    (values outside a declared range are **clipped** to it: a fixed per-row
+    map, so neighbours stay neighbours). A mapped row has
+    ``||z|| <= B = sqrt(d)``; with the constant column ``c = 1``,
+    ``a = (z, c)`` and ``u`` the mapped label:
+
+    1. release :math:`(\\sum u_i, \\sum u_i^2) + N(0, \\sigma_m^2 I)`
+       (L2-sensitivity 2);
+    2. release :math:`\\tilde G = A^\\top A + E`, :math:`E` symmetric Gaussian,
+       with the intercept-aware sensitivity
+       :math:`\\Delta_G = \\sqrt{2B^4 + 4B^2c^2}` (proof in
+       :func:`skprivreg.mechanisms.intercept_gram_sensitivity`);
+    3. release :math:`g_0 = A^\\top u + N(0, \\sigma_0^2 I)`
+       (sensitivity :math:`2\\sqrt{B^2+c^2}`), solve
+       :math:`\\theta_1 = P g_0`, :math:`P = \\Pi_{\\succeq\\lambda}(\\tilde G + \\lambda I)^{-1}`
+       with the ridge :math:`\\lambda = 2\\sigma_G\\sqrt{p}`, the
+       high-probability norm of :math:`E` (a function of public numbers: no
+       budget is spent on it, and no smallest eigenvalue is released);
+    4. release the clipped residual second moment
+       :math:`\\sum_i \\min(r_i^2, 1)` at :math:`\\theta_1` (sensitivity 1) and
+       set the residual clip :math:`C = 3\\,\\widehat{\\mathrm{rms}}(r)`;
+    5. ``n_rounds - 1`` refinement rounds (Tang et al. 2023, boosting on one
+       noisy Gram matrix): release
+       :math:`g_t = A^\\top \\mathrm{clip}_C(u - A\\theta_t) + N(0, \\sigma_t^2 I)`
+       (sensitivity :math:`2C\\sqrt{B^2+c^2}`) and set
+       :math:`\\theta_{t+1} = \\theta_t + P g_t`. Because
+       :math:`\\tilde G + \\lambda I \\succeq A^\\top A / 2` with high
+       probability, this is a contraction whose fixed point does not depend
+       on the Gram noise: the Gram matrix only preconditions, and the bias
+       of the ridge is removed round by round;
+    6. release :math:`D = \\sum_i [\\min(r_i^2, K) - \\min((u_i-\\bar u)^2, K)]`
+       (sensitivity :math:`2K`, :math:`K` from the released label moments):
+       the fitted model's clipped training loss minus the mean predictor's.
+       The model is kept only if :math:`\\tilde D < -2\\sigma_D`; otherwise
+       the estimator **degrades to the private mean predictor** (``coef_ = 0``,
+       ``intercept_`` the released mean). The choice uses released values
+       only; ``mean_fallback_`` records it.
+
+    **Budget split** (GDP, :math:`\\mu` = ``gdp_mu(epsilon', delta)``, with
+    :math:`\\mu_k = \\mu\\sqrt{w_k}`, :math:`\\sum_k w_k = 1`, so that
+    :math:`\\sqrt{\\sum_k\\mu_k^2} = \\mu`): label moments
+    :math:`w_m = \\mathrm{clip}((100/(n\\mu))^2, 0.02, 0.5)` (small samples
+    spend more on the mean, their fallback); of the rest, 30% Gram, 15%
+    :math:`g_0`, 3% residual scale, 45% shared by the refinement rounds, 7%
+    the selection (with ``n_rounds=1``, :math:`g_0` gets 63%). ``epsilon'``
+    is ``epsilon`` minus what missing ranges cost.
+
+    **Missing ranges.** If ``feature_bounds`` is None, ``bounds_budget *
+    epsilon`` (split with a missing label range) buys a private bound
+    ``B^`` on the row norms (pure DP, :func:`skprivreg.bounds.private_norm_bound`),
+    rows are clipped to it, a private mean :math:`\\hat m` of the clipped rows
+    is released in the GDP part (5% of :math:`\\mu^2`, sensitivity
+    ``2 B^``), and rows are mapped to :math:`\\mathrm{clip}_1((x - \\hat m)/\\hat B)`
+    (``B = 1``). If ``label_bounds`` is None, a private bound ``Y^`` on
+    ``|y|`` is released and ``u = clip(y / Y^, -1, 1)`` (the intercept absorbs
+    the offset). Too few rows for a private bound raise
+    :class:`~skprivreg.exceptions.ConfigurationError` before any spend,
+    naming the ``n`` needed.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Total privacy budget; ``np.inf`` is the non-private test mode (ordinary
+        least squares on the range-clipped data; needs declared ranges).
+    delta : float, default=1e-5
+        Total delta, in (0, 1); should be well below ``1/n``.
+    feature_bounds : array-like of shape (n_features, 2) or (2,), default=None
+        Declared ``(low, high)`` of each column (or one pair for all). Public
+        facts (codebooks, instrument ranges), never read from the data.
+    label_bounds : (low, high), default=None
+        Declared range of ``y``.
+    fit_intercept : bool, default=True
+    n_rounds : int >= 1, default=8
+        Gradient releases (the first is ``A^T u``).
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on missing ranges.
+    accountant : BudgetAccountant or None, default=None
+    random_state : None, int or numpy.random.Generator, default=None
+        Never publish a seed used on private data.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    mean_fallback_ : bool
+        True when the private selection kept the mean predictor (a released
+        bit).
+    ridge_ : float
+        The ridge on the mapped scale (public).
+    residual_clip_ : float or None
+        The residual clip of the refinement rounds (released).
+    privacy_spent_ : PrivacyLedger
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+
+    References
+    ----------
+    S. Tang, S. Aydore, M. Kearns, S. Rho, A. Roth, Y. Wang, Y.-X. Wang,
+    Z. S. Wu, "Improved differentially private regression via gradient
+    boosting", arXiv:2303.03451, 2023.
+    Y.-X. Wang, "Revisiting differentially private linear regression", UAI 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.linear_model import LinearRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 3)); y = X @ [1.0, -2.0, 0.5] + 0.1
+    >>> est = LinearRegression(epsilon=1.0, feature_bounds=(-1, 1),
+    ...                        label_bounds=(-4, 4)).fit(X, y)
+    >>> np.round(est.coef_, 1)
+    array([ 1. , -2. ,  0.5])
+    """
+
+    _parameter_constraints = {
+        **DPEstimatorMixin._privacy_parameter_constraints,
+        "feature_bounds": ["array-like", None],
+        "label_bounds": ["array-like", None],
+        "fit_intercept": ["boolean"],
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        feature_bounds=None,
+        label_bounds=None,
+        fit_intercept=True,
+        n_rounds=8,
+        bounds_budget=0.1,
+        accountant=None,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.feature_bounds = feature_bounds
+        self.label_bounds = label_bounds
+        self.fit_intercept = fit_intercept
+        self.n_rounds = n_rounds
+        self.bounds_budget = bounds_budget
+        self.accountant = accountant
+        self.random_state = random_state
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the private linear model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._reset()  # no attribute of a previous fit survives
+        # Public validation: shapes and dtypes only; finiteness is checked in
+        # the first pass over the rows, before any noise is drawn.
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
+                             y_numeric=True)
+        n, d = X.shape
+        private = self._validate_privacy_params()
+        if self.feature_bounds is not None:
+            _check_pairs(self.feature_bounds, d, "feature_bounds")
+        if self.label_bounds is not None:
+            _check_pairs(self.label_bounds, 1, "label_bounds")
+        plan = _plan(self, n, d)
+        assert plan.private == private
+        ledger = planned_ledger(plan, self.delta, self.fit_intercept)
+        self._check_budget(ledger)
+        # The planned ledger is spent before the first secret draw; the final
+        # ledger has the same mu's (only the residual-clip sensitivities differ).
+        rngs = self._secret_rngs("bounds", "noise", spend=ledger)
+        result = _fit_private(X, y, plan, self, rngs)
+        self._settle(result["ledger"])
+        self.coef_, self.intercept_ = result["coef"], result["intercept"]
+        self.mean_fallback_ = result["mean_fallback"]
+        self.ridge_ = result["ridge"]
+        self.residual_clip_ = result["residual_clip"]
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        return tags
+
+
+# Tests may set this to a list to receive each noisy release (name, value,
+# event); nothing is stored on the estimator.
+_CAPTURE = None
+
+
+def _record(name, value, event):
+    if _CAPTURE is not None:
+        _CAPTURE.append((name, np.array(value, dtype=np.float64, copy=True), event))
+
+
+def _fit_private(X, y, plan, est, rngs):
+    """Run the releases of ``plan`` on (X, y); returns released values only."""
+    n, d = X.shape
+    fit_intercept = est.fit_intercept
+    mus = _mus(plan)
+    noise = rngs["noise"]
+    events = []
+    share = est.delta / len(plan.weights)
+
+    def release(name, value, sensitivity):
+        event = _gaussian(name, sensitivity, mus[name], share)
+        noisy = add_gaussian(value, event.sigma, noise)
+        events.append(event)
+        _record(name, noisy, event)
+        return noisy
+
+    # -- public map, or the private range path ------------------------------
+    x_clip = None
+    if est.feature_bounds is not None and est.label_bounds is not None:
+        rmap = range_map(est.feature_bounds, est.label_bounds, d, fit_intercept)
+    else:
+        bins = bound_bins()
+        counts_x, counts_y = sum_over_row_blocks(partial(bound_counts_block, bins=bins), X, y)
+        bound_eps = {e.name: e.epsilon for e in plan.bound_events}
+        if est.feature_bounds is None:
+            x_clip, _ = private_norm_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"],
+                                           name="x_bound")
+            (x_sum,) = sum_over_row_blocks(partial(feature_sum_block, x_clip=x_clip), X)
+            noisy_sum = release("feature_mean", x_sum, 2.0 * x_clip)
+            center = noisy_sum / n if fit_intercept else np.zeros(d)
+            half = np.full(d, x_clip)
+        else:
+            fb = range_map(est.feature_bounds, (0.0, 1.0), d, fit_intercept)
+            center, half = fb.center, fb.half
+        if est.label_bounds is None:
+            y_bound, _ = private_norm_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"],
+                                            name="y_bound")
+            y_center, y_half = 0.0, y_bound
+        else:
+            lb = range_map(np.zeros((d, 2)) + (0.0, 1.0), est.label_bounds, d, fit_intercept)
+            y_center, y_half = lb.y_center, lb.y_half
+        rmap = RangeMap(center, half, y_center, y_half, plan.row_bound,
+                        est.feature_bounds is not None)
+
+    common = dict(rmap=rmap, fit_intercept=fit_intercept, x_clip=x_clip)
+    R = math.hypot(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
+    gram_sens = (intercept_gram_sensitivity(plan.row_bound, _INTERCEPT) if fit_intercept
+                 else math.sqrt(2.0) * plan.row_bound**2)
+
+    # -- first pass: Gram, A^T u, label moments ------------------------------
+    AtA, Atu, moments = sum_over_row_blocks(partial(first_pass_block, **common), X, y)
+    p = AtA.shape[0]
+    noisy_moments = release("label_moments", moments, 2.0)
+    u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))
+    u_var = float(np.clip(noisy_moments[1] / n - u_mean**2, 1e-6, 4.0))
+
+    gram_event = _gaussian("XtX", gram_sens, mus["XtX"], share)
+    noisy_gram = AtA + symmetric_gaussian_matrix(p, gram_event.sigma, noise)
+    events.append(gram_event)
+    _record("XtX", noisy_gram, gram_event)
+    ridge = 2.0 * gram_event.sigma * math.sqrt(p)
+
+    g0 = release("Xty", Atu, residual_gradient_sensitivity(R, 1.0))
+    theta = solve_refinement(noisy_gram, ridge, g0)
+
+    # -- refinement rounds ---------------------------------------------------
+    clip = None
+    if plan.n_rounds > 1:
+        (second,) = sum_over_row_blocks(partial(residual_moment_block, theta=theta, **common),
+                                        X, y)
+        noisy_second = release("residual_scale", second, 1.0)
+        scale_event = events[-1]
+        floor = 2.0 * scale_event.sigma  # keep the clip away from noise-driven zero
+        rms = math.sqrt(max(float(noisy_second[0]), floor, 1e-12) / n)
+        clip = min(_RESIDUAL_CLIP_RMS * rms, 2.0) if plan.private else None
+        for t in range(1, plan.n_rounds):
+            (grad,) = sum_over_row_blocks(
+                partial(gradient_block, theta=theta, clip=clip, **common), X, y)
+            noisy_grad = release(f"gradient_{t}", grad,
+                                 residual_gradient_sensitivity(R, 2.0 if clip is None else clip))
+            theta = theta + solve_refinement(noisy_gram, ridge, noisy_grad)
+
+    # -- private choice between the model and the mean -----------------------
+    cap = float(min(max(9.0 * u_var, 1e-4), 4.0))
+    (diff,) = sum_over_row_blocks(
+        partial(selection_block, theta=theta, u_mean=u_mean, cap=cap, **common), X, y)
+    noisy_diff = release("selection", diff, 2.0 * cap)
+    sel_sigma = events[-1].sigma
+    keep_model = float(noisy_diff[0]) < -_SELECTION_Z * sel_sigma if plan.private else (
+        float(noisy_diff[0]) <= 0.0)
+
+    if keep_model:
+        w = theta[:d]
+        c_theta = _INTERCEPT * theta[d] if fit_intercept else 0.0
+        coef = rmap.y_half * w / rmap.half
+        intercept = rmap.y_center + rmap.y_half * (c_theta - float(np.sum(w * rmap.center / rmap.half)))
+    else:
+        coef = np.zeros(d)
+        intercept = rmap.y_center + rmap.y_half * u_mean
+    return {
+        "coef": coef,
+        "intercept": float(intercept),
+        "mean_fallback": not keep_model,
+        "ridge": float(ridge),
+        "residual_clip": clip,
+        "ledger": _ledger(plan, events, est.delta),
+    }
