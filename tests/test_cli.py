@@ -1,0 +1,91 @@
+"""The command line: help texts, plan subcommands, the demo table."""
+
+import subprocess
+import sys
+
+import pytest
+
+from skprivreg import _cli
+
+
+def _run(argv, capsys):
+    status = _cli.main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_bare_command_prints_help_and_succeeds(capsys):
+    status, out, _ = _run([], capsys)
+    assert status == 0
+    assert "demo" in out and "plan" in out
+    assert "never reads data" in out
+
+
+def test_help_describes_every_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        _cli.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for word in ("demo", "plan", "held-out" if False else "test errors"):
+        assert word in out
+
+
+def test_plan_help_lists_every_estimator(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["plan", "--help"])
+    out = capsys.readouterr().out
+    for name in _cli._PLANNERS:
+        assert name in out
+
+
+@pytest.mark.parametrize("name", sorted(_cli._PLANNERS))
+def test_every_plan_option_has_help_with_units(name, capsys):
+    parser = _cli.build_parser()
+    sub = parser._subparsers._group_actions[0].choices["plan"]
+    estimator = sub._subparsers._group_actions[0].choices[name]
+    for action in estimator._actions:
+        if action.dest in ("help",):
+            continue
+        assert action.help, f"plan {name} --{action.dest} has no help"
+
+
+@pytest.mark.parametrize("name", sorted(_cli._PLANNERS))
+def test_every_plan_runs_with_the_common_options(name, capsys):
+    status, out, _ = _run(["plan", name, "--n", "100000", "--d", "5", "--epsilon", "1"], capsys)
+    assert status == 0
+    assert out.strip()
+
+
+def test_plan_without_estimator_prints_its_help(capsys):
+    with pytest.raises(SystemExit) as info:
+        _cli.main(["plan"])
+    assert info.value.code == 0
+    assert "adassp" in capsys.readouterr().out
+
+
+def test_unknown_command_exits_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        _cli.main(["fly"])
+    assert info.value.code == 2
+
+
+def test_demo_table_is_aligned():
+    rows = [["a", "long estimator name", "full", "1", "1e-06", "1.5", "1", "2", "0.250", "0.01"],
+            ["simulated", "b", "label", "10", "0", "123.4", "10", "200", "-0.100", "1.00"]]
+    import io
+
+    buffer = io.StringIO()
+    _cli._print_table(rows, _cli._DEMO_HEADER, file=buffer)
+    lines = buffer.getvalue().splitlines()
+    # every line is as wide as the rule under the header
+    assert {len(line) for line in lines[:2]} == {len(lines[1])}
+    assert all(len(line) <= len(lines[1]) for line in lines)
+    # numeric columns are right-aligned: their right edges line up
+    edge = lines[0].index("R2") + 2
+    assert lines[2][:edge].endswith("0.250") and lines[3][:edge].endswith("-0.100")
+
+
+def test_module_entry_point_names_itself():
+    result = subprocess.run([sys.executable, "-m", "skprivreg", "--help"],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("usage: python -m skprivreg")
