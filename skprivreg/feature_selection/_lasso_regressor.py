@@ -342,7 +342,8 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         """
         self._reset()
         _check_applicable(self, names=set(self.get_params(deep=False)) - _OWN_BOUNDS)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False,
+                             ensure_min_samples=2)
         private = self._validate_privacy_params()
         n, p = X.shape
         x_range, y_range, bound_eps, eps1, eps2, planned = self._plan(n, p, private)
@@ -444,5 +445,8 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode (epsilon=inf) draws nothing: the same data give
+        # the same selection.
+        tags.non_deterministic = not (isinstance(self.epsilon, Real) and math.isinf(self.epsilon))
         tags.input_tags.sparse = False
         return tags

@@ -545,6 +545,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             dtype=[np.float64, np.float32],
             y_numeric=True,
             multi_output=False,
+            # No selection rule can be evaluated on one row (n is public).
+            ensure_min_samples=2,
         )
         if not sparse.issparse(X):
             X = np.asarray(X)
@@ -694,6 +696,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode (epsilon=inf) draws nothing: the same data give
+        # the same selection.
+        tags.non_deterministic = not (isinstance(self.epsilon, Real) and math.isinf(self.epsilon))
         tags.input_tags.sparse = self.method == "subsample"
         tags.target_tags.required = True
         return tags
