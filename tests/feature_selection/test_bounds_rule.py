@@ -245,3 +245,25 @@ def test_regressor_intercept_only_estimates_the_label_bound_only():
     assert not reg.stable_ and reg.stage2_ is not None
     names = [e.name for e in reg.privacy_spent_.events]
     assert names[:2] == ["y_bound", "lasso_support_subsample"] and "x_range" not in names
+
+
+def test_perturbation_maps_asymmetric_ranges_into_the_papers_domain(monkeypatch):
+    # Entries clipped to [l_j, h_j] and divided by m_j = max(|l_j|, |h_j|) lie
+    # in [-1, 1]; labels clipped and mapped to s clip(y)/B_y lie in [-s, s].
+    seen = {}
+    original = _lasso_support.perturbation_distance
+
+    def spy(X, y, s, Lambda, psi):
+        seen.update(X=X, y=y, s=s)
+        return original(X, y, s, Lambda, psi)
+
+    monkeypatch.setattr(_lasso_support, "perturbation_distance", spy)
+    X, y = _sparse(2000, p=4)
+    X = 10.0 * X + 3.0
+    PrivateLassoSupportSelector(
+        method="perturbation", max_features=2, rsc_constant=0.25, penalty=2000.0,
+        x_range=((0.0, -40.0, 1.0, -2.0), (25.0, 5.0, 2.0, 2.0)), y_bound=(-1.0, 0.5),
+        on_fail="empty").fit(X, y)
+    assert np.max(np.abs(seen["X"])) == pytest.approx(1.0)
+    assert np.max(np.abs(seen["y"])) == pytest.approx(2.0)
+    assert seen["X"][:, 2].min() >= 0.5 - 1e-12  # column 2 clipped to [1, 2], over m = 2
