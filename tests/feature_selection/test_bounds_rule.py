@@ -262,7 +262,7 @@ def test_perturbation_maps_asymmetric_ranges_into_the_papers_domain(monkeypatch)
     X = 10.0 * X + 3.0
     PrivateLassoSupportSelector(
         method="perturbation", max_features=2, rsc_constant=0.25, penalty=2000.0,
-        x_range=((0.0, -40.0, 1.0, -2.0), (25.0, 5.0, 2.0, 2.0)), y_bound=(-1.0, 0.5),
+        x_range=((0.0, -40.0, 1.0, -2.0), (25.0, 5.0, 2.0, 2.0)), y_bound=(-2.0, 0.5),
         on_fail="empty").fit(X, y)
     assert np.max(np.abs(seen["X"])) == pytest.approx(1.0)
     assert np.max(np.abs(seen["y"])) == pytest.approx(2.0)
