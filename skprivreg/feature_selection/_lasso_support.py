@@ -21,7 +21,7 @@ from ..bounds import (
     x_range_magnitude,
     y_bound_magnitude,
 )
-from ..exceptions import ConfigurationError, UnstableSupportError
+from ..exceptions import ConfigurationError, PrivateTestFailedWarning, UnstableSupportError
 from ..mechanisms import laplace_distance_threshold
 from ._params import X_BOUND_WITHDRAWN
 from ._perturbation import (
@@ -205,7 +205,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     **Failure.** ``bottom`` raises :class:`UnstableSupportError`
     (``on_fail='raise'``, the estimator stays unfitted) or gives an empty
     support with ``stable_=False`` (``on_fail='empty'``); the budget is
-    recorded first in both cases. A *released* empty support
+    recorded first in both cases; with ``'empty'`` a
+    :class:`~skprivreg.exceptions.PrivateTestFailedWarning` says so (the
+    test's outcome is released, so the warning is too). A *released* empty support
     (``stable_=True``, no column) is a different, legitimate answer: the rule
     stably selects nothing; with ``selection_rule='lasso'`` it is what tiny
     subsamples (about 10 rows) tend to release, so check the rows per
@@ -597,9 +599,14 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
                 X, y, Lambda, x_range, y_range, ledger.events[-1].epsilon, rngs["noise"]
             )
 
-        if released is BOTTOM and self.on_fail == "raise":
-            # Leave the estimator unfitted, but keep the ledger of the spend.
-            raise UnstableSupportError(self.epsilon, self.delta, threshold)
+        if released is BOTTOM:
+            error = UnstableSupportError(self.epsilon, self.delta, threshold)
+            if self.on_fail == "raise":
+                # Leave the estimator unfitted, but keep the ledger of the spend.
+                raise error
+            # The outcome (PASS/FAIL) is released, so this warning is too.
+            warnings.warn(f"{error} on_fail='empty': an empty support was released.",
+                          PrivateTestFailedWarning, stacklevel=4)
         self.stable_ = released is not BOTTOM
         support = np.zeros(p, dtype=bool)
         if self.stable_:

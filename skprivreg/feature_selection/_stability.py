@@ -40,6 +40,7 @@ from scipy import sparse
 from scipy.stats import binom
 
 from ..accounting import PrivacyEvent, PrivacyLedger
+from ..exceptions import PlanningWarning
 from .._random import secret_generators
 from ..mechanisms import (
     laplace_distance_test,
@@ -231,7 +232,7 @@ def _positive_int(value, name):
 
 
 def _warn_if_release_unlikely(plan, epsilon):
-    """UserWarning (public numbers only) when even a constant ``f`` rarely releases."""
+    """PlanningWarning (public numbers only) when even a constant ``f`` rarely releases."""
     if plan.max_distance < plan.threshold + math.log(20.0) / epsilon:
         warnings.warn(
             f"With m = {plan.n_subsamples} subsamples and K = {plan.max_appearances} the "
@@ -240,7 +241,7 @@ def _warn_if_release_unlikely(plan, epsilon):
             "perfectly stable function is released with probability "
             f"{plan.max_release_probability:.3g} < 0.95. Increase n_subsamples, "
             "lower subsample_rate, or use sampling='partition'.",
-            UserWarning,
+            PlanningWarning,
             stacklevel=3,
         )
 
