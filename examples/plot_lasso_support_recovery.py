@@ -92,8 +92,8 @@ def recovery(design):
                     on_fail="empty", random_state=seed,
                 )
                 with warnings.catch_warnings():
-                    # A fixed random_state is reproducible, hence not
-                    # private: fine for a simulation, and warned about.
+                    # bottom (nothing released) warns with
+                    # on_fail='empty'; here it is counted instead.
                     warnings.simplefilter("ignore")
                     selector.fit(X, y)
                 name = rf"private Lasso, $\varepsilon = {eps:g}$"

@@ -92,7 +92,9 @@ def check_y_bound(y_bound):
     if np.ndim(y_bound) == 0:
         bound = float(y_bound)
         if not (math.isfinite(bound) and bound > 0):
-            raise ValueError(f"y_bound must be a positive finite float or (low, high); got {y_bound!r}.")
+            raise ValueError(
+                f"y_bound must be a positive finite float or (low, high); got {y_bound!r}."
+            )
         return (-bound, bound)
     pair = np.asarray(y_bound, dtype=float)
     if pair.shape != (2,) or not np.all(np.isfinite(pair)) or not pair[0] < pair[1]:
@@ -213,7 +215,10 @@ def x_range_magnitude(x_range):
 
 
 def y_bound_magnitude(y_range):
-    """:math:`B = \\max(|l|, |h|)` of a checked label range ``(low, high)`` (``|y| <= B`` after clipping)."""
+    """:math:`B = \\max(|l|, |h|)` of a checked label range ``(low, high)``.
+
+    After clipping to the range, :math:`|y| \\le B`.
+    """
     low, high = y_range
     return max(abs(float(low)), abs(float(high)))
 
@@ -236,7 +241,7 @@ def range_bound_epsilons(missing, *, epsilon, bounds, bounds_budget, private):
 
 
 def check_range_bounds_feasible(n_samples, bound_epsilons):
-    """:func:`check_private_bound_feasible` for every privately estimated bound (before any spend)."""
+    """:func:`check_private_bound_feasible` for each bound estimated privately (before a spend)."""
     for name, eps in bound_epsilons.items():
         if math.isfinite(eps):
             check_private_bound_feasible(n_samples, eps, name)

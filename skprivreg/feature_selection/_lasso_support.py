@@ -364,7 +364,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40000, 20))
     >>> y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=40000)
-    >>> sel = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3, selection_rule="lars",
+    >>> sel = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3,
+    ...                                   selection_rule="lars",
     ...                                   sampling="partition", random_state=0).fit(X, y)
     >>> sel.get_support(indices=True)
     array([0, 1, 2])
@@ -644,7 +645,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         return PrivacyLedger([*bound_events, *test.events])
 
     def _fit_subsample(self, X, y, rule, plan, private, rngs):
-        """``(released support or BOTTOM, threshold)``; the threshold is ``None`` when not private."""
+        """``(released support or BOTTOM, threshold)``; threshold ``None`` when not private."""
         if not private:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -664,7 +665,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         return released, plan.threshold
 
     def _fit_perturbation(self, X, y, Lambda, x_range, y_range, epsilon, rng):
-        """``(released support or BOTTOM, threshold)``; ``epsilon`` is the test's (inf: not private)."""
+        """``(released support or BOTTOM, threshold)`` at the test's ``epsilon`` (inf: no noise)."""
         s = self.max_features
         private = math.isfinite(epsilon)
         # Per-entry clipping to the ranges, then public scaling into [-1, 1]

@@ -39,9 +39,9 @@ from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
 from scipy.stats import binom
 
+from .._random import secret_generators
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..exceptions import PlanningWarning
-from .._random import secret_generators
 from ..mechanisms import (
     laplace_distance_test,
     laplace_distance_threshold,

@@ -50,7 +50,7 @@ def marginal_scores(X, y, x_range=None, y_range=None):
 
 
 def score_sensitivity(y_magnitude, neighbouring="replace-one"):
-    """l_inf sensitivity of the scaled scores: :math:`B_y` (add/remove) or :math:`2 B_y` (replace-one).
+    """l_inf sensitivity of the scaled scores: :math:`B_y` (add/remove) or :math:`2 B_y` (replace).
 
     One row contributes :math:`\\mathrm{clip}(x_{ij}) \\mathrm{clip}(y_i) / m_j
     \\in [-B_y, B_y]` to each scaled sum (:math:`|\\mathrm{clip}(x_{ij})| \\le

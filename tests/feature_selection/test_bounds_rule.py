@@ -29,8 +29,9 @@ from skprivreg.feature_selection import (
     PrivateLassoRegressor,
     PrivateLassoSupportSelector,
     PrivateTopSSelector,
+    _lasso_regressor,
+    _lasso_support,
 )
-from skprivreg.feature_selection import _lasso_regressor, _lasso_support
 from skprivreg.feature_selection import _top_s as _top_s_module
 
 CLASSES = [PrivateLassoSupportSelector, PrivateLassoRegressor, PrivateTopSSelector]

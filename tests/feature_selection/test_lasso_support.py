@@ -593,7 +593,8 @@ def test_t11b_duplicate_column_is_unstable():
 def test_t11c_perturbation_preconditions():
     X, rng = _rademacher(200, 5, 14)
     y = X[:, 0] * 0.3
-    base = dict(method="perturbation", max_features=2, rsc_constant=0.25, x_range=(-1.0, 1.0), y_bound=2.0)
+    base = dict(method="perturbation", max_features=2, rsc_constant=0.25, x_range=(-1.0, 1.0),
+                y_bound=2.0)
     with pytest.raises(ConfigurationError, match="16 s"):
         PrivateLassoSupportSelector(**base, penalty=16 * 4 / 0.25).fit(X, y)
     with pytest.raises(ConfigurationError, match="intercept"):
@@ -698,7 +699,9 @@ def test_t12_failure_modes_and_no_unsafe_attributes():
     rng = np.random.default_rng(17)
     X = rng.normal(size=(5000, 10))
     y = rng.normal(size=5000)
-    raising = PrivateLassoSupportSelector(epsilon=1.0, delta=1e-6, max_features=1, selection_rule="lars", sampling="partition", random_state=0
+    raising = PrivateLassoSupportSelector(
+        epsilon=1.0, delta=1e-6, max_features=1, selection_rule="lars", sampling="partition",
+        random_state=0,
     )
     with pytest.raises(UnstableSupportError) as info:
         raising.fit(X, y)
@@ -811,7 +814,8 @@ def test_top_s_baseline_fails_under_sign_cancellation():
     n, p = 50_000, 30
     X = math.sqrt(0.5) * rng.normal(size=(n, p)) + math.sqrt(0.5) * rng.normal(size=(n, 1))
     y = X[:, :4] @ (0.5 * np.array([1, 1, 1, -1])) + rng.normal(size=n)
-    top = PrivateTopSSelector(epsilon=100.0, n_features_to_select=4, x_range=(-3.0, 3.0), y_bound=6.0, random_state=0
+    top = PrivateTopSSelector(
+        epsilon=100.0, n_features_to_select=4, x_range=(-3.0, 3.0), y_bound=6.0, random_state=0
     ).fit(X, y)
     assert 3 not in top.get_support(indices=True)
     lasso = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6,
@@ -882,7 +886,9 @@ def test_regressor_accepts_a_skprivreg_estimator_and_nonprivate_mode():
     assert reg.support_[:3].all() and not reg.support_[3:].any()
     assert reg.epsilon_ == pytest.approx(4.0, rel=1e-6) and reg.delta_ == pytest.approx(1e-6)
     with pytest.warns(PrivacyLeakWarning):
-        sel = PrivateLassoSupportSelector(epsilon=np.inf, max_features=3, selection_rule="lars").fit(X, y)
+        sel = PrivateLassoSupportSelector(
+            epsilon=np.inf, max_features=3, selection_rule="lars"
+        ).fit(X, y)
     assert sel.get_support(indices=True).tolist() == [0, 1, 2]
     assert sel.privacy_spent_.epsilon == math.inf
 
