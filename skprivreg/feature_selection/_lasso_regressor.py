@@ -119,8 +119,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         Share of ``epsilon - epsilon_b`` given to stage 1.
     estimator : 'ssp' or a skprivreg regressor, default='ssp'
         Stage 2. An instance is cloned and given ``epsilon_2``, ``delta/2``,
-        the bounds (``x_bound``, the row-norm bound above, and ``y_bound``
-        :math:`B_y`, where it has them), ``fit_intercept`` and its own random
+        the bounds where it has the parameters (``x_bound``: the row-norm
+        bound above; ``x_range``: the ranges of the selected columns;
+        ``y_bound``: :math:`B_y`), ``fit_intercept`` and its own random
         generator.
     x_range : tuple, array of shape (n_features, 2) or None, default=None
         Per-column range ``(low, high)`` (floats, the same for every column,
@@ -295,7 +296,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             random_state=rng,
         )
 
-    def _make_stage2(self, eps2, delta2, x_bound, y_bound, fit_intercept, rng):
+    def _make_stage2(self, eps2, delta2, x_bound, y_bound, fit_intercept, rng, z_range=None):
         from ..linear_model import SSPRegressor  # noqa: PLC0415 - avoids an import cycle
 
         if self.estimator == "ssp":
@@ -313,6 +314,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         updates = {"epsilon": eps2, "delta": delta2, "random_state": rng}
         optional = {
             "x_bound": x_bound,
+            "x_range": z_range,
             "y_bound": y_bound,
             "fit_intercept": fit_intercept,
             "accountant": None,
@@ -398,8 +400,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             y_mag = None if y_range is None else y_bound_magnitude(y_range)
             if k > 0:
                 Z = X[:, support]
-                x_bound = None
+                x_bound = z_range = None
                 if x_range is not None:
+                    z_range = (x_range[0][support], x_range[1][support])
                     # Per-entry clipping (a per-row map); no warning, as
                     # whether an entry was clipped depends on one record.
                     Z = np.clip(Z, x_range[0][support], x_range[1][support])
@@ -408,9 +411,10 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             else:
                 Z = np.ones((n, 1))
                 x_bound = 1.0  # the constant column alone (intercept-only model)
+                z_range = (np.zeros(1), np.ones(1))
                 fit_intercept = False
             stage2 = self._make_stage2(eps2, delta2, x_bound, y_mag, fit_intercept,
-                                       rngs["estimation"])
+                                       rngs["estimation"], z_range)
             with warnings.catch_warnings():
                 if not private:
                     warnings.simplefilter("ignore", category=UserWarning)
