@@ -202,7 +202,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     :func:`lasso_plan` (``python -m skprivreg plan lasso``) gives the
     planning numbers.
 
-    **Failure.** ``bottom`` raises :class:`UnstableSupportError`
+    **Failure.** ``bottom`` raises :class:`~skprivreg.exceptions.UnstableSupportError`
     (``on_fail='raise'``, the estimator stays unfitted) or gives an empty
     support with ``stable_=False`` (``on_fail='empty'``); the budget is
     recorded first in both cases; with ``'empty'`` a
@@ -231,26 +231,26 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     :math:`[-\\hat B_x, \\hat B_x]` in every column, :math:`\\hat B_x` a
     private upper bound on :math:`\\max_j |x_{ij}|`; ``y_bound`` becomes
     :math:`[-\\hat B_y, \\hat B_y]`). If ``n`` is too small for that
-    estimate, :class:`ConfigurationError` is raised before any spend, naming
+    estimate, :class:`~skprivreg.exceptions.ConfigurationError` is raised before any spend, naming
     the ``n`` needed. ``bounds='data'`` reads the missing bounds from the data
     instead (not private: an event of infinite epsilon and a
-    :class:`PrivacyLeakWarning`). When ``penalty`` is not given, ``Lambda``
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`). When ``penalty`` is not given, ``Lambda``
     depends on :math:`B_y`; if the estimated :math:`\\hat B_y` (released)
     makes ``Lambda <= 16 s^2/Psi``, the test does not run,
-    :class:`ConfigurationError` is raised and only the bound estimates stay
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised and only the bound estimates stay
     spent. At ``epsilon=inf`` missing bounds mean no clipping and unit scale.
 
     **Parameters are used or refused.** A parameter that the chosen
     configuration does not use (``x_range`` with ``method='subsample'``,
     ``alpha`` with ``selection_rule='lars'``, ``n_subsamples`` with
-    ``sampling='partition'``, ...) raises :class:`ConfigurationError` before
+    ``sampling='partition'``, ...) raises :class:`~skprivreg.exceptions.ConfigurationError` before
     any spend instead of being ignored.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         ``np.inf`` is the non-private test mode (the rule on the full data,
-        :class:`PrivacyLeakWarning`).
+        :class:`~skprivreg.exceptions.PrivacyLeakWarning`).
     delta : float in (0, 1), default=1e-6
         Choose it well below ``1/n_samples``.
     max_features : int or None, default=None
