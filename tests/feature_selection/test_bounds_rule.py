@@ -299,3 +299,23 @@ def test_empty_on_bottom_warns_and_a_release_does_not():
         warnings.simplefilter("error")
         sel.set_params(epsilon=2.0, max_features=3).fit(X, y)
     assert sel.stable_
+
+
+def test_regressor_perturbation_estimates_its_ranges_before_the_test():
+    # The perturbation test clips to the ranges, so the regressor estimates
+    # them over all columns before stage 1 and hands them to the selector.
+    rng = np.random.default_rng(11)
+    X = rng.choice([-1.0, 1.0], size=(20_000, 20))
+    y = np.clip(0.5 * X[:, 0] + 0.2 * rng.normal(size=20_000), -1, 1)
+    reg = PrivateLassoRegressor(
+        epsilon=4.0, method="perturbation", max_features=1, rsc_constant=0.25,
+        penalty=2000.0, fit_intercept=False, on_fail="empty")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivateTestFailedWarning)  # bottom is possible
+        reg.fit(X, y)
+    names = [e.name for e in reg.privacy_spent_.events]
+    assert names[:3] == ["x_range", "y_bound", "lasso_support_perturbation"]
+    assert reg.selector_.x_range_[1][0] == pytest.approx(reg.x_range_[1][0])
+    # every entry is +-1: the private bound lies within one bin (9%) of 1
+    assert 0.9 < reg.x_range_[1][0] < 1.2
+    assert reg.privacy_spent_.epsilon <= 4.0 + 1e-9
