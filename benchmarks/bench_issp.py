@@ -110,15 +110,16 @@ def in_memory(n, d, repeats, seed=0):
     # Clean-path mechanics timing: L0 from the automatic rule WITHOUT the privacy
     # caps (not a private configuration), so that the whitening pass can skip
     # almost every row, as it does for a private fit at n >= n_min.
-    from skprivreg.linear_model._issp import _auto_leverage_bound, _issp_core, issp_k
-    from skprivreg.linear_model._issp_filters import ArrayRowSource
+    from skprivreg._rows import RowSource
+    from skprivreg.linear_model._issp_mechanism import _issp_core
+    from skprivreg.linear_model._issp_plan import _auto_leverage_bound, issp_k
 
     k = issp_k(2.0, 1e-7)[0]
     L0 = _auto_leverage_bound(n, d + 1, k, 1.25, 0.01)
     clean = []
     for r in range(repeats):
         t0 = time.perf_counter()
-        tr = _issp_core(ArrayRowSource(X, y, fit_intercept=True, chunk_size=1 << 17), k=k,
+        tr = _issp_core(RowSource(X, y, fit_intercept=True, block_rows=1 << 17), k=k,
                         L0=L0, R0=6.0, c=1.0, eps_ptr=2.0, delta_ptr=1e-7, ptr_fail_prob=0.0,
                         rng_ptr=np.random.default_rng(r), rng_noise=np.random.default_rng(r))
         clean.append(time.perf_counter() - t0)
@@ -331,7 +332,7 @@ def planning():
         warnings.simplefilter("ignore")
         for eps in (0.5, 1.0, 4.0, 8.0):
             for n in (10**7, 10**8, 10**9, 10**10, 10**11, 10**12):
-                plan = issp_plan(n, 20, eps, 1e-6, fit_intercept=False, residual_bound=1.0)
+                plan = issp_plan(n_samples=n, n_features=20, epsilon=eps, delta=1e-6, fit_intercept=False, residual_bound=1.0)
                 rows.append({"d": 20, "epsilon": eps, "n": n, "k": plan.k,
                              "f_T": plan.budget_split[0],
                              "c_over_sigma": plan.predicted_noise_ratio,

@@ -42,7 +42,7 @@ def plan_curve(epsilon):
             # The planner warns (by design) when the clean path is not
             # predicted; here that is exactly what we want to draw.
             warnings.simplefilter("ignore")
-            plan = issp_plan(int(n), N_FEATURES, epsilon, DELTA)
+            plan = issp_plan(n_samples=int(n), n_features=N_FEATURES, epsilon=epsilon, delta=DELTA)
         ratios.append(plan.predicted_noise_ratio)
         clean.append(plan.clean_path_possible)
     return np.array(ratios), np.array(clean)
