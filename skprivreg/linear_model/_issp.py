@@ -339,6 +339,10 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = False
         tags.input_tags.sparse = False
+        if math.isinf(self.epsilon):
+            # The non-private mode is deterministic ordinary least squares.
+            tags.non_deterministic = False
+            tags.regressor_tags.poor_score = False
         return tags
 
     @staticmethod
