@@ -14,10 +14,15 @@ from scipy import linalg, stats
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from skprivreg.accounting import BudgetAccountant, gdp_mu
-from skprivreg.exceptions import ConfigurationError, PrivateTestFailed
 from skprivreg._rows import RowSource
-from skprivreg.exceptions import ISSPFailedError, PlanningWarning, PrivateTestFailedWarning
+from skprivreg.accounting import BudgetAccountant, gdp_mu
+from skprivreg.exceptions import (
+    ConfigurationError,
+    ISSPFailedError,
+    PlanningWarning,
+    PrivateTestFailed,
+    PrivateTestFailedWarning,
+)
 from skprivreg.linear_model import ISSPRegressor, issp_plan
 from skprivreg.linear_model._issp import _issp_trace
 from skprivreg.linear_model._issp_cli import demo_case, plan_command
@@ -48,6 +53,10 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PlanningWarning",
     "ignore:delta=.*weak guarantee:UserWarning",
 )
+
+
+def _plan(n, d, epsilon, delta, **params):
+    return issp_plan(n_samples=n, n_features=d, epsilon=epsilon, delta=delta, **params)
 
 
 def sphere(rng, n, p):
@@ -84,7 +93,7 @@ def test_k_reproduces_spec_table(eps, delta, k0, k3, k2):
     assert issp_k(eps / 3, delta / 3, 1e-3)[0] == k3
     assert issp_k(eps / 3, delta / 3, 1e-2)[0] == k2
     # paper split through the public planner (R0 given, so no residual share)
-    plan = issp_plan(n_samples=10**12, n_features=5, epsilon=eps, delta=delta, residual_bound=1.0, budget_split="paper")
+    plan = _plan(10**12, 5, eps, delta, residual_bound=1.0, budget_split="paper")
     assert plan.k == k0
 
 
@@ -102,7 +111,7 @@ def test_plan_reproduces_table_p_e():
     L0 = 1 / (432 * k * k)
     n_min = {}
     for d, expected in [(5, 2.2e10), (20, 3.4e10), (100, 7.9e10)]:
-        plan = issp_plan(n_samples=10**9, n_features=d, epsilon=1.0, delta=1e-6, fit_intercept=False, residual_bound=1.0,
+        plan = _plan(10**9, d, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
                          budget_split="paper", leverage_bound=L0, leverage_slack=1.0,
                          max_blowup=math.e)
         assert plan.k == k
@@ -116,13 +125,13 @@ def test_plan_reproduces_table_p_e():
         sens = math.sqrt(3136 * L0) * math.exp(216 * k * k * L0)
         assert plan.noise_per_r0 == pytest.approx(sens / gdp_mu(1 / 3, delta_M), rel=1e-9)
         assert plan.noise_per_r0 == pytest.approx(0.175, rel=0.01)
-    plan = issp_plan(n_samples=int(n_min[20]), n_features=20, epsilon=1.0, delta=1e-6, fit_intercept=False, residual_bound=1.0,
+    plan = _plan(int(n_min[20]), 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
                      budget_split="paper", leverage_bound=L0, leverage_slack=1.0)
     assert plan.predicted_noise_ratio == pytest.approx(1.27, abs=0.01)
 
 
 def test_auto_split_matches_spec_table():
-    plan = issp_plan(n_samples=10**10, n_features=20, epsilon=1.0, delta=1e-6, fit_intercept=False, residual_bound=1.0)
+    plan = _plan(10**10, 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0)
     assert plan.budget_split[0] == pytest.approx(0.55)
     assert plan.k == 203
     assert plan.predicted_noise_ratio == pytest.approx(3.0, rel=0.05)
@@ -145,9 +154,9 @@ def test_leverage_cap_exact_boundary():
     k = issp_plan(n_samples=10**6, n_features=3, epsilon=4.0, delta=1e-5, **kw).k
     assert k <= 155
     cap = 1 / (96 * k)
-    assert issp_plan(n_samples=10**6, n_features=3, epsilon=4.0, delta=1e-5, leverage_bound=cap, **kw).leverage_bound == cap
+    assert _plan(10**6, 3, 4.0, 1e-5, leverage_bound=cap, **kw).leverage_bound == cap
     with pytest.raises(ConfigurationError, match="1/\\(96k\\)"):
-        issp_plan(n_samples=10**6, n_features=3, epsilon=4.0, delta=1e-5, leverage_bound=np.nextafter(cap, 1), **kw)
+        _plan(10**6, 3, 4.0, 1e-5, leverage_bound=np.nextafter(cap, 1), **kw)
 
 
 def test_claim19_cap_and_overflow_and_sizes():
@@ -163,22 +172,22 @@ def test_claim19_cap_and_overflow_and_sizes():
     cap19 = min(plan.eps_shape, 0.999) / (3 * math.log(2 / plan.delta_shape)) / 56
     assert cap19 == pytest.approx(cap_at(0.49), rel=1e-12)
     assert cap19 < 1 / (96 * plan.k)
-    full = issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=1e-6, leverage_bound=cap19 * (1 - 1e-12), **kw)
+    full = _plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap19 * (1 - 1e-12), **kw)
     assert full.eps_loc == pytest.approx(0.49) and full.eps_unused == 0
     # Above the cap at eps_M = 0.49 the location step spends less (public rule),
     # until the cap admits L0; the rest is left unspent, the ledger says so.
     L0 = cap19 * (1 + 1e-3)
-    less = issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=1e-6, leverage_bound=L0, **kw)
+    less = _plan(10**6, 3, 1.0, 1e-6, leverage_bound=L0, **kw)
     assert 0 < less.eps_loc < 0.49 and less.eps_unused == pytest.approx(0.49 - less.eps_loc)
     assert L0 <= cap_at(less.eps_loc) and less.ledger().epsilon == pytest.approx(
         1.0 - less.eps_unused)
     with pytest.raises(ConfigurationError, match="shape-step cap"):
-        issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
+        _plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
     # k = 320 > 155: 1/(96k) passes the first cap but overflows 432 k^2 L0 <= 700
     with pytest.raises(ConfigurationError, match="overflow"):
-        issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=1e-6, residual_bound=1.0, budget_split="paper",
+        _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
                   leverage_bound=1 / (96 * 320))
-    issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=1e-6, residual_bound=1.0, budget_split="paper",
+    _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
               leverage_bound=700 / (432 * 320**2))
     with pytest.raises(ConfigurationError):
         issp_plan(n_samples=5, n_features=3, epsilon=1.0, delta=1e-6)  # n = p + 1
@@ -734,7 +743,7 @@ def test_fitted_attributes_allow_list_and_public_planning():
     fitted = {name for name in vars(est) if name.endswith("_")}
     assert fitted <= ALLOWED_FITTED
     assert est.ptr_passed_
-    plan = issp_plan(n_samples=len(case["y_train"]), n_features=2, epsilon=8.0, delta=1e-5, residual_bound=5.5)
+    plan = _plan(len(case["y_train"]), 2, 8.0, 1e-5, residual_bound=5.5)
     assert est.planning_ == plan.as_dict()
     assert est.k_ == plan.k and est.noise_scale_ == plan.noise_scale(5.5)
     assert est.predict(case["X_test"]).shape == (len(case["y_test"]),)
@@ -856,6 +865,25 @@ def test_plan_command(capsys):
     assert plan_command(["--n", "3000", "--d", "3"]) == 2
 
 
+def test_plan_text_is_the_plan_objects_str(capsys):
+    """The CLI prints ``str(issp_plan(...))``; the planner is keyword-only."""
+    import inspect
+
+    assert plan_command(["--n", "1e9", "--d", "5", "--epsilon", "8", "--delta", "1e-6"]) == 0
+    plan = issp_plan(n_samples=10**9, n_features=5, epsilon=8.0, delta=1e-6)
+    assert capsys.readouterr().out == str(plan) + "\n"
+    assert str(plan).startswith("ISSP plan: n=1e+09, d=5, p=6, epsilon=8, delta=1e-06")
+    assert f"k = {plan.k}\n" in str(plan)
+    params = inspect.signature(issp_plan).parameters.values()
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
+    assert inspect.signature(issp_plan).parameters["delta"].default == 1e-6
+    est_params = inspect.signature(ISSPRegressor).parameters
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in est_params.values())
+    assert est_params["delta"].default == 1e-6 and "on_fail" in est_params
+    with pytest.raises(TypeError):
+        issp_plan(10**9, 5)
+
+
 @pytest.mark.parametrize("k", [3, 5, 8])
 def test_data_passes_stay_within_the_proven_bound(k):
     """At most 4k + 2 passes on adversarial data (2 on clean data).
@@ -866,8 +894,8 @@ def test_data_passes_stay_within_the_proven_bound(k):
     at most k - 1 of them, 3 passes each: SLF <= 3k. SRF: a factor (<= 2),
     one whitening scan giving both the leverage bound and the residual
     candidates, and at most k - 1 rescans, each after a new removal: SRF
-    <= k + 2. (Spec §9.1's "k + 2" counts one pass per removal, but a rebase
-    needs a Gram pass and a scan, and SLF and SRF remove rows separately.)
+    <= k + 2. (A bound of "k + 2" counting one pass per removal is wrong: a
+    rebase needs a Gram pass and a scan, and SLF and SRF remove rows separately.)
     """
     rng = np.random.default_rng(31 + k)
     n, p = 20_000, 10

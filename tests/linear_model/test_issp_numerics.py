@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
-from skprivreg.accounting import BudgetAccountant
 from skprivreg._rows import RowSource
+from skprivreg.accounting import BudgetAccountant
 from skprivreg.exceptions import ConfigurationError
 from skprivreg.linear_model import ISSPRegressor, issp_plan
 from skprivreg.linear_model._issp_mechanism import _group_grams, _group_rss, _segment_groups
@@ -22,6 +22,10 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:delta=.*weak guarantee:UserWarning",
     "ignore:epsilon=.*weak guarantee:UserWarning",
 )
+
+
+def _plan(n, d, epsilon, delta, **params):
+    return issp_plan(n_samples=n, n_features=d, epsilon=epsilon, delta=delta, **params)
 
 
 # ---------------------------------------------------------------------------
@@ -269,7 +273,7 @@ def test_every_epsilon_and_split_gives_a_valid_plan(epsilon):
     in log space: max(delta_M + e^{eps_M} delta_C, delta_C + e^{eps_C'} delta_M) <= D.
     """
     for split in SPLITS:
-        plan = issp_plan(n_samples=2_000_000, n_features=2, epsilon=epsilon, delta=1e-6, budget_split=split)
+        plan = _plan(2_000_000, 2, epsilon, 1e-6, budget_split=split)
         assert plan.eps_r0 + plan.eps_ptr + plan.eps_loc + plan.eps_shape + plan.eps_unused == \
             pytest.approx(epsilon, rel=1e-12)
         assert plan.ledger().epsilon == pytest.approx(epsilon - plan.eps_unused, rel=1e-12)
@@ -343,7 +347,7 @@ def test_predicted_fail_is_refused_before_any_spend_with_the_rows_needed():
     needed = float(str(info.value).split("n = ")[1].split(" rows")[0])
     assert needed == pytest.approx(plan.predicted_n_pass, rel=0.01)
     # the stated n is where the planner stops predicting FAIL (same split)
-    assert not issp_plan(n_samples=int(needed * 1.01), n_features=d, epsilon=1.0, delta=1e-6, residual_bound=1.0,
+    assert not _plan(int(needed * 1.01), d, 1.0, 1e-6, residual_bound=1.0,
                          budget_split=plan.budget_split).fail_predicted
     # spending anyway is explicit
     est = ISSPRegressor(accountant=acc, residual_bound=1.0, predicted_fail="spend",
