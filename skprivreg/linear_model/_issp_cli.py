@@ -34,17 +34,28 @@ def plan_command(argv):
         prog="python -m skprivreg plan issp",
         description="Public planning numbers of ISSPRegressor (no data is read).",
     )
-    parser.add_argument("--n", type=float, required=True, help="number of rows")
-    parser.add_argument("--d", type=int, required=True, help="number of features")
-    parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--delta", type=float, default=1e-6)
-    parser.add_argument("--no-intercept", action="store_true")
-    parser.add_argument("--leverage-bound", type=_bound_arg, default="auto")
-    parser.add_argument("--residual-bound", type=_bound_arg, default="auto")
-    parser.add_argument("--budget-split", type=_split_arg, default="auto")
-    parser.add_argument("--r0-budget-fraction", type=float, default=0.05)
-    parser.add_argument("--ptr-fail-prob", type=float, default=0.0)
-    parser.add_argument("--max-blowup", type=float, default=10.0)
+    parser.add_argument("--n", type=float, required=True,
+                        help="number of training rows n (e.g. 1e9)")
+    parser.add_argument("--d", type=int, required=True,
+                        help="number of features d (without the intercept column)")
+    parser.add_argument("--epsilon", type=float, default=1.0,
+                        help="total epsilon of the fit (default: 1.0)")
+    parser.add_argument("--delta", type=float, default=1e-6,
+                        help="total delta, in (0, 0.1]; choose it well below 1/n (default: 1e-6)")
+    parser.add_argument("--no-intercept", action="store_true",
+                        help="plan for fit_intercept=False (p = d instead of d + 1)")
+    parser.add_argument("--leverage-bound", type=_bound_arg, default="auto",
+                        help="L0, a leverage (unitless, in (0, 1)), or 'auto' (default)")
+    parser.add_argument("--residual-bound", type=_bound_arg, default="auto",
+                        help="R0 in units of y, or 'auto' (estimated privately; default)")
+    parser.add_argument("--budget-split", type=_split_arg, default="auto",
+                        help="'auto' (default), 'paper' or three shares fT,fM,fC summing to 1")
+    parser.add_argument("--r0-budget-fraction", type=float, default=0.05,
+                        help="share of (epsilon, delta) for the residual scale (default: 0.05)")
+    parser.add_argument("--ptr-fail-prob", type=float, default=0.0,
+                        help="probability of FAIL on clean data, in [0, 0.5) (default: 0)")
+    parser.add_argument("--max-blowup", type=float, default=10.0,
+                        help="warning threshold on e^(432 k^2 L0) (default: 10)")
     args = parser.parse_args(argv)
     try:
         plan = issp_plan(
