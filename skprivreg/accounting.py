@@ -47,6 +47,7 @@ by a null row, n public). Composition never adds unlike guarantees as equals:
 :class:`Guarantee` states which guarantee a total is.
 """
 
+import contextlib
 import math
 import numbers
 import threading
@@ -56,6 +57,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
+from ._budget_store import FileBudgetStore
 from .exceptions import BudgetExceededError, CompositionError
 
 __all__ = [
@@ -511,10 +513,20 @@ class BudgetAccountant:
 
     The accountant is a *handle*: :func:`sklearn.base.clone` (which deep-copies
     parameters) returns the same object, so every fit of a ``GridSearchCV``
-    is charged to the same budget. It is thread-safe. It refuses to be pickled,
-    because a copy in another process (joblib workers under ``n_jobs > 1``)
-    would record spends that never reach this object; a *fitted* estimator
+    is charged to the same budget. It is thread-safe. A *fitted* estimator
     pickles without it.
+
+    Processes. By default the spends live in this object, and it refuses to
+    be pickled: a copy in another process (joblib's workers under
+    ``n_jobs > 1``) would record spends that never reach it. With
+    ``processes=True`` the spends live in a lock-protected append-only file
+    (created with mode 0600 in the temporary directory, removed when this
+    object is garbage collected) and the accountant pickles as a handle to
+    it: every copy, in any process of this machine, checks and records its
+    spend in one atomic step under an exclusive file lock, so
+    ``GridSearchCV(n_jobs=-1)`` records exactly the fits ``n_jobs=1``
+    records, and a fit that would overspend is refused in its worker before
+    it reads any data.
 
     Composition is typed: the total is a :class:`Guarantee` that states its
     notion and neighbouring relation, spends under different relations are
@@ -538,6 +550,9 @@ class BudgetAccountant:
     neighbouring : {'replace-one', 'add-remove', 'zero-out'} or None, default=None
         The relation the total must be stated in. ``None``: the spends'
         common relation, or replace-one after conversion.
+    processes : bool, default=False
+        Share the budget with copies in other processes (joblib's ``loky``
+        and ``multiprocessing`` backends) through a lock-protected file.
 
     Examples
     --------
@@ -547,10 +562,17 @@ class BudgetAccountant:
     >>> acc.spend(0.5, 1e-6)  # diffprivlib-style: a manual full-DP spend
     >>> acc.remaining()
     (2.5, 9.9e-05)
+
+    Across process workers:
+
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> acc = BudgetAccountant(epsilon=20.0, delta=1e-3, processes=True)
+    >>> search = GridSearchCV(AdaSSPRegressor(accountant=acc), {"epsilon": [0.5, 1.0]},
+    ...                       cv=3, n_jobs=2)  # doctest: +SKIP
     """
 
     def __init__(self, epsilon=np.inf, delta=1.0, composition="basic", notion=None,
-                 neighbouring=None):
+                 neighbouring=None, processes=False):
         if not (epsilon > 0):
             raise ValueError("epsilon must be > 0.")
         if not (0 < delta <= 1):
@@ -566,8 +588,29 @@ class BudgetAccountant:
         self.composition = composition
         self.notion = notion
         self.neighbouring = neighbouring
+        self.processes = bool(processes)
         self._spent = []
         self._lock = threading.Lock()
+        self._store = FileBudgetStore() if self.processes else None
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Hold the thread lock (and the file lock); ``self._spent`` is up to date.
+
+        Yields the open store file under ``processes=True``, else ``None``.
+        """
+        with self._lock:
+            if self._store is None:
+                yield None
+                return
+            with self._store.locked() as handle:
+                self._spent = self._store.ledgers()
+                yield handle
+
+    def _record(self, handle, ledger):
+        self._spent.append(ledger)
+        if handle is not None:
+            self._store.append_spend(handle, ledger)
 
     @staticmethod
     def _as_ledger(spend, delta):
@@ -620,16 +663,16 @@ class BudgetAccountant:
         Returns ``True`` when the spend fits.
         """
         ledger = self._as_ledger(spend, delta)
-        with self._lock:
+        with self._locked():
             self._raise_if_over(ledger)
         return True
 
     def spend(self, spend, delta=None):
         """Check, then record ``spend`` (a ledger, or epsilon and delta) atomically."""
         ledger = self._as_ledger(spend, delta)
-        with self._lock:
+        with self._locked() as handle:
             self._raise_if_over(ledger)
-            self._spent.append(ledger)
+            self._record(handle, ledger)
 
     def _amend(self, planned, final):
         """Replace a recorded ``planned`` ledger by its ``final`` form.
@@ -647,16 +690,21 @@ class BudgetAccountant:
         )
         if not same:
             raise ValueError("A ledger may be amended only to one stating the same guarantee.")
-        with self._lock:
-            for index in range(len(self._spent) - 1, -1, -1):
-                if self._spent[index] is planned:
-                    self._spent[index] = final
+        with self._locked() as handle:
+            if handle is not None:
+                if self._store.amend(handle, planned, final):
+                    self._spent = self._store.ledgers()
                     return
+            else:
+                for index in range(len(self._spent) - 1, -1, -1):
+                    if self._spent[index] is planned:
+                        self._spent[index] = final
+                        return
         raise ValueError("The planned ledger was not spent on this accountant.")
 
     def total(self):
         """The :class:`Guarantee` spent so far (iterates as ``(epsilon, delta)``)."""
-        with self._lock:
+        with self._locked():
             return self._total()
 
     def remaining(self):
@@ -672,13 +720,13 @@ class BudgetAccountant:
     @property
     def ledgers(self):
         """The ledgers spent so far, one per fit, in order."""
-        with self._lock:
+        with self._locked():
             return list(self._spent)
 
     @property
     def n_spends(self):
         """How many ledgers were spent (one per fit)."""
-        with self._lock:
+        with self._locked():
             return len(self._spent)
 
     def __copy__(self):
@@ -688,13 +736,19 @@ class BudgetAccountant:
         return self
 
     def __reduce__(self):
+        if self._store is not None:
+            return (
+                _attach_accountant,
+                (self._store.path, self.epsilon, self.delta, self.composition,
+                 self.notion, self.neighbouring),
+            )
         raise TypeError(
             "A BudgetAccountant cannot be pickled: a copy in another process would "
             "record spends that never reach this budget (with GridSearchCV or "
-            "cross_val_score, every worker under n_jobs>1 gets a copy). Use n_jobs=1, "
-            "or a thread backend (joblib.parallel_backend('threading')), or charge the "
-            "whole search up front on the accountant and fit with accountant=None. A "
-            "fitted estimator pickles without its accountant."
+            "cross_val_score, every worker under n_jobs>1 gets a copy). Create it with "
+            "BudgetAccountant(..., processes=True) to share it with process workers, "
+            "or use n_jobs=1, or a thread backend (joblib.parallel_backend('threading')). "
+            "A fitted estimator pickles without its accountant."
         )
 
     def __repr__(self):
@@ -703,6 +757,17 @@ class BudgetAccountant:
             f"BudgetAccountant(epsilon={self.epsilon}, delta={self.delta}, "
             f"composition={self.composition!r}; spent {total} in {self.n_spends} fits)"
         )
+
+
+def _attach_accountant(path, epsilon, delta, composition, notion, neighbouring):
+    """A copy of a ``processes=True`` accountant, attached to its store ``path``."""
+    acc = BudgetAccountant.__new__(BudgetAccountant)
+    acc.epsilon, acc.delta, acc.composition = epsilon, delta, composition
+    acc.notion, acc.neighbouring, acc.processes = notion, neighbouring, True
+    acc._spent = []
+    acc._lock = threading.Lock()
+    acc._store = FileBudgetStore(path)
+    return acc
 
 
 # ---------------------------------------------------------------------------
