@@ -4,6 +4,7 @@ import gc
 import os
 import pickle
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -191,3 +192,17 @@ def test_grid_search_budget_runs_out_in_workers_with_a_clear_error():
     with warnings.catch_warnings(), pytest.raises(BudgetExceededError):
         search.fit(X, y)
     assert acc.total().epsilon <= 2.0 * (1 + 1e-9)
+
+
+def test_a_spend_waits_while_another_holder_has_the_file_lock():
+    # flock conflicts between two open file descriptions even in one process,
+    # so a copy (its own thread lock, its own handle) stands for another process.
+    acc = BudgetAccountant(epsilon=2.0, processes=True)
+    copy = pickle.loads(pickle.dumps(acc))
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (copy.spend(1.0, 0.0), done.set()))
+    with acc._store.locked():
+        worker.start()
+        assert not done.wait(0.5)  # blocked: check-and-spend is one atomic step
+    worker.join(5.0)
+    assert done.is_set() and acc.n_spends == 1
