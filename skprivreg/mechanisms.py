@@ -886,3 +886,53 @@ def restricted_tukey_sample(sorted_models, depth_threshold, epsilon_em, rng):
             else:
                 point[k] = inner_hi + rng.random() * right
     return point, depth
+
+
+# ---------------------------------------------------------------------------
+# Moments of bounded columns (appended for the private standard scaler)
+# ---------------------------------------------------------------------------
+def moment_sums_sensitivity(n_features):
+    """L2-sensitivity of the sums :math:`(\\sum_i u_i, \\sum_i u_i^2)` of rows in :math:`[-1, 1]^d`.
+
+    Replacing one row :math:`u` by :math:`u'` changes coordinate :math:`j` of
+    the joint vector by :math:`(u_j - u'_j,\\ u_j^2 - u_j'^2)`, whose squared
+    norm is :math:`t^2 (1 + s^2)` with :math:`t = u_j - u'_j`,
+    :math:`s = u_j + u'_j` and :math:`|s| + |t| \\le 2`. On the boundary
+    :math:`g(t) = t^2 (1 + (2 - t)^2)` increases on :math:`[0, 2]`
+    (:math:`g'(t) = 2t(1 + (2-t)^2) - 2t^2(2-t) > 0` there), so its maximum is
+    :math:`g(2) = 4` (at :math:`u_j = 1, u'_j = -1`). Summed over the
+    :math:`d` columns:
+
+    .. math::
+        \\Delta_2 = 2\\sqrt{d},
+
+    the sensitivity of the sums alone: the squares ride along for free
+    (replace-one, n public).
+    """
+    if n_features < 1:
+        raise ValueError("n_features must be >= 1.")
+    return 2.0 * math.sqrt(n_features)
+
+
+def moment_sums(U):
+    """``(sum_i u_i, sum_i u_i**2)`` of one block of rows already mapped to ``[-1, 1]``."""
+    U = np.asarray(U, dtype=np.float64)
+    return U.sum(axis=0), np.square(U).sum(axis=0)
+
+
+def released_mean_variance(noisy_sum, noisy_square_sum, n_samples, sigma):
+    """Mean and variance of ``[-1, 1]``-valued columns from their noisy sums.
+
+    Post-processing of the release: ``mean = clip(S_1/n, -1, 1)`` and
+    ``var = clip(S_2/n - mean^2, floor, 1)`` with the public floor
+    ``max(sigma/n, 1e-12)`` (the noise's standard deviation on ``S_2/n``:
+    a smaller variance cannot be told from zero).
+    """
+    n = float(n_samples)
+    mean = np.clip(np.asarray(noisy_sum, dtype=np.float64) / n, -1.0, 1.0)
+    floor = max(float(sigma) / n, 1e-12)
+    var = np.clip(np.asarray(noisy_square_sum, dtype=np.float64) / n - mean**2, floor, 1.0)
+    return mean, var
+
+
+__all__ += ["moment_sums_sensitivity", "moment_sums", "released_mean_variance"]
