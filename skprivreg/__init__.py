@@ -59,3 +59,23 @@ __all__ = [
     "PrivateTestFailed",
     "__version__",
 ]
+
+from . import model_selection, preprocessing  # noqa: E402
+from ._pipeline import (  # noqa: E402
+    PrivatePipeline,
+    leaking_steps,
+    make_private_pipeline,
+    privacy_ledgers,
+    privacy_spent,
+)
+from .preprocessing import BoundedScaler, PrivateStandardScaler  # noqa: E402
+
+__all__ += [
+    "BoundedScaler",
+    "PrivateStandardScaler",
+    "PrivatePipeline",
+    "make_private_pipeline",
+    "privacy_spent",
+    "privacy_ledgers",
+    "leaking_steps",
+]

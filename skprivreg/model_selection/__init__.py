@@ -1,0 +1,3 @@
+"""Private hyperparameter tuning."""
+
+__all__ = []
