@@ -23,6 +23,12 @@ Composition
     Non-Gaussian events (Laplace, PTR, exponential mechanism) are added to the
     Gaussian part by basic composition.
 
+Private selection
+-----------------
+A search that releases the best of a random number of private runs is
+accounted in Renyi DP (:func:`private_selection_rdp`, Papernot & Steinke 2022,
+Thm. 2; Liu & Talwar 2019) and converted once with :func:`rdp_to_dp`.
+
 Unlike guarantees
 -----------------
 Every event carries its privacy *notion* (``'full'``: the whole row is
@@ -58,6 +64,18 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from ._budget_store import FileBudgetStore
+from ._rdp import (
+    RDP_ORDERS,
+    gaussian_rdp,
+    laplace_rdp,
+    ledger_rdp,
+    private_selection_rdp,
+    pure_dp_rdp,
+    rdp_to_dp,
+    tnb_gamma_for_mean,
+    tnb_mean,
+    tnb_pmf,
+)
 from .exceptions import BudgetExceededError, CompositionError
 
 __all__ = [
@@ -72,6 +90,17 @@ __all__ = [
     "subsampled_guarantee",
     "subsample_budget",
     "group_privacy",
+    # Renyi DP and private selection (Papernot & Steinke 2022; Liu & Talwar 2019)
+    "RDP_ORDERS",
+    "gaussian_rdp",
+    "laplace_rdp",
+    "pure_dp_rdp",
+    "ledger_rdp",
+    "rdp_to_dp",
+    "tnb_mean",
+    "tnb_gamma_for_mean",
+    "tnb_pmf",
+    "private_selection_rdp",
 ]
 
 NOTIONS = ("full", "label", "feature")
