@@ -79,3 +79,6 @@ __all__ += [
     "privacy_ledgers",
     "leaking_steps",
 ]
+from .model_selection import PrivateGridSearchCV  # noqa: E402
+
+__all__ += ["PrivateGridSearchCV"]

@@ -936,3 +936,42 @@ def released_mean_variance(noisy_sum, noisy_square_sum, n_samples, sigma):
 
 
 __all__ += ["moment_sums_sensitivity", "moment_sums", "released_mean_variance"]
+
+
+# ---------------------------------------------------------------------------
+# A private bounded validation score (appended for private tuning)
+# ---------------------------------------------------------------------------
+def clipped_squared_error_sensitivity(y_low, y_high, n_validation):
+    """Replace-one sensitivity of the mean clipped squared error: ``(h - l)^2 / n``.
+
+    Labels and predictions are clipped to the public range :math:`[l, h]`, so
+    each row's loss (averaged over outputs) lies in :math:`[0, (h-l)^2]`;
+    replacing one of the ``n`` (public) validation rows moves the mean by at
+    most :math:`(h-l)^2/n`.
+    """
+    if not y_high > y_low:
+        raise ValueError("y_high must exceed y_low.")
+    return (float(y_high) - float(y_low)) ** 2 / int(n_validation)
+
+
+def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
+    """Negative mean clipped squared error plus Laplace noise: epsilon-DP (replace-one).
+
+    .. math::
+        \\tilde s = -\\frac{1}{n}\\sum_i \\overline{(\\mathrm{clip}(y_i) - \\mathrm{clip}(\\hat y_i))^2}
+            + \\mathrm{Laplace}\\left(\\frac{(h-l)^2}{n\\varepsilon}\\right)
+
+    (Dwork & Roth 2014, Thm. 3.6, with the sensitivity of
+    :func:`clipped_squared_error_sensitivity`). Returns the noisy score.
+    """
+    y_true = np.clip(np.asarray(y_true, dtype=np.float64), y_low, y_high)
+    y_pred = np.clip(np.asarray(y_pred, dtype=np.float64).reshape(y_true.shape), y_low, y_high)
+    losses = np.square(y_true - y_pred)
+    if losses.ndim == 2:
+        losses = losses.mean(axis=1)
+    n = losses.shape[0]
+    scale = clipped_squared_error_sensitivity(y_low, y_high, n) / float(epsilon)
+    return float(add_laplace(-losses.mean(), scale, rng))
+
+
+__all__ += ["clipped_squared_error_sensitivity", "private_neg_mse"]
