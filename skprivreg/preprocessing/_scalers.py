@@ -66,10 +66,11 @@ def _max_abs_block(X_block, _unused, *, check):
     return np.abs(X_block).max()
 
 
-def _validate_X(estimator, X, *, reset):
+def _validate_X(estimator, X, *, reset, allow_nan=False):
     """``validate_data`` for NumPy/pandas input; shape-only checks for Dask input."""
     if not is_dask_collection(X):
-        return validate_data(estimator, X, dtype=np.float64, reset=reset)
+        return validate_data(estimator, X, dtype=np.float64, reset=reset,
+                             ensure_all_finite="allow-nan" if allow_nan else True)
     validate_data(estimator, X, skip_check_array=True, reset=reset)
     set_dask_feature_names(estimator, X, reset=reset)
     X = _as_dask_array(X)
@@ -101,8 +102,11 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     .. math::
         u_{ij} = 2\\,\\frac{\\min(\\max(x_{ij}, l_j), h_j) - l_j}{h_j - l_j} - 1 .
 
-    Privacy. ``fit`` reads only the number of columns (and the column names
-    of a data frame), never a value, so it spends nothing
+    Privacy. ``fit`` checks the input's type and shape and records the number
+    of columns (and the column names of a data frame); no value is inspected
+    (NaN passes through to ``transform``, as in
+    :class:`~sklearn.preprocessing.MinMaxScaler`) and Dask input is never
+    computed. It releases nothing about the data, so it spends nothing
     (``privacy_spent_`` is an empty ledger) and it can precede a private
     estimator in a pipeline without leaking. The transformed rows lie in
     :math:`[-1, 1]^d`, so their L2 norm is at most :math:`\\sqrt{d}`: declare
@@ -160,9 +164,12 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, name)
-        validate_data(self, X, skip_check_array=True, reset=True)
         if is_dask_collection(X):
-            set_dask_feature_names(self, X, reset=True)
+            _validate_X(self, X, reset=True)  # shape and dtype only, nothing computed
+        else:
+            # Type and shape checks as in every scikit-learn estimator; no value is
+            # inspected (NaN passes through to transform) and no attribute depends on one.
+            validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=False)
         if self.x_range is None:
             raise ValueError(
                 "BoundedScaler needs a declared x_range=(low, high): it reads no value of "
@@ -173,22 +180,22 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """Clip to the declared ranges and map onto ``[-1, 1]``."""
+        """Clip to the declared ranges and map onto ``[-1, 1]`` (NaN stays NaN)."""
         check_is_fitted(self)
-        X = _validate_X(self, X, reset=False)
+        X = _validate_X(self, X, reset=False, allow_nan=True)
         return _apply(X, partial(to_unit_box, low=self.data_min_, high=self.data_max_))
 
     def inverse_transform(self, X):
         """Map ``[-1, 1]`` back onto the declared ranges."""
         check_is_fitted(self)
-        X = _validate_X(self, X, reset=False)
+        X = _validate_X(self, X, reset=False, allow_nan=True)
         low, high = self.data_min_, self.data_max_
         return _apply(X, lambda U: (np.asarray(U, dtype=np.float64) + 1.0) * (high - low) / 2.0 + low)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.requires_fit = True
-        tags.input_tags.allow_nan = False
+        tags.input_tags.allow_nan = True
         return tags
 
 

@@ -243,3 +243,11 @@ def test_validation_score_noise_matches_its_sensitivity():
              for _ in range(4000)]
     scale = 36.0 / (500 * 0.5)
     assert np.mean(np.abs(draws)) == pytest.approx(scale, rel=0.08)
+
+
+def test_privacy_spent_of_a_search_is_its_own_ledger():
+    from skprivreg import privacy_spent
+
+    X, y = _data()
+    search = _search().fit(X, y)
+    assert privacy_spent(search) == search.privacy_spent_.guarantee
