@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
+from sklearn.utils import check_array, check_consistent_length
 
 from .._compat import Interval, Real, check_is_fitted, fit_context, validate_data
 from .._pipeline import leaking_steps
@@ -52,6 +53,11 @@ def _dp_step(estimator):
         f"PrivateGridSearchCV tunes a skprivreg estimator (or a pipeline of data-independent "
         f"steps ending in one), got {type(estimator).__name__}: its fits would not be private."
     )
+
+
+def _take(X, rows):
+    """Rows of an array or a data frame."""
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
 def _cap_and_delta(pmf_all, delta, epsilon):
@@ -224,24 +230,45 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         return est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": self.delta,
                                  f"{prefix}accountant": None})
 
-    def _dry_ledgers(self, candidates, prefix, epsilon, shape):
-        """Each candidate's ledger at ``epsilon``, from a fit on synthetic data of ``shape``."""
-        n_train, d, y_shape = shape
-        rng = np.random.default_rng(0)  # public synthetic data, no secret involved
-        X = rng.normal(size=(n_train, d))
-        y = rng.normal(size=(n_train, *y_shape))
+    def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
+        """Each candidate's ledger at ``epsilon``, from a fit on synthetic data.
+
+        ``shapes[i] = (n_train, d, y_shape)`` is what candidate ``i``'s private
+        estimator sees (after the data-independent steps of a pipeline).
+        """
         ledgers = []
-        for params in candidates:
+        for params, (n_train, d, y_shape) in zip(candidates, shapes):
+            rng = np.random.default_rng(0)  # public synthetic data, no secret involved
+            X = rng.normal(size=(n_train, d))
+            y = rng.normal(size=(n_train, *y_shape))
             est = self._candidate(params, prefix, epsilon)
+            final = est[-1] if isinstance(est, Pipeline) else est
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    est.fit(X, y)
+                    final.fit(X, y)
                 except PrivateTestFailed:
                     pass
-            step = est[-1] if isinstance(est, Pipeline) else est
-            ledgers.append(step.privacy_spent_)
+            ledgers.append(final.privacy_spent_)
         return ledgers
+
+    def _shapes(self, candidates, prefix, X, n_train, y_shape):
+        """Input shape of each candidate's private estimator (public facts).
+
+        A pipeline's earlier steps are data-independent (checked): their output
+        width is found by fitting and transforming two rows.
+        """
+        shapes = []
+        for params in candidates:
+            est = self._candidate(params, prefix, 1.0)
+            d = X.shape[1]
+            if isinstance(est, Pipeline) and len(est.steps) > 1:
+                head = _take(X, np.arange(min(2, X.shape[0])))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    d = est[:-1].fit(head).transform(head).shape[1]
+            shapes.append((n_train, d, y_shape))
+        return shapes
 
     def _q_rdp(self, ledgers, epsilon):
         curves = []
@@ -257,13 +284,13 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                 raise ConfigurationError(str(exc)) from None
         return np.maximum(np.max(curves, axis=0), laplace_rdp(epsilon, RDP_ORDERS))
 
-    def _plan(self, candidates, prefix, shape):
+    def _plan(self, candidates, prefix, shapes):
         """Largest per-run epsilon whose selection total stays within ``epsilon``."""
         cache = {}
 
         def total(eps_c):
             if eps_c not in cache:
-                ledgers = self._dry_ledgers(candidates, prefix, eps_c, shape)
+                ledgers = self._dry_ledgers(candidates, prefix, eps_c, shapes)
                 q = self._q_rdp(ledgers, eps_c)
                 cache[eps_c] = (*selection_plan(q, epsilon=self.epsilon, delta=self.delta,
                                                 n_repetitions=self.n_repetitions,
@@ -307,22 +334,28 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         self._reset()
         candidates, prefix, step = self._candidates()
         y_low, y_high = self._y_range(step)
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        if isinstance(self.estimator, Pipeline):  # its steps validate their own input
+            validate_data(self, X, skip_check_array=True)
+            y = check_array(y, ensure_2d=False, dtype=np.float64)
+            check_consistent_length(X, y)
+        else:
+            X, y = validate_data(self, X, y, multi_output=True, y_numeric=True,
+                                 dtype=np.float64)
         if not math.isfinite(self.epsilon):
             raise ConfigurationError(
                 "PrivateGridSearchCV needs a finite epsilon; for non-private tuning use "
                 "sklearn.model_selection.GridSearchCV."
             )
-        n = X.shape[0]
+        n = len(y)
         n_val = int(round(self.validation_fraction * n))
         n_train = n - n_val
         if n_val < 1 or n_train < 2:
             raise ConfigurationError(
                 f"n={n} rows leave {n_train} for training and {n_val} for validation."
             )
-        shape = (n_train, X.shape[1], y.shape[1:])
+        shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
-            candidates, prefix, shape)
+            candidates, prefix, shapes)
         notion = PrivacyLedger.concatenate(planned_ledgers).notion
         ledger = PrivacyLedger([PrivacyEvent(
             "private selection", float(total_eps), float(self.delta), notion=notion)])
@@ -343,12 +376,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    est.fit(X[train], y[train])
+                    est.fit(_take(X, train), y[train])
                 except PrivateTestFailed:
                     continue  # a released failure: the worst outcome of this run
                 fitted = est[-1] if isinstance(est, Pipeline) else est
                 self._check_run(fitted.privacy_spent_, q_rdp)
-                score = private_neg_mse(y[val], est.predict(X[val]), y_low=y_low,
+                score = private_neg_mse(y[val], est.predict(_take(X, val)), y_low=y_low,
                                         y_high=y_high, epsilon=eps_c, rng=rng)
             if best is None or score > best[0]:
                 best = (score, index, est)
@@ -374,7 +407,6 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         }
         self.candidate_epsilon_ = float(eps_c)
         self.candidate_delta_ = float(self.delta)
-        self.n_features_in_ = X.shape[1]
         return self
 
     @staticmethod
