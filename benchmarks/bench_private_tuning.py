@@ -31,7 +31,6 @@ import time
 import warnings
 
 import numpy as np
-
 from _common import write_results
 
 EPSILONS = (1.0, 4.0)
@@ -134,7 +133,9 @@ def summarise(rows):
 
 
 def markdown(summary, rows, n_seeds):
-    cand = [r["candidate_epsilon"] for r in rows if r["method"] == "private tuning"]
+    searches = [r for r in rows if r["method"] == "private tuning"]
+    per_run = {e: np.median([r["candidate_epsilon"] for r in searches if r["epsilon"] == e])
+               for e in EPSILONS}
     lines = ["# What private tuning costs (CPS1988, AdaSSP pipeline, 6 candidates)", "",
              f"80/20 splits, {n_seeds} seeds, delta = {DELTA:g}, E[K] = {N_REPETITIONS} "
              "(geometric). Median test R^2 [quartiles]. Non-private tuning spends 19 "
@@ -146,7 +147,7 @@ def markdown(summary, rows, n_seeds):
         lines.append(f"| {eps} | {s['method']} | {s['median_r2']:.3f} "
                      f"[{s['q1']:.3f}, {s['q3']:.3f}] |")
     lines += ["", "Per-run epsilon of the private search (fit and score of one candidate): "
-              + ", ".join(f"{e:g}: {np.median([c for c, r in zip(cand, [r for r in rows if r['method'] == 'private tuning']) if r['epsilon'] == e]):.3f}" for e in EPSILONS), ""]
+              + ", ".join(f"{e:g}: {per_run[e]:.3f}" for e in EPSILONS), ""]
     return "\n".join(lines)
 
 

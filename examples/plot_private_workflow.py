@@ -119,8 +119,8 @@ for params in search.cv_results_["params"]:
 ols = r2_score(y_test, OLS().fit(features(X_train), y_train).predict(features(X_test)))
 
 fig, ax = plt.subplots(figsize=(7, 3.5))
-labels = [f"x_bound={p['adasspregressor__x_bound']:.2g}\nintercept={p['adasspregressor__fit_intercept']}"
-          for p in search.cv_results_["params"]]
+labels = [f"x_bound={p['adasspregressor__x_bound']:.2g}\n"
+          f"intercept={p['adasspregressor__fit_intercept']}" for p in search.cv_results_["params"]]
 ax.bar(range(len(single)), single, color="0.7", label="one candidate at epsilon=2")
 ax.axhline(tuned, color="C0", label="privately tuned (total epsilon=2)")
 ax.axhline(ols, color="k", linestyle="--", label="OLS (not private)")

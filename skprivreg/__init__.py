@@ -60,8 +60,9 @@ __all__ = [
     "__version__",
 ]
 
-from . import model_selection, preprocessing  # noqa: E402
-from ._pipeline import (  # noqa: E402
+from . import model_selection, pipeline, preprocessing  # noqa: E402
+from .model_selection import PrivateGridSearchCV  # noqa: E402
+from .pipeline import (  # noqa: E402
     PrivatePipeline,
     leaking_steps,
     make_private_pipeline,
@@ -70,6 +71,7 @@ from ._pipeline import (  # noqa: E402
 )
 from .preprocessing import BoundedScaler, PrivateStandardScaler  # noqa: E402
 
+# Private workflows: preprocessing, pipelines, tuning.
 __all__ += [
     "BoundedScaler",
     "PrivateStandardScaler",
@@ -78,7 +80,5 @@ __all__ += [
     "privacy_spent",
     "privacy_ledgers",
     "leaking_steps",
+    "PrivateGridSearchCV",
 ]
-from .model_selection import PrivateGridSearchCV  # noqa: E402
-
-__all__ += ["PrivateGridSearchCV"]

@@ -334,6 +334,19 @@ class PrivatePipeline(Pipeline):
 
 
 def make_private_pipeline(*steps, strict=False, memory=None, verbose=False):
-    """:class:`PrivatePipeline` with step names generated as by :func:`~sklearn.pipeline.make_pipeline`."""
+    """A :class:`PrivatePipeline` whose step names are made as by ``make_pipeline``.
+
+    Parameters
+    ----------
+    *steps : estimators
+    strict : bool, default=False
+        Refuse steps that learn without a guarantee instead of warning.
+    memory, verbose
+        As for :func:`sklearn.pipeline.make_pipeline`.
+
+    Returns
+    -------
+    PrivatePipeline
+    """
     named = make_pipeline(*steps).steps
     return PrivatePipeline(named, strict=strict, memory=memory, verbose=verbose)

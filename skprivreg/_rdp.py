@@ -109,7 +109,7 @@ def ledger_rdp(ledger, orders=RDP_ORDERS):
 
 
 def rdp_to_dp(rdp, delta, orders=RDP_ORDERS):
-    """Smallest epsilon over ``orders`` with ``(epsilon, delta)``-DP (Canonne, Kamath & Steinke 2020)."""
+    """Smallest epsilon over ``orders`` giving ``(epsilon, delta)``-DP (Canonne et al. 2020)."""
     lam = np.asarray(orders, dtype=float)
     rdp = np.asarray(rdp, dtype=float)
     if not 0 < delta < 1:

@@ -65,7 +65,8 @@ def test_pipeline_guarantee_is_the_composition_of_its_steps():
 def test_standard_scaler_before_a_private_step_warns_naming_it_and_its_replacement():
     X, y = _data()
     pipe = make_private_pipeline(StandardScaler(), _regressor())
-    with pytest.warns(PrivacyLeakWarning, match=r"'standardscaler' \(StandardScaler\).*BoundedScaler"):
+    named = r"'standardscaler' \(StandardScaler\).*BoundedScaler"
+    with pytest.warns(PrivacyLeakWarning, match=named):
         pipe.fit(X, y)
     # A plain scikit-learn Pipeline cannot be guarded at fit; privacy_spent
     # still counts the leak: the total is infinite, never understated.

@@ -190,7 +190,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = _validate_X(self, X, reset=False, allow_nan=True)
         low, high = self.data_min_, self.data_max_
-        return _apply(X, lambda U: (np.asarray(U, dtype=np.float64) + 1.0) * (high - low) / 2.0 + low)
+        return _apply(
+            X, lambda U: (np.asarray(U, dtype=np.float64) + 1.0) * (high - low) / 2.0 + low
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -202,7 +204,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 # ---------------------------------------------------------------------------
 # PrivateStandardScaler
 # ---------------------------------------------------------------------------
-class PrivateStandardScaler(DPEstimatorMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class PrivateStandardScaler(
+    DPEstimatorMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator
+):
     """Standardise features with privately released means and variances.
 
     Each column is clipped to its range :math:`[l_j, h_j]` and mapped onto
@@ -344,7 +348,8 @@ class PrivateStandardScaler(DPEstimatorMixin, OneToOneFeatureMixin, TransformerM
             low, high = declared
         elif self.bounds == "private" and private:
             bins = bound_bins()
-            (counts,) = sum_over_row_blocks(partial(_max_abs_counts_block, bins=bins, check=check), X)
+            block = partial(_max_abs_counts_block, bins=bins, check=check)
+            (counts,) = sum_over_row_blocks(block, X)
             bound, _ = private_norm_bound(counts, n, bound_epsilon, rngs["bounds"], name="x_range")
             low, high = np.full(d, -bound), np.full(d, bound)
         else:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.linear_model import Ridge
+from sklearn.preprocessing import StandardScaler
 
 from skprivreg import (
     AdaSSPRegressor,
@@ -25,7 +26,6 @@ from skprivreg.accounting import (
     tnb_mean,
     tnb_pmf,
 )
-from sklearn.preprocessing import StandardScaler
 
 
 def _data(n=4000, seed=0):
@@ -199,7 +199,8 @@ def test_pipelines_of_data_independent_steps_are_tuned():
           "param_grid": {"adasspregressor__x_bound": [1.0]}}, ConfigurationError,
          "standardscaler"),
         ({"param_grid": {"epsilon": [0.5, 1.0]}}, ValueError, "may not set 'epsilon'"),
-        ({"epsilon": 0.01, "n_repetitions": 50}, ConfigurationError, "too small for one repetition"),
+        ({"epsilon": 0.01, "n_repetitions": 50}, ConfigurationError,
+         "too small for one repetition"),
         ({"estimator": AdaSSPRegressor(x_bound=2.0)}, ConfigurationError, "y_bound"),
     ],
     ids=["empty-dict", "empty-list", "not-skprivreg", "leaking-pipeline", "sets-epsilon",
