@@ -132,7 +132,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     small for one repetition (:class:`~skprivreg.exceptions.ConfigurationError`).
 
     ``best_estimator_`` is the model fitted in the winning run, on its
-    training part (a refit on all rows would cost more budget).
+    training part; with ``refit_budget > 0`` the selection gets
+    ``(1 - refit_budget) * epsilon`` and half of delta, and the selected
+    candidate is refitted on all rows with the rest (basic composition).
 
     Parameters
     ----------
@@ -153,6 +155,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         Share of rows used to score a run.
     y_bound : float or (low, high) or None, default=None
         Label range for the score; ``None`` takes the candidate's declared ``y_bound``.
+    refit_budget : float in [0, 1), default=0.0
+        Share of epsilon (and half of delta) spent to refit the selected
+        candidate on all rows after the selection (basic composition). ``0``:
+        no refit; ``best_estimator_`` is the winning run's model.
     accountant : BudgetAccountant or None, default=None
         Charged the whole search's (epsilon, delta) once, before any data is read.
     random_state : None
@@ -173,7 +179,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     candidate_epsilon_, candidate_delta_ : float
         Budget of each run's fit and score.
     privacy_spent_ : PrivacyLedger
-        One event: the whole search.
+        The whole search: the selection, and the refit if any.
     """
 
     _parameter_constraints = {
@@ -184,11 +190,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         "eta": [Interval(Real, -1, None, closed="neither")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "y_bound": [Real, tuple, list, np.ndarray, None],
+        "refit_budget": [Interval(Real, 0, 1, closed="left")],
     }
 
     def __init__(self, *, estimator=None, param_grid=None, epsilon=1.0, delta=1e-6,
                  n_repetitions=10, eta=1.0, validation_fraction=0.25, y_bound=None,
-                 accountant=None, random_state=None):
+                 refit_budget=0.0, accountant=None, random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -197,10 +204,18 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         self.eta = eta
         self.validation_fraction = validation_fraction
         self.y_bound = y_bound
+        self.refit_budget = refit_budget
         self.accountant = accountant
         self.random_state = random_state
 
     # -- public planning --------------------------------------------------
+    def _budgets(self):
+        """``(selection epsilon, selection delta, refit epsilon, refit delta)``."""
+        if self.refit_budget == 0:
+            return self.epsilon, self.delta, 0.0, 0.0
+        return ((1 - self.refit_budget) * self.epsilon, self.delta / 2,
+                self.refit_budget * self.epsilon, self.delta / 2)
+
     def _candidates(self):
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates or candidates == [{}]:
@@ -225,9 +240,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             )
         return y_range
 
-    def _candidate(self, params, prefix, epsilon):
+    def _candidate(self, params, prefix, epsilon, delta=None):
         est = clone(self.estimator).set_params(**params)
-        return est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": self.delta,
+        delta = self._budgets()[1] if delta is None else delta
+        return est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
                                  f"{prefix}accountant": None})
 
     def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
@@ -287,29 +303,30 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     def _plan(self, candidates, prefix, shapes):
         """Largest per-run epsilon whose selection total stays within ``epsilon``."""
         cache = {}
+        budget, delta = self._budgets()[:2]
 
         def total(eps_c):
             if eps_c not in cache:
                 ledgers = self._dry_ledgers(candidates, prefix, eps_c, shapes)
                 q = self._q_rdp(ledgers, eps_c)
-                cache[eps_c] = (*selection_plan(q, epsilon=self.epsilon, delta=self.delta,
+                cache[eps_c] = (*selection_plan(q, epsilon=budget, delta=delta,
                                                 n_repetitions=self.n_repetitions,
                                                 eta=self.eta), ledgers, q)
             return cache[eps_c]
 
         lo, hi = 1e-4, 1.0
-        if total(lo)[0] > self.epsilon:
+        if total(lo)[0] > budget:
             raise ConfigurationError(
-                f"The budget epsilon={self.epsilon:.4g} is too small for one repetition: with "
+                f"The budget epsilon={budget:.4g} is too small for one repetition: with "
                 f"n_repetitions={self.n_repetitions:g} and eta={self.eta:g} the selection alone "
                 f"costs more (at a per-run epsilon of {lo:g} the total is "
                 f"{total(lo)[0]:.4g}). Raise epsilon or lower n_repetitions."
             )
-        while total(hi)[0] <= self.epsilon and hi < 1e4:
+        while total(hi)[0] <= budget and hi < 1e4:
             lo, hi = hi, hi * 2.0
         for _ in range(40):
             mid = math.sqrt(lo * hi)
-            if total(mid)[0] <= self.epsilon:
+            if total(mid)[0] <= budget:
                 lo = mid
             else:
                 hi = mid
@@ -357,8 +374,13 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
             candidates, prefix, shapes)
         notion = PrivacyLedger.concatenate(planned_ledgers).notion
-        ledger = PrivacyLedger([PrivacyEvent(
-            "private selection", float(total_eps), float(self.delta), notion=notion)])
+        _, delta_sel, eps_refit, delta_refit = self._budgets()
+        events = [PrivacyEvent("private selection", float(total_eps), float(delta_sel),
+                               notion=notion)]
+        if eps_refit > 0:
+            events.append(PrivacyEvent("refit", float(eps_refit), float(delta_refit),
+                                       notion=notion))
+        ledger = PrivacyLedger(events)
 
         self._check_budget(ledger)
         rng = self._secret_rngs("selection", spend=ledger)["selection"]
@@ -392,6 +414,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                 "budget is spent and nothing else is released."
             )
         score, index, est = best
+        if eps_refit > 0:
+            est = self._candidate(candidates[index], prefix, eps_refit, delta_refit)
+            est.fit(X, y)  # a PrivateTestFailed propagates: the spend is recorded
         self.best_estimator_ = est
         self.best_params_ = dict(candidates[index])
         self.best_score_ = float(score)
@@ -406,7 +431,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             "rank_test_score": ranks,
         }
         self.candidate_epsilon_ = float(eps_c)
-        self.candidate_delta_ = float(self.delta)
+        self.candidate_delta_ = float(delta_sel)
         return self
 
     @staticmethod

@@ -252,3 +252,18 @@ def test_privacy_spent_of_a_search_is_its_own_ledger():
     X, y = _data()
     search = _search().fit(X, y)
     assert privacy_spent(search) == search.privacy_spent_.guarantee
+
+
+def test_refit_on_all_rows_composes_with_the_selection():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = _search(refit_budget=0.25, accountant=acc).fit(X, y)
+    selection, refit = search.privacy_spent_.events
+    assert selection.epsilon <= 3.0 * (1 + 1e-9) and selection.delta == pytest.approx(5e-7)
+    assert (refit.epsilon, refit.delta) == pytest.approx((1.0, 5e-7))
+    assert search.privacy_spent_.epsilon <= 4.0 * (1 + 1e-9)
+    assert acc.ledgers == [search.privacy_spent_]
+    model = search.best_estimator_
+    assert model.epsilon == pytest.approx(1.0) and model.accountant is None
+    assert model.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert search.candidate_epsilon_ < _search().fit(X, y).candidate_epsilon_
