@@ -282,6 +282,8 @@ class PrivateStandardScaler(
     array([5., 5.])
     """
 
+    _renamed_parameters = {"feature_bounds": "x_range"}
+
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "x_range": ["array-like", tuple, None],

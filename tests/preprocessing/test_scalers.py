@@ -159,3 +159,8 @@ def test_private_scaler_validates_before_spending():
     with pytest.raises(TypeError, match="sample_weight"):
         PrivateStandardScaler(x_range=(0.0, 1.0)).fit(_data(), sample_weight=np.ones(2000))
     assert acc.n_spends == 0
+
+
+def test_per_column_ranges_are_called_x_range():
+    with pytest.raises(TypeError, match="'x_range'"):
+        PrivateStandardScaler(feature_bounds=(0.0, 1.0))
