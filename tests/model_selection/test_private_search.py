@@ -267,3 +267,24 @@ def test_refit_on_all_rows_composes_with_the_selection():
     assert model.epsilon == pytest.approx(1.0) and model.accountant is None
     assert model.privacy_spent_.epsilon == pytest.approx(1.0)
     assert search.candidate_epsilon_ < _search().fit(X, y).candidate_epsilon_
+
+
+@pytest.mark.parametrize("eta", [0.0, 1.0, 2.0])
+@pytest.mark.parametrize("mean", [3.0, 10.0])
+def test_selection_bound_matches_google_dp_accounting(eta, mean):
+    # dp-accounting's RepeatAndSelectDpEvent implements Papernot & Steinke (2022)
+    # independently; at the same orders our curve is never below its curve and
+    # the (epsilon, delta) conversions agree.
+    dp_event = pytest.importorskip("dp_accounting.dp_event")
+    rdp_accountant = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
+    from skprivreg.accounting import gaussian_rdp
+
+    mu = 0.5
+    acc = rdp_accountant.RdpAccountant(orders=list(RDP_ORDERS))
+    acc.compose(dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(1 / mu), mean, eta))
+    ours = private_selection_rdp(gaussian_rdp(mu), eta, tnb_gamma_for_mean(eta, mean))
+    assert np.all(ours >= acc._rdp * (1 - 1e-9))
+    assert rdp_to_dp(ours, 1e-6) == pytest.approx(acc.get_epsilon(1e-6), rel=1e-8)
+    laplace = rdp_accountant.RdpAccountant(orders=list(RDP_ORDERS))
+    laplace.compose(dp_event.LaplaceDpEvent(1 / 0.7))
+    np.testing.assert_allclose(laplace_rdp(0.7), laplace._rdp, rtol=1e-12)
