@@ -30,7 +30,8 @@ from ._accountant import (
     paper_delta2_explicit,
     paper_theorem_1_2_delta,
 )
-from ._aggregate import AggregatedDataset, LLPDataset, aggregate, diagnose_lba_assumption
+from ._aggregate import aggregate, diagnose_lba_assumption
+from ._datasets import AggregatedDataset, LLPDataset
 from ._baseline import GaussianLabelNoiseRegressor
 from ._lba import WeightedLBARegressor
 from ._plan import demo_case, plan_command

@@ -20,13 +20,9 @@ from .._compat import (
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
-from ._aggregate import (
-    AggregatedDataset,
-    LLPDataset,
-    plan_aggregation,
-    plan_warnings,
-    run_aggregation,
-)
+from ._aggregate import run_aggregation
+from ._datasets import AggregatedDataset, LLPDataset
+from ._planning import plan_aggregation, plan_warnings
 from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
 
 __all__ = ["WeightedLBARegressor", "fit_on_aggregates"]

@@ -5,7 +5,7 @@ import argparse
 import numpy as np
 
 from ..mechanisms import gaussian_sigma
-from ._aggregate import plan_aggregation
+from ._planning import plan_aggregation
 from ._baseline import GaussianLabelNoiseRegressor
 from ..exceptions import InsufficientDataError
 from ._lba import WeightedLBARegressor

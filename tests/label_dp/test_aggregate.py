@@ -13,7 +13,7 @@ from scipy import stats
 
 from skprivreg.exceptions import PrivacyLeakWarning
 from skprivreg.label_dp import AggregatedDataset, LLPDataset, aggregate, lba_privacy_profile
-from skprivreg.label_dp._aggregate import (
+from skprivreg.label_dp._bags import (
     bag_residual_norms,
     lba_aggregate,
     llp_noise_mask,
