@@ -65,7 +65,7 @@ ols_mse = np.mean((LinearRegression().fit(X, y).predict(X_test) - y_test) ** 2)
 
 
 def make(name, epsilon, seed):
-    common = dict(epsilon=epsilon, delta=DELTA, label_bounds=BOUNDS, random_state=seed)
+    common = dict(epsilon=epsilon, delta=DELTA, y_bound=BOUNDS, random_state=seed)
     if name == "weighted LBA, PTR check":
         # expected_residual_var is a public guess used only to size the bags.
         return WeightedLBARegressor(

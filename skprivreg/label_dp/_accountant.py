@@ -38,12 +38,11 @@ __all__ = [
     "lba_min_bag_size",
     "lba_ptr_margin",
     "lba_ptr_bag_size",
+    "lba_ptr_pass_probability",
     "llp_privacy_profile",
     "llp_min_bag_size",
     "delta_for",
     "bag_size_for",
-    "paper_theorem_1_2_delta",
-    "paper_delta2_explicit",
     "LOG_DELTA_FLOOR",
 ]
 
@@ -263,6 +262,36 @@ def lba_ptr_margin(epsilon_test, delta_test, target_failure):
     """
     cal_beta = ptr_calibration(1.0, epsilon_test, delta_test, fail_prob=target_failure)
     return cal_beta.half_width + cal_beta.tau
+
+
+def lba_ptr_pass_probability(margin, epsilon_test, delta_test):
+    """Probability that the private residual test PASSes at statistic ``L = margin``.
+
+    The test (:func:`lba_ptr_margin`) PASSes iff :math:`L \\ge A + Z` with
+    :math:`Z` Laplace of scale :math:`\\lambda = 1/\\varepsilon_{test}`
+    truncated to :math:`[-A, A]` (:func:`~skprivreg.mechanisms.ptr_calibration`),
+    so with :math:`z = L - A` and :math:`q = e^{-A/\\lambda}`
+
+    .. math::
+        P(\\text{PASS}) = F(z) = \\begin{cases}
+        0 & z < -A,\\\\
+        \\dfrac{e^{z/\\lambda} - q}{2(1 - q)} & -A \\le z \\le 0,\\\\
+        1 - \\dfrac{e^{-z/\\lambda} - q}{2(1 - q)} & 0 < z \\le A,\\\\
+        1 & z > A,
+        \\end{cases}
+
+    the distribution function of :math:`Z` (the inverse of the sampler
+    :func:`~skprivreg.mechanisms.truncated_laplace`). A function of public
+    quantities only; ``margin`` may be an array.
+    """
+    cal = ptr_calibration(1.0, epsilon_test, delta_test)
+    lam, half = cal.scale, cal.half_width
+    z = np.clip(np.asarray(margin, dtype=np.float64) - half, -half, half)
+    q = math.exp(-half / lam)
+    low = (np.exp(np.minimum(z, 0.0) / lam) - q) / (2.0 * (1.0 - q))
+    high = 1.0 - (np.exp(-np.maximum(z, 0.0) / lam) - q) / (2.0 * (1.0 - q))
+    prob = np.clip(np.where(z <= 0, low, high), 0.0, 1.0)
+    return float(prob) if prob.ndim == 0 else prob
 
 
 def lba_ptr_split(epsilon, delta, fraction=0.4):
@@ -635,7 +664,7 @@ def bag_size_for(
 # ---------------------------------------------------------------------------
 # The paper's bounds (reference only: NOT a guarantee)
 # ---------------------------------------------------------------------------
-def paper_theorem_1_2_delta(
+def _paper_theorem_1_2_delta(
     epsilon, k, m, d, gamma, lambda_star, B1, B2, constants=(1, 1, 1, 1, 1, 1)
 ):
     """The shape of Theorem 1.2's delta with user-chosen constants. NOT a guarantee.
@@ -658,7 +687,7 @@ def paper_theorem_1_2_delta(
     return min(delta1, 1.0) + (math.exp(exponent2) if exponent2 < 700 else math.inf)
 
 
-def paper_delta2_explicit(k, m, d, gamma, lambda_star, B1, B2):
+def _paper_delta2_explicit(k, m, d, gamma, lambda_star, B1, B2):
     """The paper's eq. (24) for delta_2 with the first exponent corrected (spec §6.4).
 
     ``m [d exp(-(1 - ln 2) k lambda*/(2 B2^2))

@@ -20,6 +20,8 @@ from sklearn.utils import check_array
 
 from .._blockwise import check_block_finite, is_dask_collection, sum_over_row_blocks
 from .._random import public_generators, secret_generators
+from ..accounting import PrivacyEvent, PrivacyLedger
+from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
 from ..mechanisms import bound_bins, ptr_calibration, ptr_test
 from ._bags import (
@@ -40,6 +42,7 @@ from ._bags import (
     sample_lba_weights,
 )
 from ._datasets import AggregatedDataset, LLPDataset
+from ._label_bound import EVENT_NAME, data_label_bound, private_label_bound
 from ._planning import plan_aggregation, plan_warnings
 
 __all__ = [
@@ -47,10 +50,55 @@ __all__ = [
     "run_aggregation",
     "aggregation_rngs",
     "diagnose_lba_assumption",
+    "resolve_y_bound",
     "RNG_PURPOSES",
 ]
 
-RNG_PURPOSES = ("partition", "weights", "ptr", "noise")
+RNG_PURPOSES = ("partition", "bounds", "weights", "ptr", "noise")
+_RANGE_FROM_DATA = (
+    "The label range was read from the labels (a run without a guarantee: "
+    "assumption='none' or epsilon=inf): not private."
+)
+
+
+def resolve_y_bound(
+    y, n_samples, *, y_bound, bounds, bounds_budget, epsilon, private, plan, check_budget=None
+):
+    """``(y_bound, bounds_epsilon)`` for :func:`plan_aggregation`, before any spend.
+
+    A declared ``y_bound`` costs nothing (``(low, high), 0``). A missing one,
+    in a private run: with ``bounds='private'`` it is estimated in the release
+    with ``bounds_budget * epsilon`` (``None, bounds_budget * epsilon``);
+    ``plan(None, epsilon_bound)`` is called first so that a mode that cannot
+    work without a declared range raises
+    :class:`~skprivreg.exceptions.ConfigurationError`, then
+    :func:`~skprivreg.bounds.check_private_bound_feasible` names the
+    ``n_samples`` needed. With ``bounds='data'`` the range ``(-B, B)`` is read
+    from the labels now (``check_budget`` sees its infinite-epsilon event
+    first; :class:`~skprivreg.exceptions.PrivacyLeakWarning`).
+    """
+    declared = check_y_bound(y_bound)
+    if declared is not None or not private:
+        return declared, 0.0
+    if bounds == "private":
+        epsilon_bound = bounds_budget * epsilon
+        plan(None, epsilon_bound)
+        check_private_bound_feasible(n_samples, epsilon_bound, "y_bound")
+        return None, epsilon_bound
+    if check_budget is not None:
+        check_budget(PrivacyLedger([PrivacyEvent(EVENT_NAME, math.inf, 0.0, notion="label")]))
+    bound, _ = data_label_bound(y)
+    return (-bound, bound), math.inf
+
+
+def _release_label_range(y, plan, rng):
+    """The plan with its private label range ``(-B, B)`` (``B`` released on ``rng``).
+
+    Its event (``bounds_epsilon``, label-DP, replace-one) is already in the
+    plan's ledger; the first draw records the spend.
+    """
+    bound, _ = private_label_bound(y, plan.bounds_epsilon, rng)
+    return plan.with_label_bounds((-bound, bound))
 
 
 def aggregation_rngs(random_state, extra_public=()):
@@ -62,7 +110,7 @@ def aggregation_rngs(random_state, extra_public=()):
     """
     return {
         **public_generators(random_state, ("partition", *extra_public)),
-        **secret_generators(("weights", "ptr", "noise"), random_state),
+        **secret_generators(("bounds", "weights", "ptr", "noise"), random_state),
     }
 
 
@@ -105,12 +153,14 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     bags, _ = sample_bags(n, plan.bag_size, plan.n_bags, rngs["partition"])
     if plan.private and plan.mode == "lba":
         check_bag_ranks(Z, bags)
+    if plan.bound_pending:
+        plan = _release_label_range(y, plan, rngs["bounds"])
 
     label_bounds = plan.label_bounds
     if label_bounds is None:
         label_bounds = _data_label_range(np.min(y), np.max(y))
         warnings.warn(
-            "label_bounds were read from the labels (assumption='none'): not private.",
+            _RANGE_FROM_DATA,
             PrivacyLeakWarning,
             stacklevel=3,
         )
@@ -301,12 +351,14 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
         )
         if any(flags):
             _raise_full_rank(k, _design_width(X.shape[1], fit_intercept))
+    if plan.bound_pending:
+        plan = _release_label_range(y, plan, rngs["bounds"])
 
     label_bounds = plan.label_bounds
     if label_bounds is None:
         label_bounds = _data_label_range(low, high)
         warnings.warn(
-            "label_bounds were read from the labels (assumption='none'): not private.",
+            _RANGE_FROM_DATA,
             PrivacyLeakWarning,
             stacklevel=3,
         )
@@ -362,7 +414,9 @@ def aggregate(
     mode="lba",
     bag_size="auto",
     n_bags=None,
-    label_bounds=None,
+    y_bound=None,
+    bounds="private",
+    bounds_budget=0.1,
     assumption="ptr",
     residual_var_lower_bound=None,
     declared_failure_prob=0.0,
@@ -395,9 +449,11 @@ def aggregate(
         aggregated on their cluster without collecting X or y (see
         :func:`run_aggregation` for the trust assumption).
     y : array-like (n,)
-        Private labels, clipped to ``label_bounds``.
-    epsilon, delta, mode, bag_size, ... :
-        As in :class:`WeightedLBARegressor`.
+        Private labels, clipped to ``y_bound``.
+    epsilon, delta, mode, bag_size, y_bound, bounds, bounds_budget, ... :
+        As in :class:`WeightedLBARegressor` (a missing ``y_bound`` is
+        estimated privately with ``bounds_budget * epsilon``, or read from
+        the labels with ``bounds='data'``, not private).
     random_state : None, int or Generator
         Seeds the released bag partition only; the weights, the PTR draw and
         the label noise come from fresh OS entropy in every call.
@@ -410,7 +466,7 @@ def aggregate(
 
     Raises
     ------
-    InsufficientDataError, PrivacyInfeasibleError
+    ConfigurationError, InsufficientDataError, PrivacyInfeasibleError
         Before any label is read; nothing is spent.
     PrivacyCheckFailedError
         The residual check refused; the budget is spent (the exception's
@@ -427,15 +483,17 @@ def aggregate(
             raise ValueError("y must be 1-D with one label per row of X.")
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity.")
-    plan = plan_aggregation(
-        X.shape[0],
-        X.shape[1],
+    def make_plan(y_bound, bounds_epsilon):
+        return plan_aggregation(
+            X.shape[0], X.shape[1], y_bound=y_bound, bounds_epsilon=bounds_epsilon, **options
+        )
+
+    options = dict(
         epsilon=epsilon,
         delta=delta,
         mode=mode,
         bag_size=bag_size,
         n_bags=n_bags,
-        label_bounds=label_bounds,
         assumption=assumption,
         residual_var_lower_bound=residual_var_lower_bound,
         declared_failure_prob=declared_failure_prob,
@@ -448,6 +506,11 @@ def aggregate(
         noise_allocation=noise_allocation,
         fit_intercept=fit_intercept,
     )
+    private = assumption != "none" and math.isfinite(epsilon)
+    plan = make_plan(*resolve_y_bound(
+        y, X.shape[0], y_bound=y_bound, bounds=bounds, bounds_budget=bounds_budget,
+        epsilon=epsilon, private=private, plan=make_plan,
+    ))
     plan_warnings(plan, random_state)
     rngs = aggregation_rngs(random_state)
     ledger = plan.ledger()

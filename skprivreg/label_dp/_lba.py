@@ -20,7 +20,7 @@ from .._compat import (
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
-from ._aggregate import run_aggregation
+from ._aggregate import resolve_y_bound, run_aggregation
 from ._datasets import AggregatedDataset, LLPDataset
 from ._planning import plan_aggregation, plan_warnings
 from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
@@ -237,7 +237,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         "mode": [StrOptions({"lba", "llp"})],
         "bag_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_bags": [Interval(Integral, 1, None, closed="left"), None],
-        "label_bounds": ["array-like", None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "assumption": [StrOptions({"ptr", "declared", "none"})],
         "residual_var_lower_bound": [Interval(Real, 0, None, closed="neither"), None],
         "declared_failure_prob": [Interval(Real, 0, 1, closed="left")],
@@ -254,6 +256,8 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
     }
 
+    _renamed_parameters = {"label_bounds": "y_bound"}
+
     def __init__(
         self,
         *,
@@ -262,7 +266,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         mode="lba",
         bag_size="auto",
         n_bags=None,
-        label_bounds=None,
+        y_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
         assumption="ptr",
         residual_var_lower_bound=None,
         declared_failure_prob=0.0,
@@ -285,7 +291,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.mode = mode
         self.bag_size = bag_size
         self.n_bags = n_bags
-        self.label_bounds = label_bounds
+        self.y_bound = y_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.assumption = assumption
         self.residual_var_lower_bound = residual_var_lower_bound
         self.declared_failure_prob = declared_failure_prob
@@ -304,7 +312,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     # -- planning (public facts) ----------------------------------------
-    def _plan(self, n_samples, n_features):
+    def _plan(self, n_samples, n_features, y_bound=None, bounds_epsilon=0.0):
         if self.mode == "lba" and _is_mlp(self.estimator):
             raise ValueError(
                 "mode='lba' fits linear models only: a nonlinear model cannot be fitted "
@@ -321,7 +329,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             mode=self.mode,
             bag_size=self.bag_size,
             n_bags=self.n_bags,
-            label_bounds=None if self.label_bounds is None else tuple(self.label_bounds),
+            y_bound=y_bound,
             assumption=assumption,
             residual_var_lower_bound=self.residual_var_lower_bound,
             declared_failure_prob=self.declared_failure_prob,
@@ -333,6 +341,19 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             noise_scale=self.noise_scale,
             noise_allocation=self.noise_allocation,
             fit_intercept=self.fit_intercept,
+            bounds_epsilon=bounds_epsilon,
+        )
+
+    def _resolve_y_bound(self, X, y, private):
+        """``(y_bound, bounds_epsilon)`` before the plan (see :func:`resolve_y_bound`)."""
+        if self.assumption == "none":
+            private = False
+        return resolve_y_bound(
+            y, X.shape[0], y_bound=self.y_bound, bounds=self.bounds,
+            bounds_budget=self.bounds_budget, epsilon=self.epsilon, private=private,
+            plan=lambda y_bound, bounds_epsilon: self._plan(
+                X.shape[0], X.shape[1], y_bound, bounds_epsilon),
+            check_budget=self._check_budget,
         )
 
     # -- fit -----------------------------------------------------------
@@ -372,8 +393,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.mode == "llp" and is_dask_collection(X):
             self._check_mlp_numpy_input()
         X, y = validate_blockwise_data(self, X, y, multi_output=False)
-        self._validate_privacy_params()
-        plan = self._plan(X.shape[0], X.shape[1])
+        private = self._validate_privacy_params()
+        y_bound, bounds_epsilon = self._resolve_y_bound(X, y, private)
+        plan = self._plan(X.shape[0], X.shape[1], y_bound, bounds_epsilon)
         plan_warnings(plan, self.random_state)
         ledger = plan.ledger()
         self._check_budget(ledger)
@@ -381,7 +403,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         # secret draw (PTR, weights, noise), after the label scan that may
         # still refuse bad Dask input.
         rngs = {**self._public_rngs("partition", "postprocess"),
-                **self._secret_rngs("weights", "ptr", "noise", spend=ledger)}
+                **self._secret_rngs("bounds", "weights", "ptr", "noise", spend=ledger)}
         dataset = run_aggregation(
             X, y, plan, rngs, feature_names=getattr(self, "feature_names_in_", None)
         )

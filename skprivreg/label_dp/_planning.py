@@ -7,22 +7,42 @@ here reads data or spends budget.
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..exceptions import InsufficientDataError, PrivacyLeakWarning
+from ..bounds import check_y_bound
+from ..exceptions import ConfigurationError, InsufficientDataError, PrivacyLeakWarning
 from ._accountant import (
     lba_c_star,
     lba_epsilon,
     lba_min_bag_size,
     lba_privacy_profile,
     lba_ptr_bag_size,
+    lba_ptr_margin,
+    lba_ptr_pass_probability,
     lba_ptr_split,
     llp_min_bag_size,
     llp_privacy_profile,
 )
 
-__all__ = ["AggregationPlan", "plan_aggregation", "plan_warnings", "resolve_n_bags_min"]
+__all__ = [
+    "AggregationPlan",
+    "plan_aggregation",
+    "plan_warnings",
+    "resolve_n_bags_min",
+    "ptr_pass_probability",
+    "ptr_residual_sd_needed",
+    "ptr_refusal",
+    "MIN_PASS_PROBABILITY",
+    "TARGET_PASS_PROBABILITY",
+]
+
+#: Below this best possible (or, with ``expected_residual_var``, predicted)
+#: pass probability of the private residual test, weighted LBA refuses before
+#: any spend.
+MIN_PASS_PROBABILITY = 0.05
+#: The pass probability the remedies in the refusal message aim at.
+TARGET_PASS_PROBABILITY = 0.95
 
 ACCOUNTANT_NAME = "exact-per-bag-v1"
 PAPER = "arXiv:2310.10092"
@@ -56,6 +76,28 @@ class AggregationPlan:
     noise_scale: float | None
     noise_allocation: str | None
     ptr_target_failure: float
+    bounds_epsilon: float = 0.0
+    expected_residual_var: float | None = None
+    n_bags_min: int = 1
+    ptr_epsilon_fraction: float = 0.4
+
+    @property
+    def has_ptr_test(self):
+        """Whether the release runs the private residual test."""
+        return self.private and self.mode == "lba" and self.assumption == "ptr"
+
+    @property
+    def bound_pending(self):
+        """Whether the label range is still to be estimated privately (in the release)."""
+        return self.private and self.label_bounds is None
+
+    def with_label_bounds(self, label_bounds):
+        """This plan with the released label range ``(a, b)`` and its residual threshold."""
+        label_bounds = (float(label_bounds[0]), float(label_bounds[1]))
+        threshold = self.rss_threshold
+        if self.c is not None and self.mode == "lba" and self.assumption == "ptr":
+            threshold = ((label_bounds[1] - label_bounds[0]) / self.c) ** 2
+        return replace(self, label_bounds=label_bounds, rss_threshold=threshold)
 
     @property
     def label_range(self):
@@ -67,6 +109,10 @@ class AggregationPlan:
         """The :class:`~skprivreg.accounting.PrivacyLedger` of this run."""
         name = "lba_aggregate" if self.mode == "lba" else "llp_aggregate"
         events = []
+        if self.bounds_epsilon > 0:
+            events.append(
+                PrivacyEvent(name="y_bound", epsilon=self.bounds_epsilon, delta=0.0, notion="label")
+            )
         if self.epsilon_ptr > 0:
             events.append(
                 PrivacyEvent(
@@ -102,6 +148,7 @@ class AggregationPlan:
             "epsilon_aggregation": float(self.epsilon_aggregation),
             "delta_aggregation": float(self.delta_aggregation),
             "epsilon_ptr": float(self.epsilon_ptr),
+            "epsilon_y_bound": float(self.bounds_epsilon),
             "delta_ptr": float(self.delta_ptr),
             "ptr_passed": ptr_passed,
             "rss_threshold": self.rss_threshold,
@@ -135,6 +182,210 @@ def _insufficient(n, epsilon, delta, reason, k_needed, m_min, best=None):
     )
 
 
+def _check_private_range_possible(mode, assumption, expected_residual_var, bounds_epsilon):
+    """ConfigurationError (before any spend) when the label range cannot be estimated."""
+    if not 0 < bounds_epsilon < math.inf:
+        raise ConfigurationError(
+            "y_bound (the label range) is required here: declare it, or let the "
+            "estimator spend bounds_budget * epsilon on a private estimate."
+        )
+    if mode == "llp":
+        raise ConfigurationError(
+            "mode='llp' calibrates its guarantee to the ratio of the label range to "
+            "noise_scale, both in label units: declare y_bound (or use bounds='data', "
+            "not private)."
+        )
+    if assumption == "declared":
+        raise ConfigurationError(
+            "assumption='declared' calibrates its guarantee to the ratio of the label "
+            "range to residual_var_lower_bound, both in label units: declare y_bound "
+            "(or use assumption='ptr', which estimates the range privately)."
+        )
+    if expected_residual_var is not None:
+        raise ConfigurationError(
+            "expected_residual_var plans the bag size relative to the label range: "
+            "declare y_bound with it, or drop it (the bag size is then the largest "
+            "allowed)."
+        )
+
+
+def _max_rss_over_range2(plan):
+    """Largest possible ``RSS_j / Delta^2`` of a bag: ``k/4`` with an intercept.
+
+    Labels lie in ``[a, b]``: with an intercept ``RSS_j <= ||y_j - (a+b)/2||^2
+    <= k Delta^2 / 4``; without one ``RSS_j <= ||y_j||^2 <= k max(a^2, b^2)``.
+    A private range is symmetric, ``(-B, B)``, so both give ``k/4`` then.
+    """
+    k = plan.bag_size
+    if plan.fit_intercept or plan.label_bounds is None:
+        return k / 4.0
+    a, b = plan.label_bounds
+    return k * max(a * a, b * b) / (b - a) ** 2
+
+
+def _rss_over_range2(plan, residual_sd):
+    best = _max_rss_over_range2(plan)
+    if residual_sd is None:
+        return best
+    dof = max(plan.bag_size - plan.n_columns, 1)
+    return min(best, dof * (residual_sd / plan.label_range) ** 2)
+
+
+def _pass_probability(rss_over_range2, c, epsilon_ptr, delta_ptr):
+    return lba_ptr_pass_probability(math.sqrt(rss_over_range2) - 1.0 / c, epsilon_ptr, delta_ptr)
+
+
+def ptr_pass_probability(plan, residual_sd=None):
+    """Pass probability of the private residual test, from public facts only.
+
+    The test PASSes iff ``L = (min_j sqrt(RSS_j) - s) / Delta >= A + Z``
+    (:func:`~skprivreg.label_dp._accountant.lba_ptr_pass_probability`), with
+    ``s = Delta / c``. With ``residual_sd=None`` every bag is given the largest
+    possible ``RSS_j`` (``k Delta^2 / 4`` with an intercept): no data set
+    passes with a higher probability. With a residual standard deviation
+    ``sigma`` (label units), every bag is given ``RSS_j = (k - p) sigma^2``,
+    the expectation of a linear model's residual sum of squares (a
+    prediction; capped at the largest possible value).
+    """
+    if not plan.has_ptr_test:
+        raise ValueError("The plan has no private residual test.")
+    if residual_sd is not None and plan.label_bounds is None:
+        raise ValueError("A residual standard deviation needs the label range.")
+    return _pass_probability(
+        _rss_over_range2(plan, residual_sd), plan.c, plan.epsilon_ptr, plan.delta_ptr
+    )
+
+
+def _required_statistic(plan, target):
+    return lba_ptr_margin(plan.epsilon_ptr, plan.delta_ptr, 1.0 - target) + 1.0 / plan.c
+
+
+def ptr_residual_sd_needed(plan, target=None):
+    """Residual sd (in units of the label range) at which the test passes w.p. ``target``.
+
+    Every bag with ``RSS_j = (k - p) sigma^2``: ``sigma / Delta = (M + 1/c) /
+    sqrt(k - p)`` with ``M`` the margin of
+    :func:`~skprivreg.label_dp._accountant.lba_ptr_margin`.
+    """
+    target = TARGET_PASS_PROBABILITY if target is None else target
+    dof = max(plan.bag_size - plan.n_columns, 1)
+    return _required_statistic(plan, target) / math.sqrt(dof)
+
+
+def _epsilon_needed(plan, rss_over_range2, target):
+    """Smallest total epsilon (bag size fixed) with pass probability >= target, or None."""
+    share = plan.bounds_epsilon / plan.epsilon if math.isfinite(plan.bounds_epsilon) else 0.0
+
+    def prob(epsilon):
+        eps_mech = epsilon * (1.0 - share)
+        eps_ptr, delta_ptr, eps_agg, delta_half = lba_ptr_split(
+            eps_mech, plan.delta, plan.ptr_epsilon_fraction
+        )
+        c = lba_c_star(eps_agg, delta_half)
+        if c <= 0:
+            return 0.0
+        return _pass_probability(rss_over_range2, c, eps_ptr, delta_ptr)
+
+    lo, hi = math.log(plan.epsilon), math.log(1e4)
+    if prob(math.exp(hi)) < target:
+        return None
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if prob(math.exp(mid)) >= target:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-3:
+            break
+    return math.exp(hi)
+
+
+def _bag_size_needed(plan, residual_sd, target):
+    """Smallest bag size with pass probability >= target at ``residual_sd`` (None: largest RSS)."""
+    need = _required_statistic(plan, target) ** 2
+    if residual_sd is None:
+        per_row = _max_rss_over_range2(plan) / plan.bag_size
+        return max(math.ceil(need / per_row), 2 * plan.n_columns)
+    return plan.n_columns + math.ceil(need / (residual_sd / plan.label_range) ** 2)
+
+
+def ptr_refusal(plan):
+    """The refusal message when the test cannot pass w.p. >= MIN_PASS_PROBABILITY, else None.
+
+    Public facts only. The remedies aim at :data:`TARGET_PASS_PROBABILITY`
+    and are each checked to be possible: a residual standard deviation (if
+    some label values in the range can have it), ``n_samples`` (with the bag
+    size ``n_samples // n_bags_min``), ``bag_size`` (only up to the largest
+    allowed) and ``epsilon`` (up to 1e4).
+    """
+    declared_sd = None
+    if plan.expected_residual_var is not None and plan.label_bounds is not None:
+        declared_sd = math.sqrt(plan.expected_residual_var)
+    prob = ptr_pass_probability(plan, declared_sd)
+    if prob >= MIN_PASS_PROBABILITY:
+        return None
+    target = TARGET_PASS_PROBABILITY
+    n, k, m_min = plan.n_samples, plan.bag_size, plan.n_bags_min
+    k_max = max(n // m_min, 1)
+    known = plan.label_bounds is not None
+    rng_text = f"{plan.label_range:g}" if known else "Delta (estimated privately)"
+
+    def in_units(value):
+        return f"{value * plan.label_range:.4g}" if known else f"{value:.3g} * Delta"
+
+    if declared_sd is None:
+        how = (
+            f"at most {prob:.2g}, even if every bag's residual sum of squares took its "
+            f"largest possible value ({_max_rss_over_range2(plan) / k:.3g} * bag_size * "
+            "label range^2)"
+        )
+    else:
+        how = (
+            f"about {prob:.2g} at expected_residual_var={plan.expected_residual_var:g} "
+            "(every bag's residual sum of squares near (bag_size - p) * "
+            "expected_residual_var)"
+        )
+    facts = (
+        f"n_samples={n}, p={plan.n_columns} design columns, bag_size={k}"
+        + (f" (the largest allowed, n_samples // {m_min} bags)" if k == k_max else "")
+        + f", label range {rng_text}, epsilon={plan.epsilon:g}, delta={plan.delta:g}"
+    )
+    remedies, notes = [], []
+    sd_needed = ptr_residual_sd_needed(plan, target)
+    sd_largest = math.sqrt(_max_rss_over_range2(plan) / max(k - plan.n_columns, 1))
+    if sd_needed <= sd_largest:
+        remedies.append(
+            f"a residual standard deviation of at least {in_units(sd_needed)} (label "
+            "units) in every bag"
+        )
+    else:
+        notes.append(
+            f"No residual standard deviation suffices at bag_size={k}: it would need "
+            f"{in_units(sd_needed)}, above the largest possible {in_units(sd_largest)}."
+        )
+    sd_text = (
+        "with labels at their largest possible spread" if declared_sd is None
+        else f"at residual standard deviation {declared_sd:.4g}"
+    )
+    k_need = _bag_size_needed(plan, declared_sd, target)
+    if k < k_need <= k_max:
+        remedies.append(f"bag_size >= {k_need} (at most {k_max} here) {sd_text}")
+    remedies.append(f"n_samples >= {k_need * m_min} {sd_text}")
+    eps_need = _epsilon_needed(plan, _rss_over_range2(plan, declared_sd), target)
+    if eps_need is None:
+        notes.append(f"No epsilon up to 1e4 suffices at bag_size={k}.")
+    else:
+        remedies.append(f"epsilon >= {eps_need:.3g} at bag_size={k}, {sd_text}")
+    return (
+        "Weighted LBA refuses before reading any label: its private residual test "
+        f"would pass with probability {how}, below {MIN_PASS_PROBABILITY:.0%}. Public "
+        f"facts: {facts}. Nothing was spent. To pass with probability {target:.0%}, "
+        "any one of these suffices: " + "; ".join(remedies) + ". "
+        + "".join(note + " " for note in notes)
+        + "Otherwise use GaussianLabelNoiseRegressor, which has no private test."
+    )
+
+
 def plan_aggregation(
     n_samples,
     n_features,
@@ -144,7 +395,7 @@ def plan_aggregation(
     mode="lba",
     bag_size="auto",
     n_bags=None,
-    label_bounds=None,
+    y_bound=None,
     assumption="ptr",
     residual_var_lower_bound=None,
     declared_failure_prob=0.0,
@@ -156,10 +407,27 @@ def plan_aggregation(
     noise_scale=1.0,
     noise_allocation="per_bag",
     fit_intercept=True,
+    bounds_epsilon=0.0,
+    check_pass_probability=True,
 ):
-    """Resolve bag size, bag count and the budget split from public facts (spec §1.5).
+    """Resolve bag size, bag count and the budget split from public facts.
 
-    Raises ``ValueError`` for bad parameters and
+    ``y_bound`` is the declared label range (a float ``B`` for ``[-B, B]`` or
+    a pair). Without it, ``bounds_epsilon`` (``0 < bounds_epsilon < epsilon``)
+    is the share of ``epsilon`` the release spends on a private label range
+    (``mode='lba'``, ``assumption='ptr'`` only: their guarantee does not
+    depend on the range, only the residual threshold scales with it);
+    ``bounds_epsilon=inf`` records a range read from the data (non-private).
+
+    With ``assumption='ptr'`` the best possible pass probability of the private
+    residual test (:func:`ptr_pass_probability`; with
+    ``expected_residual_var``, the predicted one) must reach
+    :data:`MIN_PASS_PROBABILITY`, else :class:`InsufficientDataError` says
+    which ``n_samples``, ``epsilon`` or residual standard deviation would make
+    it pass with probability :data:`TARGET_PASS_PROBABILITY`.
+
+    Raises ``ValueError`` for bad parameters, :class:`ConfigurationError` for
+    a missing ``y_bound`` that cannot be estimated, and
     :class:`InsufficientDataError` when ``n_samples`` cannot reach the
     target; nothing is read from the data and nothing is spent.
     """
@@ -174,16 +442,16 @@ def plan_aggregation(
     if not 0 < delta < 1:
         raise ValueError("delta must lie in (0, 1).")
     private = assumption != "none" and math.isfinite(epsilon)
-    if label_bounds is not None:
-        a, b = (float(v) for v in label_bounds)
-        if not (math.isfinite(a) and math.isfinite(b) and a < b):
-            raise ValueError("label_bounds must be finite (a, b) with a < b.")
-        label_bounds = (a, b)
-    elif private:
-        raise ValueError(
-            "label_bounds=(a, b) is required (public bounds chosen without looking at "
-            "the labels) unless assumption='none'."
-        )
+    label_bounds = check_y_bound(y_bound)
+    bounds_epsilon = float(bounds_epsilon) if private else 0.0
+    if label_bounds is None and private:
+        _check_private_range_possible(mode, assumption, expected_residual_var, bounds_epsilon)
+        if not bounds_epsilon < epsilon:
+            raise ValueError("bounds_epsilon must be below epsilon.")
+    elif label_bounds is not None and 0 < bounds_epsilon < math.inf:
+        raise ValueError("bounds_epsilon applies only when y_bound is not declared.")
+    # The mechanisms' budget: what the label range does not take.
+    eps_mech = epsilon - bounds_epsilon if math.isfinite(bounds_epsilon) else float(epsilon)
     if mode == "llp" and not 0 <= noise_fraction <= 1:
         raise ValueError("noise_fraction must lie in [0, 1].")
     if mode == "llp" and private and noise_fraction == 0:
@@ -216,7 +484,7 @@ def plan_aggregation(
             alpha = float(residual_var_lower_bound)
             delta_partition = float(declared_failure_prob)
             if k == "auto":
-                k = lba_min_bag_size(epsilon, delta - delta_partition, delta_range, alpha, p)
+                k = lba_min_bag_size(eps_mech, delta - delta_partition, delta_range, alpha, p)
                 if not math.isfinite(k) or k * m_min > n:
                     k_best = max(n // m_min, 1)
                     best = lba_epsilon(
@@ -230,10 +498,10 @@ def plan_aggregation(
                     )
             rss_threshold = alpha * k
             c = delta_range / math.sqrt(rss_threshold)
-            eps_agg = float(epsilon)
-            delta_agg = lba_privacy_profile(epsilon, c) + delta_partition
+            eps_agg = float(eps_mech)
+            delta_agg = lba_privacy_profile(eps_mech, c) + delta_partition
             if delta_agg > delta:
-                k_need = lba_min_bag_size(epsilon, delta - delta_partition, delta_range, alpha, p)
+                k_need = lba_min_bag_size(eps_mech, delta - delta_partition, delta_range, alpha, p)
                 _insufficient(
                     n, epsilon, delta,
                     f"bag_size={k} gives delta={delta_agg:.3g}; label range {delta_range} and "
@@ -242,7 +510,7 @@ def plan_aggregation(
                 )
         else:  # 'ptr'
             eps_ptr, delta_ptr, eps_agg, delta_half = lba_ptr_split(
-                epsilon, delta, ptr_epsilon_fraction
+                eps_mech, delta, ptr_epsilon_fraction
             )
             c = lba_c_star(eps_agg, delta_half)
             if c <= 0:
@@ -250,28 +518,23 @@ def plan_aggregation(
                     f"n_samples={n}: (epsilon={epsilon}, delta={delta}) is unreachable by "
                     "weighted LBA at any bag size."
                 )
-            rss_threshold = (delta_range / c) ** 2
+            rss_threshold = None if delta_range is None else (delta_range / c) ** 2
             delta_agg = lba_privacy_profile(eps_agg, c)
             if k == "auto":
-                if expected_residual_var is None:
-                    k = max(n // m_min, 1)
-                else:
-                    k = lba_ptr_bag_size(
-                        epsilon, delta, delta_range, float(expected_residual_var), p,
+                k = max(n // m_min, 1)
+                if expected_residual_var is not None:
+                    # The bag size at which the test passes w.p. about
+                    # 1 - ptr_target_failure, capped at the largest allowed
+                    # (the pass-probability check below refuses if too small).
+                    k = min(k, lba_ptr_bag_size(
+                        eps_mech, delta, delta_range, float(expected_residual_var), p,
                         fraction=ptr_epsilon_fraction, beta=ptr_target_failure,
-                    )
-                    if k * m_min > n:
-                        _insufficient(
-                            n, epsilon, delta,
-                            f"the residual check with label range {delta_range} and "
-                            f"expected_residual_var={expected_residual_var:g} would",
-                            k, m_min,
-                        )
+                    ))
     elif mode == "llp" and private:
-        eps_agg = float(epsilon)
+        eps_agg = float(eps_mech)
         args = (noise_fraction, delta_range, noise_scale, n, noise_allocation)
         if k == "auto":
-            k = llp_min_bag_size(epsilon, delta, *args)
+            k = llp_min_bag_size(eps_mech, delta, *args)
             if not math.isfinite(k) or k * m_min > n:
                 _insufficient(
                     n, epsilon, delta,
@@ -279,9 +542,9 @@ def plan_aggregation(
                     f"{delta_range / noise_scale:g}",
                     k, m_min,
                 )
-        delta_agg = llp_privacy_profile(epsilon, k, *args)
+        delta_agg = llp_privacy_profile(eps_mech, k, *args)
         if delta_agg > delta:
-            k_need = llp_min_bag_size(epsilon, delta, *args)
+            k_need = llp_min_bag_size(eps_mech, delta, *args)
             _insufficient(
                 n, epsilon, delta,
                 f"bag_size={k} gives delta={delta_agg:.3g}; noise_fraction={noise_fraction} "
@@ -305,7 +568,7 @@ def plan_aggregation(
         )
     if m < m_min:
         _insufficient(n, epsilon, delta, f"with bag_size={k}, fits", k, m_min)
-    return AggregationPlan(
+    plan = AggregationPlan(
         mode=mode,
         # LLP's guarantee needs no assumption on the data.
         assumption=("none" if not private else "not-required" if mode == "llp" else assumption),
@@ -333,7 +596,18 @@ def plan_aggregation(
         noise_scale=float(noise_scale) if mode == "llp" else None,
         noise_allocation=noise_allocation if mode == "llp" else None,
         ptr_target_failure=float(ptr_target_failure),
+        bounds_epsilon=bounds_epsilon,
+        expected_residual_var=(
+            None if expected_residual_var is None else float(expected_residual_var)
+        ),
+        n_bags_min=m_min,
+        ptr_epsilon_fraction=float(ptr_epsilon_fraction),
     )
+    if check_pass_probability and plan.has_ptr_test:
+        message = ptr_refusal(plan)
+        if message is not None:
+            raise InsufficientDataError(message)
+    return plan
 
 
 def plan_warnings(plan, random_state, stacklevel=3):
