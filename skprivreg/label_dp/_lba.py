@@ -473,6 +473,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     def _fit_dataset(self, dataset, X, rng):
         fit_intercept = dataset.fit_intercept
         self.aggregated_ = dataset
+        self.y_bound_ = None if dataset.label_bounds is None else tuple(dataset.label_bounds)
         self.privacy_report_ = dict(dataset.privacy)
         self.epsilon_ = float(dataset.privacy.get("epsilon", math.inf))
         self.delta_ = float(dataset.privacy.get("delta", 1.0))
