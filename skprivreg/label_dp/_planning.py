@@ -309,6 +309,12 @@ def _bag_size_needed(plan, residual_sd, target):
     return plan.n_columns + math.ceil(need / (residual_sd / plan.label_range) ** 2)
 
 
+def _round_up(value, digits=3):
+    """``value`` rounded up to ``digits`` significant digits (a remedy stays sufficient)."""
+    scale = 10.0 ** (math.floor(math.log10(value)) - digits + 1)
+    return round(math.ceil(value / scale - 1e-9) * scale, 12)
+
+
 def ptr_refusal(plan):
     """The refusal message when the test cannot pass w.p. >= MIN_PASS_PROBABILITY, else None.
 
@@ -331,7 +337,7 @@ def ptr_refusal(plan):
     rng_text = f"{plan.label_range:g}" if known else "Delta (estimated privately)"
 
     def in_units(value):
-        return f"{value * plan.label_range:.4g}" if known else f"{value:.3g} * Delta"
+        return f"{_round_up(value * plan.label_range):g}" if known else f"{_round_up(value):g} * Delta"
 
     if declared_sd is None:
         how = (
@@ -355,8 +361,8 @@ def ptr_refusal(plan):
     sd_largest = math.sqrt(_max_rss_over_range2(plan) / max(k - plan.n_columns, 1))
     if sd_needed <= sd_largest:
         remedies.append(
-            f"a residual standard deviation of at least {in_units(sd_needed)} (label "
-            "units) in every bag"
+            f"a residual standard deviation of at least {in_units(sd_needed)} "
+            "(label units) in every bag"
         )
     else:
         notes.append(
@@ -375,9 +381,9 @@ def ptr_refusal(plan):
     if eps_need is None:
         notes.append(f"No epsilon up to 1e4 suffices at bag_size={k}.")
     else:
-        remedies.append(f"epsilon >= {eps_need:.3g} at bag_size={k}, {sd_text}")
+        remedies.append(f"epsilon >= {_round_up(eps_need):g} at bag_size={k}, {sd_text}")
     return (
-        "Weighted LBA refuses before reading any label: its private residual test "
+        "Weighted LBA refuses from public facts alone: its private residual test "
         f"would pass with probability {how}, below {MIN_PASS_PROBABILITY:.0%}. Public "
         f"facts: {facts}. Nothing was spent. To pass with probability {target:.0%}, "
         "any one of these suffices: " + "; ".join(remedies) + ". "
