@@ -225,7 +225,8 @@ def _ptr_check(Z, y, bags, plan, rng):
     (:func:`~skprivreg.mechanisms.ptr_test` on the score ``2A - L``): an
     unsafe dataset (``L <= 0``) never passes, the PASS/FAIL bit is
     (eps_test, delta_test)-DP, and on PASS every bag has ``RSS_j >= s^2``.
-    Only the bit leaves this function (review erratum E3).
+    Only the bit leaves this function: releasing the noisy statistic would
+    void the guarantee.
     """
     norms = bag_residual_norms(Z, y, bags, label_bound=_label_bound(plan))
     return _ptr_decision(float(np.min(norms)), plan, rng)

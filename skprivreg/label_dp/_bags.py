@@ -104,7 +104,7 @@ def _bag_svd(Z, bags):
 
 def _rank_tolerance(singular_values):
     # Stricter than numpy's default (max(k, p) * eps * s_max): near-zero
-    # directions count as present, so the rank is never under-counted (E4).
+    # directions count as present, so the rank is never under-counted.
     return singular_values[..., :1] * np.finfo(np.float64).eps
 
 
@@ -147,7 +147,7 @@ def bag_residual_norms(Z, y, bags, label_bound=None):
 
     ``RSS_j = ||(I - H_j) y_j||^2``; the projection keeps every singular
     direction above ``s_max * machine eps`` (a larger subspace than lstsq's
-    cut-off, so the residual is never overstated, review erratum E4), and a
+    cut-off, so the residual is never overstated), and a
     rounding allowance ``1e-12 sqrt(k) label_bound`` is subtracted. The
     allowance is a constant (``label_bound`` bounds ``|y|``; default: the
     data's maximum, for curator diagnostics only), so the result is exactly

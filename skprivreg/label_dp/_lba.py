@@ -88,8 +88,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     """Label-DP linear (or, for LLP, neural) regression from weighted bag aggregates.
 
     Brahmbhatt, Saket, Havaldar, Nasery & Raghuveer (2023), *Label
-    Differential Privacy via Aggregation* (arXiv:2310.10092), with the exact
-    per-bag accountant of the skprivreg spec (``weighted_lba.md`` §1.4, §1.7).
+    Differential Privacy via Aggregation* (arXiv:2310.10092), with exact
+    per-bag accountants (:func:`lba_privacy_profile`, :func:`llp_privacy_profile`)
+    in place of the paper's asymptotic bounds.
 
     **Mechanism** (``mode='lba'``, paper Fig. 1). The rows are split into
     ``m`` disjoint uniformly random bags of size ``k`` (public); each bag is
@@ -109,10 +110,30 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     (``estimator='mlp'``, trained on the bag loss) is fitted.
 
     **Privacy notion.** Label-DP (Chaudhuri & Hsu 2011): features are public,
-    neighbouring datasets differ in one label (replace-one, labels in the
-    public ``label_bounds``, range ``Delta = b - a``). Reported as
+    neighbouring datasets differ in one label (replace-one, labels clipped to
+    the label range ``y_bound = (a, b)``, width ``Delta = b - a``). Reported as
     ``epsilon_, delta_`` (never above the target ``epsilon, delta``) and
     ``privacy_spent_``.
+
+    **Missing label range.** Without ``y_bound`` and with
+    ``bounds='private'`` (default), ``bounds_budget * epsilon`` is spent on a
+    private bound ``B`` on ``|y|`` (pure label-DP under replace-one
+    neighbours, its own ``'y_bound'`` event; above-threshold over public
+    geometric bins, the same code as :class:`GaussianLabelNoiseRegressor`)
+    and the labels are clipped to ``[-B, B]``; the rest of epsilon is split as
+    below. The ``'ptr'`` guarantee does not depend on ``Delta`` (only the
+    residual threshold ``s = Delta / c*`` scales with it), so the estimate
+    fits there; ``mode='llp'``, ``assumption='declared'`` and
+    ``expected_residual_var`` are calibrated in label units and need a
+    declared ``y_bound``. When ``n_samples`` is too small for a useful private
+    bound, or the mode needs a declared range,
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
+    spend (naming the ``n_samples`` needed). ``bounds='data'`` reads ``B``
+    from the labels (rounded up to a public bin): not private, an
+    infinite-epsilon event and a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`. ``epsilon=inf`` and
+    ``assumption='none'`` need no range (read from the labels, with a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`).
 
     **Guarantees** (``assumption``, LBA):
 
@@ -125,6 +146,20 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
       ``s = Delta / c*`` and ``c* = lba_c_star(eps_agg, delta/2)``. On
       failure :class:`PrivacyCheckFailedError` is raised after the budget is
       recorded; nothing is released.
+
+      Before any spend, the test's pass probability is computed from public
+      facts (:func:`lba_plan`): no bag's residual sum of squares exceeds
+      :math:`k\Delta^2/4` (with an intercept), so the test passes with
+      probability at most
+      :math:`F(\sqrt{k}/2 - 1/c^* - A)`, ``F`` the distribution function
+      of its truncated-Laplace noise on ``[-A, A]``
+      (:func:`lba_ptr_pass_probability`). With ``expected_residual_var``
+      declared, the prediction at :math:`RSS_j = (k - p)\,\sigma^2_{exp}` is
+      used instead. Below 5% :class:`~skprivreg.exceptions.InsufficientDataError`
+      is raised and nothing is spent; its message states which
+      ``n_samples``, ``epsilon`` or residual standard deviation would make the
+      test pass with probability 95% (and ``bag_size`` only when a larger
+      one is allowed).
     - ``'declared'`` (the paper's setting): the user asserts that every bag
       has ``RSS_j >= residual_var_lower_bound * k``; the guarantee is
       ``(epsilon, delta_LBA(epsilon; Delta/sqrt(alpha k)) + declared_failure_prob)``
@@ -138,7 +173,8 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     **Bag size.** ``bag_size='auto'`` solves the accountant for the smallest
     ``k`` (``'declared'``: :func:`lba_min_bag_size`; ``'ptr'``:
     :func:`lba_ptr_bag_size` from ``expected_residual_var``, a public utility
-    guess, else ``n // n_bags_min``; LLP: :func:`llp_min_bag_size`).
+    guess, capped at the largest allowed ``n // n_bags_min``, which is also
+    the default; LLP: :func:`llp_min_bag_size`).
     Roughly ``k ~ 4 Delta^2 ln^2(1/delta) / (alpha epsilon^2)``: meaningful
     privacy needs large ``n``, and ``m = n // k >= n_bags_min``
     (``max(20, 4p)``) bags, else :class:`InsufficientDataError` is raised
@@ -169,12 +205,19 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     epsilon : float, default=1.0
     delta : float, default=1e-6
+        Choose it well below 1/n_samples.
     mode : {'lba', 'llp'}, default='lba'
     bag_size : int or 'auto', default='auto'
     n_bags : int or None, default=None
         ``None`` means ``n // bag_size``; leftover rows are dropped at random.
-    label_bounds : tuple (a, b) or None, default=None
-        Public label bounds; required unless ``assumption='none'``.
+    y_bound : float, (low, high) or None, default=None
+        Public label range chosen without looking at the labels (a float
+        ``B`` means ``[-B, B]``); labels are clipped to it. ``None``: see
+        *Missing label range*.
+    bounds : {'private', 'data'}, default='private'
+        How a missing ``y_bound`` is obtained.
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on a private label range.
     assumption : {'ptr', 'declared', 'none'}, default='ptr'
     residual_var_lower_bound : float or None
         alpha of ``'declared'``.
@@ -207,6 +250,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     intercept_ : float
     mlp_ : _BagMLP
         LLP with an MLP only.
+    y_bound_ : tuple (low, high)
+        The label range the labels were clipped to (declared, released
+        privately, or a public bin edge).
     bag_size_, n_bags_, n_samples_used_, n_dropped_ : int
     bag_indices_ : ndarray of int (n_bags_, bag_size_)
         The public partition.
@@ -226,7 +272,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(100_000, 3))
     >>> y = np.clip(X @ [1.0, -2.0, 0.5] + 3 * rng.normal(size=100_000), -10, 10)
-    >>> est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, label_bounds=(-10, 10),
+    >>> est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, y_bound=10.0,
     ...                            assumption='declared', residual_var_lower_bound=6.0)
     >>> est.fit(X, y).bag_size_, est.n_bags_
     (2908, 34)
@@ -372,7 +418,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             cluster is trusted as the data owner's environment). With
             ``estimator='mlp'`` X must be a NumPy array.
         y : array-like of shape (n_samples,)
-            Private labels (clipped to ``label_bounds``).
+            Private labels (clipped to ``y_bound``).
 
         Returns
         -------
@@ -383,8 +429,10 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ValueError
             Bad or non-finite input, or ``estimator='mlp'`` with a Dask
             ``X``; before anything is spent.
-        InsufficientDataError, PrivacyInfeasibleError
-            From public facts, before any label is read; nothing spent.
+        ConfigurationError, InsufficientDataError, PrivacyInfeasibleError
+            From public facts (a missing range that cannot be estimated, too
+            few samples, a residual test that would pass with probability
+            below 5%, a bag design of full rank); nothing spent.
         PrivacyCheckFailedError
             The private residual check refused; the budget is spent
             (``privacy_spent_``).
