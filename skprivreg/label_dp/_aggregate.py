@@ -238,11 +238,18 @@ def _label_bound(plan):
 
 def _raise_if_ptr_failed(ptr_passed, plan):
     if ptr_passed is not None and not ptr_passed:
+        # Public facts only: the plan, never a data-dependent number.
+        k_max = max(plan.n_samples // plan.n_bags_min, 1)
+        larger_bags = (
+            f"bag_size (now {plan.bag_size}, at most {k_max} here), "
+            if plan.bag_size < k_max else ""
+        )
         raise PrivacyCheckFailedError(
             "The private residual check failed: some bag's least-squares residual "
             "may be too small for the requested guarantee, so nothing was released. "
-            f"Increase bag_size (now {plan.bag_size}) or epsilon; a retry spends a "
-            "new budget."
+            f"A larger {larger_bags}epsilon or n_samples raises the pass probability "
+            "(lba_plan shows the residual standard deviation a 95% pass needs); a "
+            "retry spends a new budget."
         )
 
 
