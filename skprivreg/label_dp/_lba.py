@@ -149,12 +149,12 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
 
       Before any spend, the test's pass probability is computed from public
       facts (:func:`lba_plan`): no bag's residual sum of squares exceeds
-      :math:`k\Delta^2/4` (with an intercept), so the test passes with
+      :math:`k\\Delta^2/4` (with an intercept), so the test passes with
       probability at most
-      :math:`F(\sqrt{k}/2 - 1/c^* - A)`, ``F`` the distribution function
+      :math:`F(\\sqrt{k}/2 - 1/c^* - A)`, ``F`` the distribution function
       of its truncated-Laplace noise on ``[-A, A]``
       (:func:`lba_ptr_pass_probability`). With ``expected_residual_var``
-      declared, the prediction at :math:`RSS_j = (k - p)\,\sigma^2_{exp}` is
+      declared, the prediction at :math:`RSS_j = (k - p)\\,\\sigma^2_{exp}` is
       used instead. Below 5% :class:`~skprivreg.exceptions.InsufficientDataError`
       is raised and nothing is spent; its message states which
       ``n_samples``, ``epsilon`` or residual standard deviation would make the

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skprivreg.accounting import BudgetAccountant
-from skprivreg.exceptions import InsufficientDataError, PrivacyLeakWarning
+from skprivreg.exceptions import InsufficientDataError, PrivacyLeakWarning, PrivateTestFailed
 from skprivreg.label_dp import WeightedLBARegressor, lba_plan, lba_ptr_pass_probability
 from skprivreg.label_dp._aggregate import _ptr_decision
 from skprivreg.label_dp._bags import bag_residual_norms
@@ -169,3 +169,19 @@ def test_private_range_plan_is_in_units_of_the_range():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         assert plan.best_pass_probability == pytest.approx(1.0)
+
+
+def test_failed_test_message_never_suggests_an_impossible_bag_size():
+    # bag_size='auto' is already the largest allowed (n // n_bags_min): the
+    # message after a failed test must not ask for a larger one.
+    rng = np.random.default_rng(46)
+    X = rng.normal(size=(2000, 1))
+    y = 0.5 + 0.05 * X[:, 0]  # RSS_j = 0: the test fails
+    est = WeightedLBARegressor(epsilon=8.0, y_bound=(0.0, 1.0), n_bags_min=2)
+    with pytest.raises(PrivateTestFailed) as info:
+        est.fit(X, y)
+    assert "bag_size" not in str(info.value)
+    small = WeightedLBARegressor(epsilon=8.0, y_bound=(0.0, 1.0), n_bags_min=2, bag_size=800)
+    with pytest.raises(PrivateTestFailed) as info:
+        small.fit(X, y)
+    assert "bag_size (now 800, at most 1000 here)" in str(info.value)
