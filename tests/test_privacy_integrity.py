@@ -250,8 +250,8 @@ def test_a_failed_private_refit_leaves_no_fitted_attribute():
     X = rng.normal(size=(2000, 1))
     y_fit = 0.5 + 0.05 * X[:, 0] + 0.3 * rng.normal(size=2000)
     y_flat = 0.5 + 0.05 * X[:, 0]  # RSS = 0 in every bag: the private check refuses
-    est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, y_bound=(-1.0, 2.0),
-                               bag_size=100, n_bags_min=2)
+    est = WeightedLBARegressor(epsilon=8.0, delta=1e-6, y_bound=(-1.0, 2.0),
+                               bag_size=1000, n_bags_min=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
