@@ -53,7 +53,7 @@ class LBAPlan:
     residual_sd_for_target : float or None
         Residual standard deviation (label units; in units of the label range
         when ``y_bound`` is not declared) at which the test passes with
-        probability :data:`TARGET_PASS_PROBABILITY` (95%).
+        probability 95%.
     excess_loss_factor : float or None
         OLS on the aggregates: excess loss about ``p / (m - p - 1)`` times the
         residual variance.

@@ -117,3 +117,17 @@ def test_aggregate_accepts_a_missing_range():
     dataset, ledger = aggregate(X, y, epsilon=8.0, random_state=0)
     assert ledger.events[0].name == "y_bound" and ledger.epsilon == pytest.approx(8.0)
     assert dataset.label_bounds[0] == -dataset.label_bounds[1]
+
+
+def test_private_range_is_the_same_on_dask(fixed_noise):
+    # Same reproducible noise: the NumPy and Dask paths release the same range
+    # and the same partition (threaded scheduler; no cluster needed).
+    X, y = _data(60_000)
+    params = dict(epsilon=8.0, random_state=0)
+    ref = WeightedLBARegressor(**params).fit(X, y)
+    lazy = WeightedLBARegressor(**params).fit(
+        da.from_array(X, chunks=(13_000, 1)), da.from_array(y, chunks=13_000)
+    )
+    assert lazy.y_bound_ == ref.y_bound_
+    np.testing.assert_array_equal(lazy.bag_indices_, ref.bag_indices_)
+    assert [e.name for e in lazy.privacy_spent_.events][0] == "y_bound"
