@@ -437,6 +437,7 @@ def aggregate(
     noise_allocation="per_bag",
     fit_intercept=True,
     random_state=None,
+    **withdrawn,
 ):
     """Release a label-DP aggregated dataset (the data owner's step).
 
@@ -480,6 +481,12 @@ def aggregate(
         The residual check refused; the budget is spent (the exception's
         ``ledger`` attribute holds it).
     """
+    if withdrawn:
+        name = next(iter(withdrawn))
+        raise TypeError(
+            f"aggregate() has no parameter {name!r}"
+            + (": it is called 'y_bound'." if name == "label_bounds" else ".")
+        )
     feature_names = None
     if is_dask_collection(X) or is_dask_collection(y):
         # Shapes and dtypes only; finiteness is checked on the workers.

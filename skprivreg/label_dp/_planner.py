@@ -109,7 +109,10 @@ class LBAPlan:
             lines.append(f"label range          {self.y_bound} (declared)")
         if self.c is not None:
             s_text = f"{label_range / self.c:.6g}" if label_range else f"{1 / self.c:.4g} * Delta"
-            lines.append(f"per-bag c = Delta/s  {self.c:.6g}  (test: every bag sqrt(RSS) >= {s_text})")
+            how = "tested" if self.assumption == "ptr" else "assumed"
+            lines.append(
+                f"per-bag c = Delta/s  {self.c:.6g}  ({how}: every bag sqrt(RSS) >= {s_text})"
+            )
         if self.best_pass_probability is not None:
             lines.append(
                 f"budget split         test eps={self.epsilon_test:.4g} "

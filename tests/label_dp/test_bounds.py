@@ -131,3 +131,9 @@ def test_private_range_is_the_same_on_dask(fixed_noise):
     assert lazy.y_bound_ == ref.y_bound_
     np.testing.assert_array_equal(lazy.bag_indices_, ref.bag_indices_)
     assert [e.name for e in lazy.privacy_spent_.events][0] == "y_bound"
+
+
+def test_aggregate_names_the_new_parameter():
+    X, y = _data(1_000)
+    with pytest.raises(TypeError, match="'y_bound'"):
+        aggregate(X, y, label_bounds=(0.0, 1.0))
