@@ -303,8 +303,8 @@ def _epsilon_needed(plan, rss_over_range2, target):
 def _bag_size_needed(plan, residual_sd, target):
     """Smallest bag size with pass probability >= target at ``residual_sd`` (None: largest RSS)."""
     need = _required_statistic(plan, target) ** 2
-    if residual_sd is None:
-        per_row = _max_rss_over_range2(plan) / plan.bag_size
+    per_row = _max_rss_over_range2(plan) / plan.bag_size
+    if residual_sd is None or (residual_sd / plan.label_range) ** 2 >= per_row:
         return max(math.ceil(need / per_row), 2 * plan.n_columns)
     return plan.n_columns + math.ceil(need / (residual_sd / plan.label_range) ** 2)
 
