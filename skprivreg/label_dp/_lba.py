@@ -448,8 +448,8 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ledger = plan.ledger()
         self._check_budget(ledger)
         # The partition is released; the spend is recorded before the first
-        # secret draw (PTR, weights, noise), after the label scan that may
-        # still refuse bad Dask input.
+        # secret draw (private label range, PTR, weights, noise), after the
+        # label scan that may still refuse bad Dask input.
         rngs = {**self._public_rngs("partition", "postprocess"),
                 **self._secret_rngs("bounds", "weights", "ptr", "noise", spend=ledger)}
         dataset = run_aggregation(
