@@ -19,7 +19,7 @@ import numpy as np
 PLANNERS = {
     "adassp": "skprivreg.linear_model._plan_ssp:plan_adassp",
     "ssp": "skprivreg.linear_model._plan_ssp:plan_ssp",
-    "lba": "skprivreg.label_dp:plan_command",
+    "lba": "skprivreg.label_dp._cli_lba:plan_command",
     "reusecov": "skprivreg.linear_model._reusecov:plan_command",
     "issp": "skprivreg.linear_model._issp_cli:plan_command",
     "lasso": "skprivreg.feature_selection._lasso_cli:plan_command",
@@ -30,7 +30,7 @@ DEMO_MODULES = [
     "skprivreg.linear_model._plan_ssp",
     "skprivreg.linear_model._issp_cli",
     "skprivreg.linear_model._reusecov",
-    "skprivreg.label_dp",
+    "skprivreg.label_dp._cli_lba",
     "skprivreg.feature_selection._lasso_cli",
 ]
 
