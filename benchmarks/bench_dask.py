@@ -92,7 +92,7 @@ def estimators(selected, n_outcomes):
         # y - X beta - 1 ~ N(0, 1), |y| < 10 but for a few rows: sigma^2 >= 0.9
         # holds in every bag; n >= 2e6 is needed at (4, 1e-9).
         "lba": lambda: WeightedLBARegressor(
-            epsilon=4.0, delta=1e-9, label_bounds=(-10.0, 10.0), assumption="declared",
+            epsilon=4.0, delta=1e-9, y_bound=(-10.0, 10.0), assumption="declared",
             residual_var_lower_bound=0.9, random_state=0),
         # on_fail='zero' so a FAIL is recorded (ptr_passed) instead of aborting the run.
         "issp": lambda: ISSPRegressor(epsilon=8.0, delta=1e-9, on_fail="zero", random_state=0),
@@ -101,17 +101,17 @@ def estimators(selected, n_outcomes):
 
 
 def count_issp_passes():
-    """Record every data pass of ISSP on Dask (one ``DaskRowSource.reduce`` each)."""
-    from skprivreg.linear_model import _issp_filters
+    """Record every data pass of ISSP on Dask (one ``RowSource._reduce_dask`` each)."""
+    from skprivreg._rows import RowSource
 
     calls = []
-    reduce = _issp_filters.DaskRowSource.reduce
+    reduce = RowSource._reduce_dask
 
     def counted(self, fn, *args, **kwargs):
         calls.append(fn.__name__)
         return reduce(self, fn, *args, **kwargs)
 
-    _issp_filters.DaskRowSource.reduce = counted
+    RowSource._reduce_dask = counted
     return calls
 
 

@@ -61,6 +61,7 @@ pygments_style = "sphinx"
 # guide's toctree only if its file exists (several are written by different
 # people at different times); to add an estimator, add its page name here.
 USER_GUIDE_PAGES = [
+    "workflow",
     "linear_regression",
     "adassp",
     "issp",
@@ -78,6 +79,9 @@ API_MODULES = [
     "skprivreg.linear_model",
     "skprivreg.label_dp",
     "skprivreg.feature_selection",
+    "skprivreg.preprocessing",
+    "skprivreg.pipeline",
+    "skprivreg.model_selection",
     "skprivreg.datasets",
     "skprivreg.accounting",
     "skprivreg.mechanisms",

@@ -26,7 +26,7 @@ from scipy import linalg
 from scipy.optimize import minimize_scalar
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
-from .._blockwise import (
+from .._rows import (
     _as_dask_array,
     check_block_finite,
     is_dask_collection,
@@ -214,7 +214,7 @@ def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
 
     ``row_block`` rows at a time (default: about 64 MB of X and Y per block),
     so neither a clipped copy of X nor one of Y is ever held whole; Dask
-    arrays are reduced on their workers (:func:`~skprivreg._blockwise.sum_over_row_blocks`).
+    arrays are reduced on their workers (:func:`~skprivreg._rows.sum_over_row_blocks`).
     """
     width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
     step = row_block or max(1, _ROW_BLOCK_BYTES // (8 * width))
