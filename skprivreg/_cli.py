@@ -6,7 +6,6 @@ public planners next to each estimator and the demo's cases from
 """
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -39,17 +38,27 @@ def _prog():
 # ---------------------------------------------------------------------------
 # plan
 # ---------------------------------------------------------------------------
-def _common_options(parser, *, delta=True):
-    parser.add_argument("--n", type=int, required=True, metavar="ROWS",
-                        help="number of training rows (a public fact)")
+def _rows(text):
+    value = float(text)
+    if not (value >= 1 and value == int(value)):
+        raise argparse.ArgumentTypeError(f"expected a whole number of rows, got {text!r}")
+    return int(value)
+
+
+def _common_options(parser, *, delta=True, intercept=True):
+    parser.add_argument("--n", type=_rows, required=True, metavar="ROWS",
+                        help="number of training rows, a public fact (1e7 is accepted)")
     parser.add_argument("--d", type=int, required=True, metavar="COLUMNS",
                         help="number of feature columns, without the intercept")
     parser.add_argument("--epsilon", type=float, default=1.0,
-                        help="total privacy budget epsilon (default: 1.0)")
+                        help="total privacy budget epsilon of the fit (default: 1.0)")
     if delta:
         parser.add_argument("--delta", type=float, default=1e-6,
                             help="total privacy budget delta, a probability; choose it "
                                  "well below 1/n (default: 1e-6)")
+    if intercept:
+        parser.add_argument("--no-intercept", action="store_true",
+                            help="plan for fit_intercept=False")
 
 
 def _x_bound(parser):
@@ -65,11 +74,10 @@ def _y_bound(parser):
                              "the units of the label; omitted: estimated privately")
 
 
-def _x_range(parser):
-    parser.add_argument("--x-range", type=float, nargs=2, default=None,
-                        metavar=("LOW", "HIGH"),
-                        help="declared range of every feature column, in the units of "
-                             "the data; omitted: estimated privately")
+def _bounds_budget(parser):
+    parser.add_argument("--bounds-budget", type=float, default=0.1, metavar="SHARE",
+                        help="share of epsilon spent on bounds that are not declared "
+                             "(default: 0.1)")
 
 
 def _y_bound_value(values):
@@ -79,32 +87,20 @@ def _y_bound_value(values):
         return values[0]
     if len(values) == 2:
         return tuple(values)
-    raise SystemExit("--y-bound takes B or LOW HIGH")
+    raise ValueError("--y-bound takes B or LOW HIGH")
 
 
 _PLANNERS = {}
 
 
 def _planner(name, help):
+    """Register ``function(parser)`` (adds options) / ``function(None, args)`` (plans)."""
+
     def register(function):
         _PLANNERS[name] = (help, function)
         return function
 
     return register
-
-
-@_planner("adassp", "AdaSSP: adaptive private ridge (full DP, replace-one)")
-def _plan_adassp(parser, args=None):
-    if args is None:
-        _common_options(parser)
-        _x_bound(parser)
-        _y_bound(parser)
-        return None
-    from .linear_model import adassp_plan
-
-    return adassp_plan(n_samples=args.n, n_features=args.d, epsilon=args.epsilon,
-                       delta=args.delta, x_bound=args.x_bound,
-                       y_bound=_y_bound_value(args.y_bound))
 
 
 @_planner("ssp", "SSP: Gaussian sufficient statistics (full DP, replace-one)")
@@ -113,12 +109,181 @@ def _plan_ssp(parser, args=None):
         _common_options(parser)
         _x_bound(parser)
         _y_bound(parser)
+        _bounds_budget(parser)
         return None
     from .linear_model import ssp_plan
 
     return ssp_plan(n_samples=args.n, n_features=args.d, epsilon=args.epsilon,
                     delta=args.delta, x_bound=args.x_bound,
-                    y_bound=_y_bound_value(args.y_bound))
+                    y_bound=_y_bound_value(args.y_bound), bounds_budget=args.bounds_budget,
+                    fit_intercept=not args.no_intercept)
+
+
+@_planner("adassp", "AdaSSP: adaptive private ridge (full DP, replace-one)")
+def _plan_adassp(parser, args=None):
+    if args is None:
+        _common_options(parser)
+        _x_bound(parser)
+        _y_bound(parser)
+        _bounds_budget(parser)
+        return None
+    from .linear_model import adassp_plan
+
+    return adassp_plan(n_samples=args.n, n_features=args.d, epsilon=args.epsilon,
+                       delta=args.delta, x_bound=args.x_bound,
+                       y_bound=_y_bound_value(args.y_bound), bounds_budget=args.bounds_budget,
+                       fit_intercept=not args.no_intercept)
+
+
+@_planner("reusecov", "ReuseCov: many outcomes on one noisy covariance (full, label or "
+                      "feature DP)")
+def _plan_reusecov(parser, args=None):
+    if args is None:
+        _common_options(parser)
+        parser.add_argument("--outputs", type=int, default=1, metavar="L",
+                            help="number of outcomes (columns of Y) sharing the design "
+                                 "(default: 1)")
+        parser.add_argument("--privacy", choices=("full", "label", "feature"), default="full",
+                            help="what is protected: whole rows, labels only, or features "
+                                 "only (default: full)")
+        _x_bound(parser)
+        _y_bound(parser)
+        _bounds_budget(parser)
+        return None
+    from .linear_model import reusecov_plan
+
+    return reusecov_plan(n_samples=args.n, n_features=args.d, n_outputs=args.outputs,
+                         epsilon=args.epsilon, delta=args.delta, privacy=args.privacy,
+                         x_bound=args.x_bound, y_bound=_y_bound_value(args.y_bound),
+                         bounds_budget=args.bounds_budget,
+                         fit_intercept=not args.no_intercept)
+
+
+def _issp_bound(text):
+    return text if text == "auto" else float(text)
+
+
+def _issp_split(text):
+    if text in ("auto", "paper"):
+        return text
+    parts = tuple(float(part) for part in text.split(","))
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError("--budget-split is 'auto', 'paper' or fT,fM,fC")
+    return parts
+
+
+@_planner("issp", "ISSP: no norm bounds, noise independent of the condition number "
+                  "(full DP, replace-one; needs very large n)")
+def _plan_issp(parser, args=None):
+    if args is None:
+        _common_options(parser)
+        parser.add_argument("--leverage-bound", type=_issp_bound, default="auto",
+                            metavar="L0", help="leverage threshold L0 (unitless, in (0, 1)) "
+                                               "or 'auto' (default)")
+        parser.add_argument("--residual-bound", type=_issp_bound, default="auto",
+                            metavar="R0", help="residual scale R0 in the units of y, or "
+                                               "'auto': estimated privately (default)")
+        parser.add_argument("--budget-split", type=_issp_split, default="auto",
+                            help="'auto' (default), 'paper', or three shares fT,fM,fC of "
+                                 "the budget summing to 1")
+        parser.add_argument("--r0-budget-fraction", type=float, default=0.05, metavar="SHARE",
+                            help="share of (epsilon, delta) for the residual scale "
+                                 "(default: 0.05)")
+        parser.add_argument("--ptr-fail-prob", type=float, default=0.0, metavar="P",
+                            help="probability that the private test FAILs on clean data, in "
+                                 "[0, 0.5) (default: 0)")
+        parser.add_argument("--max-blowup", type=float, default=10.0, metavar="FACTOR",
+                            help="warn when the residual blow-up factor exceeds this "
+                                 "(default: 10)")
+        return None
+    from .linear_model import issp_plan
+
+    return issp_plan(n_samples=args.n, n_features=args.d, epsilon=args.epsilon,
+                     delta=args.delta, fit_intercept=not args.no_intercept,
+                     leverage_bound=args.leverage_bound, residual_bound=args.residual_bound,
+                     budget_split=args.budget_split,
+                     r0_budget_fraction=args.r0_budget_fraction,
+                     ptr_fail_prob=args.ptr_fail_prob, max_blowup=args.max_blowup)
+
+
+@_planner("lba", "Weighted LBA / LLP: label DP by weighted bag aggregation")
+def _plan_lba(parser, args=None):
+    if args is None:
+        _common_options(parser)
+        parser.add_argument("--mode", choices=("lba", "llp"), default="lba",
+                            help="aggregate labels and features (lba, default) or release "
+                                 "noisy bag labels for a bag-loss model (llp)")
+        parser.add_argument("--assumption", choices=("ptr", "declared"), default="ptr",
+                            help="how the residual variance is guaranteed: a private test "
+                                 "(ptr, default) or a declared floor")
+        _y_bound(parser)
+        _bounds_budget(parser)
+        parser.add_argument("--residual-var", type=float, default=None, metavar="VAR",
+                            help="declared floor of the residual variance, in label units "
+                                 "squared (--assumption declared)")
+        parser.add_argument("--expected-residual-var", type=float, default=None,
+                            metavar="VAR", help="a public guess of the residual variance, in "
+                                                "label units squared, used to plan the bag "
+                                                "size (utility only)")
+        parser.add_argument("--bag-size", type=int, default=None, metavar="ROWS",
+                            help="rows per bag (default: chosen by the planner)")
+        parser.add_argument("--ptr-fraction", type=float, default=0.4, metavar="SHARE",
+                            help="share of epsilon for the private residual test "
+                                 "(default: 0.4)")
+        parser.add_argument("--noise-fraction", type=float, default=0.1, metavar="SHARE",
+                            help="share of labels replaced by noise in llp mode (default: 0.1)")
+        parser.add_argument("--noise-scale", type=float, default=1.0, metavar="Y",
+                            help="scale of the llp label noise, in label units (default: 1)")
+        parser.add_argument("--allocation", choices=("per_bag", "global"), default="per_bag",
+                            help="llp noise allocation (default: per_bag)")
+        return None
+    from .label_dp import lba_plan
+
+    return lba_plan(
+        n_samples=args.n, n_features=args.d, epsilon=args.epsilon, delta=args.delta,
+        y_bound=_y_bound_value(args.y_bound), mode=args.mode, assumption=args.assumption,
+        bag_size="auto" if args.bag_size is None else args.bag_size,
+        residual_var_lower_bound=args.residual_var,
+        expected_residual_var=args.expected_residual_var,
+        ptr_epsilon_fraction=args.ptr_fraction, noise_fraction=args.noise_fraction,
+        noise_scale=args.noise_scale, noise_allocation=args.allocation,
+        bounds_budget=args.bounds_budget, fit_intercept=not args.no_intercept,
+    )
+
+
+def _subsamples(text):
+    return text if text == "paper" else int(text)
+
+
+@_planner("lasso", "Private Lasso support: subsample-and-aggregate stability (full DP)")
+def _plan_lasso(parser, args=None):
+    if args is None:
+        _common_options(parser, intercept=False)
+        parser.add_argument("--s", type=int, default=None, metavar="COLUMNS",
+                            help="target support size (max_features)")
+        parser.add_argument("--sampling", choices=("poisson", "partition"), default="poisson",
+                            help="subsampling scheme (default: poisson)")
+        parser.add_argument("--subsample-rate", type=float, default=None, metavar="FRACTION",
+                            help="Poisson subsampling rate, in (0, 1) (default: planned)")
+        parser.add_argument("--n-subsamples", type=_subsamples, default=1000, metavar="M",
+                            help="number of subsamples, or 'paper' (default: 1000)")
+        parser.add_argument("--max-appearances", type=int, default=None, metavar="K",
+                            help="cap on the subsamples a row may appear in")
+        parser.add_argument("--n1", type=float, default=None, metavar="ROWS",
+                            help="rows at which the non-private rule finds the support with "
+                                 "probability about 0.75")
+        parser.add_argument("--rsc", type=float, default=None, metavar="PSI",
+                            help="restricted strong convexity constant, for the perturbation "
+                                 "method")
+        return None
+    from .feature_selection import lasso_plan
+
+    return lasso_plan(
+        n_samples=args.n, n_features=args.d, epsilon=args.epsilon, delta=args.delta,
+        sampling=args.sampling, subsample_rate=args.subsample_rate,
+        n_subsamples=args.n_subsamples, max_appearances=args.max_appearances, n1=args.n1,
+        max_features=args.s, rsc_constant=args.rsc,
+    )
 
 
 def _add_plan_parsers(subparsers):
@@ -251,6 +416,14 @@ def main(argv=None):
     if getattr(args, "estimator", None) is None:
         parser.parse_args(["plan", "--help"])
         return 0
-    plan = args._plan(None, args)
+    from .exceptions import ConfigurationError
+
+    try:
+        plan = args._plan(None, args)
+    except (ConfigurationError, ValueError) as exc:
+        print(f"infeasible: {exc}")
+        return 2
     print(plan)
-    return 0 if not isinstance(plan, float) or math.isfinite(plan) else 1
+    # A plan that predicts the estimator would refuse (e.g. a private test that
+    # cannot pass) exits 2, as the refusal would.
+    return 2 if getattr(plan, "refusal", None) is not None else 0
