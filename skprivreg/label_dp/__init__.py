@@ -34,6 +34,7 @@ from ._aggregate import AggregatedDataset, LLPDataset, aggregate, diagnose_lba_a
 from ._baseline import GaussianLabelNoiseRegressor
 from ._lba import WeightedLBARegressor
 from ._plan import demo_case, plan_command
+from ._rr_bins import RROnBinsRegressor
 
 __all__ = [
     "WeightedLBARegressor",
@@ -55,4 +56,5 @@ __all__ = [
     "paper_delta2_explicit",
     "plan_command",
     "demo_case",
+    "RROnBinsRegressor",
 ]
