@@ -4,10 +4,12 @@ Methods (every one label-DP, features public, replace-one-label neighbours):
 
 - Gaussian label noise + OLS (:class:`GaussianLabelNoiseRegressor`),
   (epsilon, delta)-DP;
-- RR on bins + OLS on the loss-optimal outputs
-  (:class:`RROnBinsRegressor` with ``debias=False``), pure epsilon-DP;
-- RR on bins, debiased (``RROnBinsRegressor()`` defaults: OLS on the
-  unbiased targets), pure epsilon-DP;
+- RR on bins as in Ghazi et al. (2023): the bins minimising the expected
+  squared loss of the randomised label, OLS on their loss-optimal outputs
+  (``RROnBinsRegressor(bins='loss', debias=False)``), pure epsilon-DP;
+- RR on bins, debiased (``RROnBinsRegressor()`` defaults: bins chosen for
+  the unbiased targets, ``bins='regression'``, and OLS on those targets),
+  pure epsilon-DP;
 - weighted LBA with its defaults (:class:`WeightedLBARegressor`: PTR
   residual test), (epsilon, delta)-DP; a failed private test or a refusal
   is reported as such (no model).
@@ -99,7 +101,7 @@ def make(method, epsilon, bound):
         return GaussianLabelNoiseRegressor(
             epsilon=epsilon, delta=DELTA, **_bounds_kwarg(GaussianLabelNoiseRegressor, bound))
     if method == "RR on bins":
-        return RROnBinsRegressor(epsilon=epsilon, y_bound=bound, debias=False)
+        return RROnBinsRegressor(epsilon=epsilon, y_bound=bound, bins="loss", debias=False)
     if method == "RR on bins, debiased":
         return RROnBinsRegressor(epsilon=epsilon, y_bound=bound)
     return WeightedLBARegressor(

@@ -35,7 +35,10 @@ towards the prior mean, which biases a linear fit. The debiased targets
 satisfy :math:`E[z \\mid y] = c_{j(y)}` for *every* label :math:`y` (not only
 on average under the prior), so least squares on :math:`z` estimates the
 regression of the bin means, at the price of a larger variance
-(:func:`unbiased_targets`).
+(:func:`unbiased_targets`). The paper's bins minimise one label's loss; for
+least squares on :math:`n` rows the variance of the targets counts only
+about :math:`p/n` times, so :func:`rr_on_bins_for_regression` chooses more,
+narrower bins (less quantisation bias) for the unbiased targets.
 """
 
 import math
@@ -64,6 +67,8 @@ __all__ = [
     "RROnBinsRegressor",
     "RROnBins",
     "rr_on_bins",
+    "rr_on_bins_for_regression",
+    "debiased_risk",
     "rr_expected_loss",
     "unbiased_targets",
     "label_cells",
@@ -74,6 +79,8 @@ __all__ = [
 # e^eps beyond this is treated as e^700: the optimisation is then the
 # non-private one up to float round-off.
 _MAX_LOG = 700.0
+# Majorise-minimise steps per number of bins in rr_on_bins_for_regression.
+_MM_STEPS = 6
 
 
 def cell_values(low, high, n_cells):
@@ -224,6 +231,136 @@ def rr_expected_loss(prior, values, cell_to_bin, outputs, epsilon):
     return float(np.dot(prior, (p - q) * own + q * sq.sum(axis=1)))
 
 
+def debiased_risk(prior, values, cell_to_bin, epsilon, variance_weight):
+    """Quantisation error plus weighted variance of the unbiased targets, under ``prior``.
+
+    .. math::
+        J = E_P\\big[(c_{j(y)} - y)^2\\big]
+            + \\lambda\\, E_P\\big[\\operatorname{Var}(z \\mid y)\\big],
+
+    with :math:`z` the unbiased targets of the bins (:func:`unbiased_targets`)
+    and :math:`\\lambda` = ``variance_weight``. For least squares with
+    :math:`p` coefficients on :math:`n` rows, label noise of variance
+    :math:`v` independent of the features adds about :math:`v p / n` to the
+    test MSE, so :math:`\\lambda = p/n`; the quantisation error counts in
+    full (an upper bound on the bias it can cause).
+    """
+    prior = np.asarray(prior, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    cell_to_bin = np.asarray(cell_to_bin)
+    m = int(cell_to_bin.max()) + 1
+    mass = np.bincount(cell_to_bin, weights=prior, minlength=m)
+    first = np.bincount(cell_to_bin, weights=prior * values, minlength=m)
+    counts = np.bincount(cell_to_bin, minlength=m)
+    plain = np.bincount(cell_to_bin, weights=values, minlength=m) / np.maximum(counts, 1)
+    means = np.where(mass > 0, first / np.where(mass > 0, mass, 1.0), plain)
+    quantisation = float(prior @ (values - means[cell_to_bin]) ** 2)
+    p, q = randomized_response_probabilities(epsilon, m)
+    z = unbiased_targets(means, p, q)
+    second = (p - q) * z**2 + q * np.sum(z**2)  # E[z^2 | bin]
+    variance = float(mass @ np.maximum(second - means**2, 0.0))
+    return quantisation + variance_weight * variance
+
+
+def rr_on_bins_for_regression(prior, values, epsilon, variance_weight):
+    """Interval bins for the unbiased targets: fewer shrinkage, more bins than the paper's.
+
+    For each number of bins :math:`m`, the dynamic program of
+    :func:`rr_on_bins` minimises a separable surrogate of
+    :func:`debiased_risk`: the exact risk is separable except for a term
+    :math:`-\\lambda (q C / (p - q))^2`, :math:`C = \\sum_l (c_l - \\mu)`,
+    :math:`\\mu = E_P[y]`, which equals :math:`\\lambda \\min_t (t^2 - 2 t q C / (p - q))`
+    and is linear in the bins for fixed :math:`t`; alternating the partition
+    and :math:`t` (majorise-minimise) never increases the risk. Every
+    candidate, and the paper's bins (:func:`rr_on_bins`), is scored by the
+    exact :func:`debiased_risk` and the best is kept. Not guaranteed
+    globally optimal: on random 8-cell priors it matched a brute-force search
+    over all interval partitions in 29 of 30 cases, worst gap 0.4%.
+    The outputs and probabilities are those of the chosen bins (as in
+    :func:`rr_on_bins`). Post-processing of the prior.
+    """
+    prior = np.asarray(prior, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    k = prior.size
+    mean = float(prior @ values)
+    shifted = values - mean
+    cum = lambda v: np.concatenate([[0.0], np.cumsum(v)])  # noqa: E731
+    c0, c1, c2 = cum(prior), cum(prior * shifted), cum(prior * shifted**2)
+    mass = c0[None, 1:] - c0[:-1, None]
+    first = c1[None, 1:] - c1[:-1, None]
+    second = c2[None, 1:] - c2[:-1, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = np.where(mass > 0, first / np.where(mass > 0, mass, 1.0), 0.0)
+    within = np.maximum(second - centre * first, 0.0)
+    invalid = np.tril_indices(k, -1)
+    # The paper's bins are a candidate too: the search below is not exact.
+    best_map = rr_on_bins(prior, values, epsilon).cell_to_bin
+    best_score = debiased_risk(prior, values, best_map, epsilon, variance_weight)
+    for m in range(1, k + 1):
+        p, q = randomized_response_probabilities(epsilon, m)
+        gap = p - q
+        if gap <= 0:
+            break
+        base = within + variance_weight * centre**2 * (mass / gap + q / gap**2 - mass)
+        shift, previous = 0.0, None
+        for _ in range(_MM_STEPS):
+            # -(q C'/gap)^2 = min_t t^2 - 2 t (q/gap) sum_l c'_l: linear per bin.
+            cost = base - variance_weight * 2.0 * shift * (q / gap) * centre
+            cost[invalid] = np.inf
+            cell_to_bin = _interval_dp(cost, m)
+            if cell_to_bin is None or (previous is not None
+                                       and np.array_equal(cell_to_bin, previous)):
+                break
+            previous = cell_to_bin
+            score = debiased_risk(prior, values, cell_to_bin, epsilon, variance_weight)
+            if score < best_score:
+                best_score, best_map = score, cell_to_bin
+            bin_mass = np.bincount(cell_to_bin, weights=prior, minlength=m)
+            bin_first = np.bincount(cell_to_bin, weights=prior * shifted, minlength=m)
+            if np.any(bin_mass <= 0):
+                break
+            shift = q / gap * float(np.sum(bin_first / bin_mass))
+        if previous is None:
+            break
+    return _design_for_bins(prior, values, best_map, epsilon)
+
+
+def _interval_dp(cost, m):
+    """Least-cost partition of the cells into exactly ``m`` intervals (``None`` if none)."""
+    k = cost.shape[0]
+    table = np.full((m + 1, k + 1), np.inf)
+    table[0, 0] = 0.0
+    cut = np.zeros((m + 1, k + 1), dtype=np.int64)
+    for j in range(1, m + 1):
+        total = table[j - 1, :k, None] + cost
+        cut[j, 1:] = np.argmin(total, axis=0)
+        table[j, 1:] = total[cut[j, 1:], np.arange(k)]
+    if not np.isfinite(table[m, k]):
+        return None
+    cell_to_bin = np.zeros(k, dtype=np.int64)
+    end = k
+    for j in range(m, 0, -1):
+        start = int(cut[j, end])
+        cell_to_bin[start:end] = j - 1
+        end = start
+    return cell_to_bin
+
+
+def _design_for_bins(prior, values, cell_to_bin, epsilon):
+    """The RROnBins of a given interval binning, with loss-optimal outputs."""
+    m = int(cell_to_bin.max()) + 1
+    growth = math.expm1(min(float(epsilon), _MAX_LOG))
+    mass = np.bincount(cell_to_bin, weights=prior, minlength=m)
+    first = np.bincount(cell_to_bin, weights=prior * values, minlength=m)
+    counts = np.bincount(cell_to_bin, minlength=m)
+    plain = np.bincount(cell_to_bin, weights=values, minlength=m) / np.maximum(counts, 1)
+    means = np.where(mass > 0, first / np.where(mass > 0, mass, 1.0), plain)
+    outputs = (growth * first + prior @ values) / (growth * mass + prior.sum())
+    p, q = randomized_response_probabilities(float(epsilon), m)
+    loss = rr_expected_loss(prior, values, cell_to_bin, outputs, epsilon)
+    return RROnBins(cell_to_bin, outputs, means, p, q, loss)
+
+
 def unbiased_targets(bin_means, p, q):
     """Debiased regression targets :math:`z_j = (c_j - q \\sum_l c_l) / (p - q)`.
 
@@ -249,9 +386,14 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
        released privately) and counts them on ``n_cells`` public equal-width
        cells; a Laplace histogram (scale :math:`2/\\varepsilon_{prior}`) gives
        a private prior over the cells;
-    2. computes, from that prior only, the interval bins and outputs that
-       minimise the expected squared loss of the randomised label
-       (:func:`rr_on_bins`, the paper's dynamic program);
+    2. computes, from that prior only, interval bins and their outputs:
+       with ``bins='loss'`` those that minimise the expected squared loss of
+       the randomised label (:func:`rr_on_bins`, the paper's dynamic
+       program); with ``bins='regression'`` (default) those that minimise the
+       quantisation error plus :math:`p/n` times the variance of the unbiased
+       targets (:func:`rr_on_bins_for_regression`: least squares averages
+       label noise over :math:`n` rows, so it can afford more bins, hence less
+       quantisation bias, than one label's loss suggests);
     3. replaces each label's bin index by :math:`m`-ary randomised response
        at :math:`\\varepsilon_{RR}` (:func:`skprivreg.mechanisms.randomized_response`);
     4. fits a linear model (OLS by default) of the public features on the
@@ -311,6 +453,12 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
     debias : bool, default=True
         Regress on the unbiased targets (``True``) or on the paper's
         loss-optimal outputs (``False``).
+    bins : {'regression', 'loss'}, default='regression'
+        How the bins are chosen from the prior: for the variance of the
+        least-squares fit on the unbiased targets (``'regression'``, with
+        :math:`\\lambda = p / n`, :math:`p` the number of coefficients), or
+        for the expected squared loss of one randomised label (``'loss'``,
+        the paper's optimal randomiser).
     estimator : 'ols', 'ridge' or an sklearn linear regressor, default='ols'
     alpha : float, default=0.0
         Ridge penalty for ``estimator='ridge'`` (intercept unpenalised).
@@ -350,6 +498,7 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         "prior_budget": [Interval(Real, 0, 1, closed="neither")],
         "n_cells": [Interval(Integral, 2, None, closed="left")],
         "debias": ["boolean"],
+        "bins": [StrOptions({"regression", "loss"})],
         "estimator": [StrOptions({"ols", "ridge"}), HasMethods(["fit"])],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
@@ -365,6 +514,7 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         prior_budget=0.05,
         n_cells=64,
         debias=True,
+        bins="regression",
         estimator="ols",
         alpha=0.0,
         fit_intercept=True,
@@ -378,6 +528,7 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         self.prior_budget = prior_budget
         self.n_cells = n_cells
         self.debias = debias
+        self.bins = bins
         self.estimator = estimator
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -489,7 +640,11 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         counts = np.bincount(cells, minlength=self.n_cells).astype(np.float64)
         prior = prior_from_counts(noisy_histogram(counts, eps_prior, rngs["prior"]))
         values = cell_values(low, high, self.n_cells)
-        design = rr_on_bins(prior, values, eps_rr)
+        if self.bins == "loss":
+            design = rr_on_bins(prior, values, eps_rr)
+        else:
+            n_coef = X.shape[1] + int(self.fit_intercept)
+            design = rr_on_bins_for_regression(prior, values, eps_rr, n_coef / X.shape[0])
         released = randomized_response(
             design.cell_to_bin[cells], design.n_bins, eps_rr, rngs["rr"]
         )

