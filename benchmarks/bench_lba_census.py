@@ -47,8 +47,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_results  # noqa: E402
 
-from skprivreg.exceptions import PrivacyLeakWarning, PrivateTestFailed  # noqa: E402
-from skprivreg.exceptions import ConfigurationError  # noqa: E402
+from skprivreg.exceptions import (  # noqa: E402
+    ConfigurationError,
+    PrivacyLeakWarning,
+    PrivateTestFailed,
+)
 from skprivreg.label_dp import (  # noqa: E402
     GaussianLabelNoiseRegressor,
     RROnBinsRegressor,
@@ -187,7 +190,8 @@ def markdown(results, seeds, cmd):
             other = min(cells[0].get("mse_mean", math.inf), cells[3].get("mse_mean", math.inf))
             lines.append(f"| {epsilon:g} | " + " | ".join(_fmt(c) for c in cells)
                          + f" | {rr / other:.4f} |")
-        bins = {r["epsilon"]: r.get("n_bins") for r in rows if r["method"] == "RR on bins, debiased"}
+        bins = {r["epsilon"]: r.get("n_bins") for r in rows
+                if r["method"] == "RR on bins, debiased"}
         lines += ["", "RR bins chosen (debiased fits): "
                   + ", ".join(f"epsilon={e:g}: {b}" for e, b in sorted(bins.items())), ""]
     return "\n".join(lines) + "\n"

@@ -51,7 +51,12 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..bounds import check_private_bound_feasible, check_y_bound, data_norm_bound, private_norm_bound
+from ..bounds import (
+    check_private_bound_feasible,
+    check_y_bound,
+    data_norm_bound,
+    private_norm_bound,
+)
 from ..exceptions import ConfigurationError
 from ..linear_model._base import LinearPredictMixin
 from ..mechanisms import (
