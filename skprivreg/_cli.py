@@ -22,7 +22,7 @@ PLANNERS = {
     "lba": "skprivreg.label_dp:plan_command",
     "reusecov": "skprivreg.linear_model._reusecov:plan_command",
     "issp": "skprivreg.linear_model._issp:plan_command",
-    "lasso": "skprivreg.feature_selection._lasso_support:plan_command",
+    "lasso": "skprivreg.feature_selection._lasso_cli:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
@@ -31,7 +31,7 @@ DEMO_MODULES = [
     "skprivreg.linear_model._issp",
     "skprivreg.linear_model._reusecov",
     "skprivreg.label_dp",
-    "skprivreg.feature_selection._lasso_support",
+    "skprivreg.feature_selection._lasso_cli",
 ]
 
 
