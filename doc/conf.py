@@ -66,6 +66,7 @@ USER_GUIDE_PAGES = [
     "adassp",
     "issp",
     "reusecov",
+    "label_dp_choice",
     "weighted_lba",
     "lasso_support",
 ]

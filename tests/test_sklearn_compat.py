@@ -24,6 +24,7 @@ from skprivreg import (
     ReuseCovRegressor,
     WeightedLBARegressor,
 )
+from skprivreg.label_dp import RROnBinsRegressor
 from skprivreg.linear_model import (
     BoostedAdaSSPRegressor,
     LinearRegression,
@@ -46,6 +47,7 @@ COMPAT_ESTIMATORS = [
     WeightedLBARegressor(assumption="none", bag_size=2, y_bound=None, random_state=0),
     # label bounds read from the data (PrivacyLeakWarning)
     GaussianLabelNoiseRegressor(y_bound=(-100.0, 100.0), random_state=0),
+    RROnBinsRegressor(y_bound=(-100.0, 100.0), random_state=0),
     ReuseCovRegressor(epsilon=5.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
     # the non-private mode needs no bounds (reusecov spec §7.15)
     ReuseCovRegressor(epsilon=np.inf),

@@ -33,6 +33,7 @@ from ._baseline import GaussianLabelNoiseRegressor
 from ._datasets import AggregatedDataset, LLPDataset
 from ._lba import WeightedLBARegressor
 from ._planner import LBAPlan, lba_plan
+from ._rr_bins import RROnBinsRegressor
 
 __all__ = [
     "WeightedLBARegressor",
@@ -53,4 +54,5 @@ __all__ = [
     "lba_ptr_pass_probability",
     "llp_privacy_profile",
     "llp_min_bag_size",
+    "RROnBinsRegressor",
 ]
