@@ -37,7 +37,7 @@ COMPAT_ESTIMATORS = [
     AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
     SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=10.0, y_bound=10.0, random_state=0),
     LinearRegression(
-        epsilon=1.0, feature_bounds=(-10.0, 10.0), label_bounds=(-100.0, 100.0), random_state=0
+        epsilon=1.0, x_range=(-10.0, 10.0), y_bound=(-100.0, 100.0), random_state=0
     ),
     BoostedAdaSSPRegressor(epsilon=1.0, x_bound=10.0, y_bound=10.0, random_state=0),
     # A private LBA needs bags larger than p, which sklearn's tiny check data

@@ -83,16 +83,21 @@ class AdaSSPRegressor(_BaseSSP):
     ----------
     epsilon : float, default=1.0
         Total privacy budget; ``np.inf`` is the non-private test mode.
-    delta : float, default=1e-5
-        Total delta, in (0, 1).
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_bound : float or None, default=None
-        Public bound on the L2 norm of a row of X; rows above are clipped.
-    y_bound : float or None, default=None
-        Public bound on ``|y|``; labels above are clipped.
+        Public bound on the L2 norm of a raw row of X (without the intercept
+        column); rows above are scaled down to it.
+    y_bound : float, (low, high) or None, default=None
+        Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``. The sensitivity uses ``B = max(|low|, |high|)`` and
+        labels are clipped to ``[-B, B]`` (the range is not re-centred).
     bounds : {'private', 'data'}, default='private'
         How a missing bound is obtained: privately (spends
-        ``bounds_budget * epsilon``) or from the data (**not private**,
-        :class:`PrivacyLeakWarning`).
+        ``bounds_budget * epsilon``; if n is too small,
+        :class:`~skprivreg.exceptions.ConfigurationError` before any spend,
+        naming the n needed) or from the data (**not private**, an event of
+        infinite epsilon and a :class:`PrivacyLeakWarning`).
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon for the missing bounds.
         A private bound needs ``n >= 4 (6/epsilon_b) ln(2000)`` rows,
@@ -164,9 +169,9 @@ class AdaSSPRegressor(_BaseSSP):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
         *,
+        epsilon=1.0,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
         bounds="private",

@@ -19,6 +19,7 @@ from ..mechanisms import add_gaussian, gaussian_event_from_mu, symmetric_gaussia
 from ..mechanisms import gdp_split, intercept_gram_sensitivity, residual_gradient_sensitivity
 from ._adassp import adassp_ridge
 from ._base import LinearPredictMixin, solve_psd_repaired, split_intercept
+from ._private_bounds import label_magnitude
 
 __all__ = ["BoostedAdaSSPRegressor", "boosted_gradient_block", "clipped_design_block"]
 
@@ -85,11 +86,15 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
     Parameters
     ----------
     epsilon : float, default=1.0
-    delta : float, default=1e-5
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_bound : float
-        Public bound on the L2 norm of a row of X (rows above are clipped).
-    y_bound : float
-        Public bound on ``|y|``; residuals are clipped to it in every round.
+        Public bound on the L2 norm of a raw row of X (rows above are scaled
+        down to it).
+    y_bound : float or (low, high)
+        Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``. Residuals are clipped to ``[-B, B]`` in every round,
+        ``B = max(|low|, |high|)`` (the range is not re-centred).
     n_rounds : int >= 1, default=10
         Boosting rounds ``T``.
     shrinkage : float in (0, 1], default=1.0
@@ -118,7 +123,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "shrinkage": [Interval(Real, 0, 1, closed="right")],
         "failure_prob": [Interval(Real, 0, 1, closed="neither")],
@@ -129,7 +134,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
         n_rounds=10,
@@ -158,7 +163,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         R = math.hypot(B, c)
         names = ["lambda_min", "XtX"] + [f"gradient_{t}" for t in range(self.n_rounds)]
         sens = [B**2 + c**2, intercept_gram_sensitivity(B, c)] + [
-            residual_gradient_sensitivity(R, self.y_bound)
+            residual_gradient_sensitivity(R, label_magnitude(self.y_bound))
         ] * self.n_rounds
         mu = gdp_mu(self.epsilon, self.delta) if private else math.inf
         mus = gdp_split(mu, [1.0] * len(names))
@@ -185,6 +190,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
                              y_numeric=True)
         self._validate_privacy_params()
+        label_magnitude(self.y_bound)  # an invalid y_bound is refused before any spend
         if self.x_bound is None or self.y_bound is None:
             raise ConfigurationError(
                 "BoostedAdaSSPRegressor needs public x_bound and y_bound; nothing was spent. "
@@ -210,7 +216,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         theta = np.zeros(p)
         for event in grad_events:
             (grad,) = sum_over_row_blocks(
-                partial(boosted_gradient_block, y_bound=float(self.y_bound), theta=theta,
+                partial(boosted_gradient_block, y_bound=label_magnitude(self.y_bound), theta=theta,
                         **common), X, y)
             noisy_grad = add_gaussian(grad, event.sigma, rng)
             theta = theta + self.shrinkage * solve_psd_repaired(M, noisy_grad, floor)

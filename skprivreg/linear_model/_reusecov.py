@@ -49,6 +49,14 @@ from ..mechanisms import (
     symmetric_gaussian_matrix,
 )
 from ._base import LinearPredictMixin
+from ._private_bounds import (
+    bound_epsilons,
+    check_bounds_feasible,
+    count_bounds,
+    label_magnitude,
+    planned_bound_events,
+    release_bounds,
+)
 from ._reusecov_projection import (
     projection_shrinkage,
     spectral_basis,
@@ -85,6 +93,9 @@ _OUTCOME_BLOCK_BYTES = 32 * 2**20
 _PROJ_Y_WARN = 20_000
 
 _NEIGHBOURINGS = ("replace-one", "zero-out")
+# Child of the secret root seed for the bound estimates (0: covariance,
+# 1: subsample, 2, 3, ...: association releases).
+_BOUNDS_CHILD = 1 << 30
 
 
 # ---------------------------------------------------------------------------
@@ -823,12 +834,15 @@ class NoisyCovariance:
     ledger: PrivacyLedger
 
 
-def _plan_ledger(plan, delta, private, association_name=None):
-    """The ledger of a plan's releases (empty totals in the non-private mode)."""
+def _plan_ledger(plan, delta, private, association_name=None, bound_events=()):
+    """The ledger of a plan's releases (empty totals in the non-private mode).
+
+    ``bound_events`` (pure DP, the private bound estimates of the fit) come first.
+    """
     assoc = plan.assoc_event
     if association_name is not None and assoc is not None:
         assoc = replace(assoc, name=association_name)
-    events = [e for e in (plan.cov_event, assoc) if e is not None]
+    events = [*bound_events, *(e for e in (plan.cov_event, assoc) if e is not None)]
     if not private:
         return PrivacyLedger(events, composition="basic", delta=0.0)
     return PrivacyLedger(events, composition=plan.ledger_composition, delta=delta)
@@ -901,8 +915,21 @@ class ReuseCovRegressor(
     never signalled from ``fit`` (whether a record exceeded a bound is a fact
     about that record); count clipped rows with
     :func:`skprivreg.diagnostics.clipping_report`, outside the release. A
-    missing required bound raises ``ValueError`` before any budget is spent; a bound given for a public side is ignored with a
-    ``UserWarning``.
+    bound given for a public side is ignored with a ``UserWarning``.
+
+    **Missing bounds.** Required bounds are ``x_bound`` and ``y_bound``
+    (full), ``x_bound`` (feature), ``y_bound`` (label). A required bound you
+    do not declare is estimated privately with ``bounds_budget * epsilon``
+    (split equally between the missing bounds) when n allows it: a pure-DP
+    event of the fit's neighbouring relation and of the notion of the side
+    it bounds (a label bound is a label-DP event, a row bound under feature
+    DP a feature-DP event), recorded in ``privacy_spent_`` and on the
+    accountant. When n is too small,
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
+    budget is spent, naming the n needed. ``bounds='data'`` reads the bound
+    from the data instead: not private, an event of infinite epsilon and a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`. A reused covariance
+    brings its own row bound. ``epsilon=np.inf`` needs no bounds.
 
     **Failure behaviour.** There is no private test: the fit always returns.
     With little data the noisy covariance is indefinite; eigenvalue clipping
@@ -937,13 +964,21 @@ class ReuseCovRegressor(
     ----------
     epsilon : float, default=1.0
         Total budget of ``fit``; ``np.inf`` is the non-private test mode.
-    delta : float in (0, 1) or None, default=None
-        ``None`` means ``1/n^2`` (n is public).
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     privacy : {'full', 'feature', 'label'}, default='full'
     mechanism : {'gauss', 'proj'}, default='gauss'
         ``'proj'`` needs ``privacy`` in {'feature', 'label'}.
-    x_bound, y_bound : float or None, default=None
-        Declared bounds on ``||x_i||_2`` and on ``|y_ij|`` (private sides only).
+    x_bound : float or None, default=None
+        Declared bound on the L2 norm of a raw row ``x_i`` (private X only).
+    y_bound : float, (low, high) or None, default=None
+        Declared label range (private Y only): a float ``B`` (labels in
+        ``[-B, B]``) or a pair ``(low, high)``; entries are clipped to
+        ``[-B, B]`` with ``B = max(|low|, |high|)`` (not re-centred).
+    bounds : {'private', 'data'}, default='private'
+        How a missing required bound is obtained (see **Missing bounds**).
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on missing bounds.
     w_bound : float or None, default=None
         Scale of a coefficient vector's norm; used only by ``ridge='auto'``
         and ``cov_budget='auto'`` (never for privacy). ``None`` uses
@@ -988,6 +1023,9 @@ class ReuseCovRegressor(
         ``{'covariance': sigma_1, 'association': sigma_2}``.
     sensitivity_ : dict
         ``{'covariance': Delta_1, 'association': Delta_2}`` of the last release.
+    x_bound_, y_bound_ : float or None
+        The bounds used (declared, released privately, or from a reused
+        covariance); ``y_bound_`` is the magnitude ``B``.
     x_bound_eff_ : float or None
     covariance_ : NoisyCovariance
     proj_mu_ : float
@@ -1021,12 +1059,13 @@ class ReuseCovRegressor(
 
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
-        "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "privacy": [StrOptions({"full", "feature", "label"})],
         "mechanism": [StrOptions({"gauss", "proj"})],
         "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "w_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "ridge": [Interval(Real, 0, None, closed="left"), StrOptions({"auto", "theory"})],
         "cov_budget": [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})],
         "composition": [StrOptions({"gdp", "paper"})],
@@ -1046,14 +1085,16 @@ class ReuseCovRegressor(
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=None,
         *,
+        epsilon=1.0,
+        delta=1e-6,
         privacy="full",
         mechanism="gauss",
         x_bound=None,
         y_bound=None,
         w_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
         ridge="auto",
         cov_budget=0.5,
         composition="gdp",
@@ -1075,6 +1116,8 @@ class ReuseCovRegressor(
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.w_bound = w_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.ridge = ridge
         self.cov_budget = cov_budget
         self.composition = composition
@@ -1107,18 +1150,21 @@ class ReuseCovRegressor(
                 "Under label DP the covariance is exact and public: there is no "
                 "released covariance to reuse."
             )
-        if private:
-            required = {
-                "full": ("x_bound", "y_bound"),
-                "feature": ("x_bound",),
-                "label": ("y_bound",),
-            }[self.privacy]
-            missing = [name for name in required if getattr(self, name) is None]
-            if missing:
-                raise ValueError(
-                    f"privacy={self.privacy!r} needs the declared bound(s) "
-                    f"{', '.join(missing)}: bounds are never read from private data."
-                )
+        label_magnitude(self.y_bound)  # an invalid y_bound is refused before any spend
+        required = {
+            "full": ("x_bound", "y_bound"),
+            "feature": ("x_bound",),
+            "label": ("y_bound",),
+        }[self.privacy]
+        missing = [
+            name for name in required
+            if getattr(self, name) is None
+            # a reused covariance fixes the clipping bound of X
+            and not (name == "x_bound" and self.covariance is not None)
+        ]
+        bound_eps = bound_epsilons(missing, private=private, bounds=self.bounds,
+                                   bounds_budget=self.bounds_budget, epsilon=self.epsilon)
+        check_bounds_feasible(n, bound_eps)
         ignored = {"feature": "y_bound", "label": "x_bound"}.get(self.privacy)
         if ignored is not None and getattr(self, ignored) is not None:
             warnings.warn(
@@ -1143,13 +1189,17 @@ class ReuseCovRegressor(
                 raise ConfigurationError(
                     f"cov_subsample must give 2 <= s < n = {n}."
                 )
-        return delta, cov_rows
+        return delta, cov_rows, bound_eps
+
+    def _bound_notions(self):
+        """The notion of each bound estimate: the notion of the side it bounds."""
+        return {
+            "x_bound": "feature" if self.privacy == "feature" else "full",
+            "y_bound": "label" if self.privacy == "label" else "full",
+        }
 
     def _resolve_delta(self, n, private):
-        if self.delta is not None:
-            delta = float(self.delta)
-        else:
-            delta = 1.0 / n**2 if n > 1 else 0.5
+        delta = float(self.delta)
         if private and n > 1 and delta >= 1.0 / n:
             warnings.warn(
                 "delta >= 1/n permits releasing a record outright; use delta << 1/n.",
@@ -1165,6 +1215,14 @@ class ReuseCovRegressor(
         if isinstance(s, Integral):
             return int(s)
         return max(2, int(math.floor(float(s) * n)))
+
+    def _raw_x_bound(self, x_bound_eff):
+        """The raw row bound behind an augmented one (a reused covariance's)."""
+        if x_bound_eff is None:
+            return None
+        if self.fit_intercept:
+            return math.sqrt(max(x_bound_eff**2 - self.intercept_scaling**2, 0.0))
+        return float(x_bound_eff)
 
     def _x_bound_eff(self, x_bound):
         if x_bound is None:
@@ -1200,7 +1258,7 @@ class ReuseCovRegressor(
         Y = y[:, None] if single_output else y
         n, d = X.shape
         d_eff = d + int(self.fit_intercept)
-        delta, cov_rows = self._check_config(private, n)
+        delta, cov_rows, bound_eps = self._check_config(private, n)
         _check_dask_feature_projection(Y, self.privacy, self.mechanism)
         if self.covariance is not None:
             self._check_covariance(self.covariance, n, d_eff)
@@ -1214,9 +1272,18 @@ class ReuseCovRegressor(
                     stacklevel=3,
                 )
 
+        # Declared bounds now; missing ones are released inside _release,
+        # after the budget check and the spend.
+        self.x_bound_ = self.x_bound
+        if self.x_bound is None and self.covariance is not None:
+            self.x_bound_ = self._raw_x_bound(self.covariance.x_bound_eff)
+        self.y_bound_ = label_magnitude(self.y_bound)
+        epsilon = float(self.epsilon) if private else math.inf
+        epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))
         W, G_hat, release = self._release(
-            X, Y, epsilon=float(self.epsilon) if private else math.inf, delta=delta,
+            X, Y, epsilon=epsilon, delta=delta,
             private=private, cov_rows=cov_rows, reused=self.covariance, seed_index=2,
+            bound_eps=bound_eps,
         )
         if self.covariance is not None and private:
             # The reused covariance was charged by the fit that released it.
@@ -1242,7 +1309,7 @@ class ReuseCovRegressor(
             "association": release["sens_assoc"],
         }
         self.x_bound_eff_ = (
-            None if self.privacy == "label" else self._x_bound_eff(self.x_bound)
+            None if self.privacy == "label" else self._x_bound_eff(self.x_bound_)
         )
         self.proj_mu_ = release["proj_mu"]
         self.proj_active_ = release["proj_mu"] > 0
@@ -1266,13 +1333,13 @@ class ReuseCovRegressor(
         if self.privacy == "label":
             x_scale = x_max
         else:
-            x_scale = self._x_bound_eff(self.x_bound)
+            x_scale = self._x_bound_eff(self.x_bound_)
         if self.privacy == "feature":
             y_row = y_max
             y_entry = y_abs
         else:
-            y_row = None if self.y_bound is None else math.sqrt(n_outputs) * self.y_bound
-            y_entry = self.y_bound
+            y_row = None if self.y_bound_ is None else math.sqrt(n_outputs) * self.y_bound_
+            y_entry = self.y_bound_
         if self.w_bound is not None:
             w_scale = float(self.w_bound)
         elif x_scale and y_entry:
@@ -1282,21 +1349,21 @@ class ReuseCovRegressor(
         return (x_scale or 0.0), (y_row or 0.0), w_scale
 
     def _release(self, X, Y, *, epsilon, delta, private, cov_rows, reused, seed_index,
-                 association_name=None):
-        """One covariance (unless exact or reused) and one association release.
+                 association_name=None, bound_eps=None):
+        """The missing bounds, one covariance (unless exact or reused) and one association.
 
-        Returns ``(W, G_hat, info)``; ``info['ledger']`` holds the new releases
-        only. Sets ``covariance_``.
+        ``bound_eps`` (from :func:`bound_epsilons`) names the bounds to
+        estimate; they are released after the spend and stored in
+        ``x_bound_`` / ``y_bound_``. Returns ``(W, G_hat, info)``;
+        ``info['ledger']`` holds the new releases only. Sets ``covariance_``.
         """
         n, d = X.shape
         n_outputs = Y.shape[1]
         d_eff = d + int(self.fit_intercept)
-        x_bound = None if self.privacy == "label" else self.x_bound
-        y_bound = None if self.privacy == "feature" else self.y_bound
-        common = dict(
-            x_bound=x_bound, fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
-        )
+        bound_eps = bound_eps or {}
+        notions = self._bound_notions()
+        bound_events = planned_bound_events(bound_eps, notions=notions,
+                                            neighbouring=self.neighbouring)
         exact_cov = self.privacy == "label"
         plan_args = dict(
             n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,
@@ -1308,8 +1375,28 @@ class ReuseCovRegressor(
         )
         # Budget check before any data value is read: the planned (epsilon,
         # delta) does not depend on the public scales, which the pass measures.
-        planned = _plan_ledger(plan_reusecov(**plan_args), delta, private, association_name)
+        planned = _plan_ledger(plan_reusecov(**plan_args), delta, private, association_name,
+                               bound_events)
         self._check_budget(planned)
+        if bound_eps:
+            # A counting pass (releases nothing, refuses NaN), the spend, then
+            # the private bounds: the clipping of the statistics pass needs them.
+            counts = count_bounds(X, Y)
+            self._spend(planned)
+            seq = secret_seed_sequence(self.random_state)
+            rng_bounds = np.random.Generator(np.random.PCG64(_child_seed(seq, _BOUNDS_CHILD)))
+            estimated, bound_events = release_bounds(
+                counts, bound_eps, rng_bounds, n_samples=n, notions=notions,
+                neighbouring=self.neighbouring,
+            )
+            self.x_bound_ = estimated.get("x_bound", self.x_bound_)
+            self.y_bound_ = estimated.get("y_bound", self.y_bound_)
+        x_bound = None if self.privacy == "label" else self.x_bound_
+        y_bound = None if self.privacy == "feature" else self.y_bound_
+        common = dict(
+            x_bound=x_bound, fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+        )
         # One pass over the rows (one task per block on Dask): the statistics
         # and the public sides' norms; it releases nothing and refuses NaN.
         stats = sufficient_statistics(
@@ -1317,9 +1404,10 @@ class ReuseCovRegressor(
             y_public=self.privacy == "feature",
             compute_xtx=exact_cov or (reused is None and cov_rows is None), **common,
         )
-        # The spend, before any secret draw.
-        self._spend(planned)
-        seq = secret_seed_sequence(self.random_state)
+        if not bound_eps:
+            # The spend, before any secret draw.
+            self._spend(planned)
+            seq = secret_seed_sequence(self.random_state)
         x_scale, y_row, w_scale = self._scales(
             n_outputs, stats.x_max_norm, stats.y_max_norm, stats.y_abs_max
         )
@@ -1338,14 +1426,14 @@ class ReuseCovRegressor(
         proj = None
         if self.mechanism == "proj":
             if self.privacy == "label":
-                proj = _label_projection(stats.xtx, n, n_outputs, self.y_bound or 0.0)
+                proj = _label_projection(stats.xtx, n, n_outputs, self.y_bound_ or 0.0)
                 c_fro = math.sqrt(n_outputs * max(np.trace(stats.xtx), 0.0)) / n
             else:
                 proj, y_fro = _feature_projection(Y, n, x_scale)
                 c_fro = math.sqrt(d_eff) * y_fro / n
             plan_args.update(proj_radius=proj.radius, proj_c_fro=c_fro)
         plan = plan_reusecov(**plan_args)
-        self._settle(_plan_ledger(plan, delta, private, association_name))
+        self._settle(_plan_ledger(plan, delta, private, association_name, bound_events))
 
         if exact_cov:
             self.covariance_ = NoisyCovariance(

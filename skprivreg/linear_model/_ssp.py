@@ -14,19 +14,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._blockwise import check_block_finite, sum_over_row_blocks, validate_blockwise_data
 from .._compat import Interval, StrOptions, fit_context
-from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import (
-    check_private_bound_feasible,
-    clip_entries,
-    data_norm_bound,
-    private_norm_bound,
-    row_norms,
-)
+from ..bounds import clip_entries, row_norms
 from ..mechanisms import (
     add_gaussian,
-    bound_bins,
-    counts_above,
     gaussian_event,
     gaussian_event_from_mu,
     symmetric_gaussian_matrix,
@@ -35,6 +27,14 @@ from ._base import (
     LinearPredictMixin,
     solve_psd_repaired,
     split_intercept,
+)
+from ._private_bounds import (
+    bound_block_counts,
+    bound_epsilons,
+    check_bounds_feasible,
+    label_magnitude,
+    planned_bound_events,
+    resolve_bounds,
 )
 
 __all__ = [
@@ -63,21 +63,6 @@ def cross_sensitivity(x_bound_eff, y_bound, n_outputs=1):
     with equality at ``x' = -x``, ``y' = y``.
     """
     return 2.0 * x_bound_eff * math.sqrt(n_outputs) * y_bound
-
-
-def bound_block_counts(X_block, Y_block, bins):
-    """Block statistic of the private bounds: rows whose norm (max |y|) exceeds each bin.
-
-    One value per row, so replacing a row changes each count by at most 1.
-    Also checks the block for NaN or infinity (this is the first pass).
-    """
-    with np.errstate(all="ignore"):
-        check_block_finite(X_block, "X")
-        check_block_finite(Y_block, "y")
-        return (
-            counts_above(row_norms(X_block), bins),
-            counts_above(np.abs(Y_block).max(axis=1), bins),
-        )
 
 
 def clipped_gram_block(X_block, Y_block, x_bound, y_bound, intercept_scaling):
@@ -123,7 +108,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "bounds_quantile": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
@@ -142,12 +127,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             for name, value in (("x_bound", self.x_bound), ("y_bound", self.y_bound))
             if value is None
         ]
-        if not private or not missing:
-            return {}
-        if self.bounds == "data":
-            return {name: math.inf for name in missing}
-        share = self.bounds_budget * self.epsilon / len(missing)
-        return {name: share for name in missing}
+        return bound_epsilons(missing, private=private, bounds=self.bounds,
+                              bounds_budget=self.bounds_budget, epsilon=self.epsilon)
 
     def _release_events(self, sensitivities, epsilon, delta):
         """One Gaussian event per release, calibrated at the total (epsilon, delta)."""
@@ -177,10 +158,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         """
         bound_eps = self._bound_epsilons(private)
         if bound_events is None:
-            bound_events = [
-                PrivacyEvent(name=name, epsilon=eps, delta=0.0)
-                for name, eps in bound_eps.items()
-            ]
+            bound_events = planned_bound_events(bound_eps)
         epsilon_ssp = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
         x_eff = self._x_bound_eff(x_bound)
         sensitivities = self._sensitivities(x_eff, y_bound, n_outputs)
@@ -218,9 +196,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         Y = y[:, None] if single_output else y
         n_outputs = Y.shape[1]
 
-        for name, eps in self._bound_epsilons(private).items():
-            if self.bounds_quantile == "auto" and math.isfinite(eps):
-                check_private_bound_feasible(X.shape[0], eps, name)
+        label_magnitude(self.y_bound)  # an invalid y_bound is refused before any spend
+        check_bounds_feasible(X.shape[0], self._bound_epsilons(private), self.bounds_quantile)
         planned = self._plan_ledger(private, n_outputs)
         self._check_budget(planned)
         # The spend is recorded before the first noise draw (after passes that
@@ -257,29 +234,12 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
     def _resolve_bounds(self, X, Y, private, rng):
         """Declared bounds, or private estimates (which spend), or data maxima (which leak)."""
-        resolved = {"x_bound": self.x_bound, "y_bound": self.y_bound}
-        bound_eps = self._bound_epsilons(private)
-        if not bound_eps:
-            return resolved["x_bound"], resolved["y_bound"], []
-        bins = bound_bins()
-        counts = dict(
-            zip(("x_bound", "y_bound"),
-                sum_over_row_blocks(partial(bound_block_counts, bins=bins), X, Y))
+        resolved = {"x_bound": self.x_bound, "y_bound": label_magnitude(self.y_bound)}
+        estimated, events = resolve_bounds(
+            X, Y, self._bound_epsilons(private), rng, n_samples=X.shape[0],
+            quantile=self.bounds_quantile,
         )
-        events = []
-        for name, eps in bound_eps.items():
-            if math.isinf(eps):
-                # the smallest public bin at or above the data maximum
-                if counts[name][-1] > 0:
-                    raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
-                bound, event = data_norm_bound(bins[np.argmax(counts[name] == 0)], name=name)
-            else:
-                bound, event = private_norm_bound(
-                    counts[name], X.shape[0], eps, rng, name=name,
-                    quantile=self.bounds_quantile, bins=bins,
-                )
-            resolved[name] = bound
-            events.append(event)
+        resolved.update(estimated)
         return resolved["x_bound"], resolved["y_bound"], events
 
     def _noisy_statistics(self, XtX, XtY, gram_event, cross_event, rng):
@@ -312,6 +272,15 @@ class SSPRegressor(_BaseSSP):
 
     **Guarantee.** Full DP (the whole row ``(x_i, y_i)`` is protected) under
     replace-one neighbouring (same n, one row replaced): ``(epsilon, delta)``-DP.
+
+    **Bounds.** A bound you do not declare is estimated privately with
+    ``bounds_budget * epsilon`` (its own event in ``privacy_spent_``) when n
+    allows it; otherwise :class:`~skprivreg.exceptions.ConfigurationError`
+    is raised before any budget is spent, naming the n needed.
+    ``bounds='data'`` reads it from the data instead: not private, recorded
+    as an event of infinite epsilon, with a :class:`PrivacyLeakWarning`.
+    ``epsilon=np.inf`` needs no bounds.
+
     Budget split: if a bound is missing and ``bounds='private'``, a share
     ``bounds_budget * epsilon`` is spent on the private bound estimates
     (pure DP, exponential mechanism on public geometric bins, split equally
@@ -337,12 +306,15 @@ class SSPRegressor(_BaseSSP):
     epsilon : float, default=1.0
         Total privacy budget; ``np.inf`` is the non-private test mode (no noise,
         no clipping when bounds are missing, :class:`PrivacyLeakWarning`).
-    delta : float, default=1e-5
-        Total delta, in (0, 1). Should be well below ``1/n``.
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_bound : float or None, default=None
-        Public bound on the L2 norm of a row of X. Rows above it are clipped.
-    y_bound : float or None, default=None
-        Public bound on ``|y|``. Labels above it are clipped.
+        Public bound on the L2 norm of a raw row of X (without the intercept
+        column). Rows above it are scaled down to it.
+    y_bound : float, (low, high) or None, default=None
+        Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``. The sensitivity uses ``B = max(|low|, |high|)`` and
+        labels are clipped to ``[-B, B]`` (the range is not re-centred).
     bounds : {'private', 'data'}, default='private'
         How a missing bound is obtained: a private estimate that spends
         ``bounds_budget * epsilon``, or (``'data'``) the data maximum, which
@@ -421,9 +393,9 @@ class SSPRegressor(_BaseSSP):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
         *,
+        epsilon=1.0,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
         bounds="private",
