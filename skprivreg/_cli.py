@@ -17,19 +17,18 @@ import numpy as np
 
 # name -> "module:function" with signature ``function(argv) -> int``
 PLANNERS = {
-    "adassp": "skprivreg.linear_model._plan_ssp:plan_adassp",
-    "ssp": "skprivreg.linear_model._plan_ssp:plan_ssp",
+    "adassp": "skprivreg.linear_model._commands:plan_adassp",
+    "ssp": "skprivreg.linear_model._commands:plan_ssp",
     "lba": "skprivreg.label_dp:plan_command",
-    "reusecov": "skprivreg.linear_model._reusecov:plan_command",
+    "reusecov": "skprivreg.linear_model._commands:plan_reusecov",
     "issp": "skprivreg.linear_model._issp:plan_command",
     "lasso": "skprivreg.feature_selection._lasso_support:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
 DEMO_MODULES = [
-    "skprivreg.linear_model._plan_ssp",
+    "skprivreg.linear_model._commands",
     "skprivreg.linear_model._issp",
-    "skprivreg.linear_model._reusecov",
     "skprivreg.label_dp",
     "skprivreg.feature_selection._lasso_support",
 ]

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -13,9 +14,9 @@ from ..accounting import PrivacyEvent
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import add_gaussian
 from ._base import solve_psd_repaired
-from ._ssp import _BaseSSP, cross_sensitivity, gram_sensitivity
+from ._ssp import SSPPlan, _BaseSSP, _ssp_family_plan, cross_sensitivity, gram_sensitivity
 
-__all__ = ["AdaSSPRegressor", "adassp_ridge"]
+__all__ = ["AdaSSPRegressor", "AdaSSPPlan", "adassp_plan", "adassp_ridge"]
 
 
 def adassp_ridge(noisy_lambda_min, gram_sigma, n_columns, failure_prob):
@@ -270,3 +271,28 @@ class AdaSSPRegressor(_BaseSSP):
             shift = event.sigma * norm.ppf(1 - self.failure_prob / 3)
         noisy = float(add_gaussian(lambda_min, event.sigma, rng))
         return max(noisy - shift, 0.0)
+
+
+@dataclass(frozen=True)
+class AdaSSPPlan(SSPPlan):
+    """Public planning numbers of an :class:`AdaSSPRegressor` fit (see :class:`SSPPlan`).
+
+    ``str(plan)`` is the text ``python -m skprivreg plan adassp`` prints.
+    """
+
+
+def adassp_plan(*, n_samples, n_features, epsilon, delta=1e-6, n_outputs=1, x_bound=None,
+                y_bound=None, bounds_budget=0.1, fit_intercept=True, composition="gdp"):
+    """Noise scales of :class:`AdaSSPRegressor` for public numbers; reads no data.
+
+    Parameters are those of :func:`~skprivreg.linear_model.ssp_plan`.
+
+    Returns
+    -------
+    AdaSSPPlan
+    """
+    return _ssp_family_plan(
+        AdaSSPRegressor, AdaSSPPlan, n_samples=n_samples, n_features=n_features,
+        n_outputs=n_outputs, epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound,
+        bounds_budget=bounds_budget, fit_intercept=fit_intercept, composition=composition,
+    )

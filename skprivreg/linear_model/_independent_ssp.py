@@ -32,11 +32,11 @@ from ._private_bounds import (
     planned_bound_events,
     release_bounds,
 )
-from ._reusecov import (
+from ._reusecov_plan import theory_ridge
+from ._reusecov_stats import (
     association_sensitivity,
     covariance_sensitivity,
     sufficient_statistics,
-    theory_ridge,
 )
 
 __all__ = ["IndependentSSPRegressor"]
@@ -97,7 +97,7 @@ class IndependentSSPRegressor(
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on missing bounds.
     ridge : float >= 0 or 'auto', default='auto'
-        Per run, :func:`~skprivreg.linear_model._reusecov.theory_ridge` with
+        Per run, :func:`~skprivreg.linear_model._reusecov_plan.theory_ridge` with
         that run's noise scales.
     cov_budget : float in (0, 1), default=0.5
     composition : {'gdp', 'basic'}, default='gdp'

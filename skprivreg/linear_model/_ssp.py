@@ -6,6 +6,7 @@ bounds, clipping, intercept augmentation, the replace-one sensitivities of
 """
 
 import math
+from dataclasses import dataclass
 from functools import partial
 from numbers import Real
 
@@ -16,7 +17,7 @@ from .._blockwise import check_block_finite, sum_over_row_blocks, validate_block
 from .._compat import Interval, StrOptions, fit_context
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import clip_entries, row_norms
+from ..bounds import clip_entries, min_samples_for_private_bound, row_norms
 from ..mechanisms import (
     add_gaussian,
     gaussian_event,
@@ -39,6 +40,8 @@ from ._private_bounds import (
 
 __all__ = [
     "SSPRegressor",
+    "SSPPlan",
+    "ssp_plan",
     "gram_sensitivity",
     "cross_sensitivity",
     "bound_block_counts",
@@ -446,3 +449,136 @@ class SSPRegressor(_BaseSSP):
         # noise scale itself (public); noiseless statistics get the
         # minimum-norm solution.
         return gram_sigma
+
+
+# ---------------------------------------------------------------------------
+# Public planner (shared with AdaSSP)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SSPPlan:
+    """Public planning numbers of an SSP-family fit (no data involved).
+
+    ``str(plan)`` is the text ``python -m skprivreg plan ssp`` prints.
+
+    Attributes
+    ----------
+    estimator : str
+        Class name of the planned estimator.
+    n_samples, n_features, n_outputs, n_columns : int
+        ``n_columns`` = ``p``, the design columns with the intercept.
+    epsilon, delta : float
+    x_bound, y_bound : float or None
+        The declared bounds (``y_bound`` as its magnitude ``B``); ``None``:
+        estimated privately in ``fit``, and the noise scales here are per
+        unit bound.
+    min_samples : int or None
+        Rows needed to estimate the missing bounds privately (``fit`` raises
+        :class:`~skprivreg.exceptions.ConfigurationError` below it).
+    ledger : PrivacyLedger
+        The planned releases, with their noise scales.
+    gram_noise_norm : float
+        High-probability operator norm ``2 sigma_XX sqrt(p)`` of the Gram noise.
+    n_isotropic : float
+        For isotropic rows of norm ``x_bound`` (``lambda_min(Sigma) =
+        x_bound^2 / d``), the n at which the Gram noise equals
+        ``n lambda_min``; useful fits need ``n`` well above it.
+    """
+
+    estimator: str
+    n_samples: int
+    n_features: int
+    n_outputs: int
+    n_columns: int
+    epsilon: float
+    delta: float
+    x_bound: float | None
+    y_bound: float | None
+    bounds_budget: float
+    min_samples: int | None
+    ledger: PrivacyLedger
+    gram_noise_norm: float
+    n_isotropic: float
+
+    def __str__(self):
+        lines = [
+            f"{self.estimator}: n={self.n_samples}, d={self.n_features} "
+            f"(p={self.n_columns} columns), epsilon={self.epsilon}, delta={self.delta}"
+        ]
+        if self.x_bound is None or self.y_bound is None:
+            lines.append(
+                f"  missing bounds are estimated privately with {self.bounds_budget:.0%} "
+                "of epsilon; scales below are for unit bounds"
+            )
+            if self.min_samples is not None and self.n_samples < self.min_samples:
+                lines.append(
+                    f"  fit refuses: a private bound needs n >= {self.min_samples} "
+                    "(declare the bounds, or raise bounds_budget)"
+                )
+        lines += [
+            str(self.ledger),
+            "",
+            f"  Gram noise operator norm ~ 2*sigma_XX*sqrt(p) = {self.gram_noise_norm:.4g}",
+            "  For isotropic rows of norm x_bound (lambda_min(Sigma) = x_bound^2/d), the "
+            f"Gram noise is\n  smaller than n*lambda_min once n >> {self.n_isotropic:.3g} "
+            f"(you have n/that = {self.n_samples / self.n_isotropic:.3g}).",
+        ]
+        return "\n".join(lines)
+
+
+def _ssp_family_plan(Estimator, plan_class, *, n_samples, n_features, n_outputs, **params):
+    """The plan of ``Estimator(**params)`` (public facts) for public shapes."""
+    estimator = Estimator(**params)
+    estimator._validate_params()
+    private = not math.isinf(estimator.epsilon)
+    x_bound = estimator.x_bound
+    y_bound = label_magnitude(estimator.y_bound)
+    ledger = estimator._plan_ledger(
+        private, n_outputs, 1.0 if x_bound is None else x_bound,
+        1.0 if y_bound is None else y_bound,
+    )
+    bound_eps = [eps for eps in estimator._bound_epsilons(private).values()
+                 if math.isfinite(eps)]
+    min_samples = max((min_samples_for_private_bound(eps) for eps in bound_eps),
+                      default=None)
+    p = n_features + int(estimator.fit_intercept)
+    gram = next(event for event in ledger.events if event.name == "XtX")
+    gram_norm = 2 * gram.sigma * math.sqrt(p)
+    unit = 1.0 if x_bound is None else x_bound
+    n_isotropic = gram_norm / (unit**2 / max(n_features, 1))
+    return plan_class(
+        estimator=type(estimator).__name__, n_samples=int(n_samples),
+        n_features=int(n_features), n_outputs=int(n_outputs), n_columns=p,
+        epsilon=float(estimator.epsilon), delta=float(estimator.delta), x_bound=x_bound,
+        y_bound=y_bound, bounds_budget=float(estimator.bounds_budget),
+        min_samples=min_samples, ledger=ledger, gram_noise_norm=gram_norm,
+        n_isotropic=n_isotropic,
+    )
+
+
+def ssp_plan(*, n_samples, n_features, epsilon, delta=1e-6, n_outputs=1, x_bound=None,
+             y_bound=None, bounds_budget=0.1, fit_intercept=True, composition="gdp"):
+    """Noise scales of :class:`SSPRegressor` for public numbers; reads no data.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    epsilon : float
+    delta : float, default=1e-6
+    n_outputs : int, default=1
+    x_bound : float or None
+        Bound on the L2 norm of a raw row of X; ``None``: estimated in ``fit``.
+    y_bound : float, (low, high) or None
+        Label range; ``None``: estimated in ``fit``.
+    bounds_budget : float, default=0.1
+    fit_intercept : bool, default=True
+    composition : {'gdp', 'basic'}, default='gdp'
+
+    Returns
+    -------
+    SSPPlan
+    """
+    return _ssp_family_plan(
+        SSPRegressor, SSPPlan, n_samples=n_samples, n_features=n_features,
+        n_outputs=n_outputs, epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound,
+        bounds_budget=bounds_budget, fit_intercept=fit_intercept, composition=composition,
+    )

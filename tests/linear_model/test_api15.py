@@ -169,3 +169,32 @@ def test_reused_covariance_fixes_the_row_bound():
     names = [e.name for e in second.privacy_spent_.events]
     assert "x_bound" not in names and "y_bound" in names
     assert second.x_bound_ == pytest.approx(2.0)
+
+
+# ---------------------------------------------------------------------------
+# Planners
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("planner, Estimator, command", [
+    ("ssp_plan", SSPRegressor, "plan_ssp"),
+    ("adassp_plan", AdaSSPRegressor, "plan_adassp"),
+])
+def test_ssp_planners_match_the_fit_and_print_their_plan(capsys, planner, Estimator, command):
+    import dataclasses
+
+    import skprivreg.linear_model as lm
+    from skprivreg.linear_model import _commands
+
+    X, y = _single(n=5000)
+    plan = getattr(lm, planner)(n_samples=5000, n_features=3, epsilon=1.0, x_bound=2.0,
+                                y_bound=(-3.0, 1.0))
+    est = Estimator(epsilon=1.0, x_bound=2.0, y_bound=3.0).fit(X, y)
+    assert [(e.name, e.sigma) for e in plan.ledger.events] == [
+        (e.name, e.sigma) for e in est.privacy_spent_.events]
+    assert plan.y_bound == 3.0 and plan.min_samples is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.epsilon = 2.0
+    assert getattr(_commands, command)(["--n", "5000", "--d", "3", "--epsilon", "1",
+                                        "--x-bound", "2", "--y-bound", "3"]) == 0
+    assert capsys.readouterr().out.strip() == str(plan).strip()
+    small = getattr(lm, planner)(n_samples=1000, n_features=3, epsilon=1.0)
+    assert small.min_samples > 1000 and "fit refuses" in str(small)
