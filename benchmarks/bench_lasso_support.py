@@ -1,4 +1,4 @@
-"""Private Lasso support recovery (Smith & Thakurta 2013): spec private_lasso_support.md §6.
+"""Private Lasso support recovery (Smith & Thakurta 2013) against n, epsilon and design.
 
 Probability of exact support recovery against n, for epsilon in {0.5, 1, 2, 8}, on
 (A) an i.i.d. N(0, 1) design and (C) an equicorrelated (rho = 0.5) sign-cancelling
@@ -9,7 +9,8 @@ design with theta = 0.5 (1, 1, 1, -1), where marginal screening must fail. Metho
 - A_samp with the LARS rule, partition and poisson (m = 1000) subsamples, and with the
   Lasso rule (lambda_scale = 1, partition);
 - the private top-s marginal baseline (one-shot Gumbel, pure epsilon-DP, add/remove
-  sensitivity B_x B_y with B_x = 3, B_y = 3 sd(y): its most favourable setting).
+  sensitivity B_y of the scores scaled by B_x, x_range = (-3, 3), y_bound = 3 sd(y):
+  its most favourable setting).
 
 Also: a real-data failure-path check on sklearn's diabetes data (n = 442), and the
 wall time per 1000 Lasso fits with n_jobs = 1 and 2.
@@ -78,7 +79,7 @@ def outcome(support, released=True):
 
 def private_methods(epsilon, sd_y, seed):
     common = dict(
-        epsilon=epsilon, delta=DELTA, max_features=S, on_failure="empty", random_state=seed
+        epsilon=epsilon, delta=DELTA, max_features=S, on_fail="empty", random_state=seed
     )
     return {
         "A_samp partition lars": PrivateLassoSupportSelector(
@@ -92,7 +93,7 @@ def private_methods(epsilon, sd_y, seed):
         ),
         "top-s Gumbel marginal": PrivateTopSSelector(epsilon=epsilon,
             n_features_to_select=S,
-            x_bound=3.0,
+            x_range=(-3.0, 3.0),
             y_bound=3.0 * sd_y,
             neighbouring="add-remove",
             random_state=seed,
@@ -217,7 +218,7 @@ def diabetes_check(seeds):
                     sampling=sampling,
                     fit_intercept=True,
                     standardize=True,
-                    on_failure="empty",
+                    on_fail="empty",
                     random_state=seed,
                 )
                 with warnings.catch_warnings():
@@ -248,7 +249,7 @@ def timing(n_jobs_list=(1, 2)):
                 sel = PrivateLassoSupportSelector(epsilon=eps, delta=1e-6,
                     max_features=S,
                     n_subsamples=1000,
-                    on_failure="empty",
+                    on_fail="empty",
                     n_jobs=n_jobs,
                     random_state=0,
                     **kw,

@@ -79,8 +79,8 @@ def make(name, eps, seed):
     return PrivateLassoRegressor(
         epsilon=eps, delta=DELTA, max_features=N_ACTIVE,
         selection_rule="lars", sampling="partition",
-        feature_bound=ENTRY_BOUND, target_bound=Y_BOUND,
-        on_failure="empty", random_state=seed,
+        x_range=(-ENTRY_BOUND, ENTRY_BOUND), y_bound=Y_BOUND,
+        on_fail="empty", random_state=seed,
     )
 
 

@@ -35,13 +35,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LinearRegression
 
-from skprivreg.exceptions import PrivacyLeakWarning
-from skprivreg.label_dp import (
-    GaussianLabelNoiseRegressor,
+from skprivreg.exceptions import (
     InsufficientDataError,
     PrivacyCheckFailedError,
-    WeightedLBARegressor,
+    PrivacyLeakWarning,
 )
+from skprivreg.label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
 
 N_TRAIN, N_TEST, N_FEATURES = 300_000, 20_000, 5
 DELTA = 1e-6

@@ -89,11 +89,11 @@ def recovery(design):
                 selector = PrivateLassoSupportSelector(
                     epsilon=eps, delta=DELTA, max_features=S,
                     selection_rule="lars", sampling="partition",
-                    on_failure="empty", random_state=seed,
+                    on_fail="empty", random_state=seed,
                 )
                 with warnings.catch_warnings():
-                    # A fixed random_state is reproducible, hence not
-                    # private: fine for a simulation, and warned about.
+                    # bottom (nothing released) warns with
+                    # on_fail='empty'; here it is counted instead.
                     warnings.simplefilter("ignore")
                     selector.fit(X, y)
                 name = rf"private Lasso, $\varepsilon = {eps:g}$"
@@ -101,7 +101,8 @@ def recovery(design):
                     selector.stable_ and exact(selector.get_support(indices=True))
                 )
                 bottoms.setdefault(name, []).append(not selector.stable_)
-                top_s = PrivateTopSSelector(epsilon=eps, n_features_to_select=S, x_bound=3.0,
+                top_s = PrivateTopSSelector(
+                    epsilon=eps, n_features_to_select=S, x_range=(-3.0, 3.0),
                     y_bound=3.0 * sd_y, random_state=seed,
                 )
                 with warnings.catch_warnings():

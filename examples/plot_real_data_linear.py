@@ -1,7 +1,7 @@
 """
-===========================================================
+============================================================
 Private linear regression on real wages: R^2 against epsilon
-===========================================================
+============================================================
 
 :class:`~skprivreg.LinearRegression` fits a log-wage equation on the 1988
 Current Population Survey (``AER::CPS1988``, 28,155 men; shipped in the

@@ -22,7 +22,7 @@ PLANNERS = {
     "lba": "skprivreg.label_dp:plan_command",
     "reusecov": "skprivreg.linear_model._commands:plan_reusecov",
     "issp": "skprivreg.linear_model._issp:plan_command",
-    "lasso": "skprivreg.feature_selection._lasso_support:plan_command",
+    "lasso": "skprivreg.feature_selection._lasso_cli:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
@@ -30,7 +30,7 @@ DEMO_MODULES = [
     "skprivreg.linear_model._commands",
     "skprivreg.linear_model._issp",
     "skprivreg.label_dp",
-    "skprivreg.feature_selection._lasso_support",
+    "skprivreg.feature_selection._lasso_cli",
 ]
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .accounting import PrivacyEvent
 from .exceptions import ConfigurationError, PrivacyLeakWarning
-from .mechanisms import bound_bins, private_upper_bound, upper_bound_margin
+from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bound_margin
 
 __all__ = [
     "clip_rows",
@@ -32,6 +32,11 @@ __all__ = [
     "check_private_bound_feasible",
     "check_x_range",
     "check_y_bound",
+    "x_range_magnitude",
+    "y_bound_magnitude",
+    "range_bound_epsilons",
+    "check_range_bounds_feasible",
+    "estimate_ranges",
     "BOUND_SOURCES",
 ]
 
@@ -87,7 +92,9 @@ def check_y_bound(y_bound):
     if np.ndim(y_bound) == 0:
         bound = float(y_bound)
         if not (math.isfinite(bound) and bound > 0):
-            raise ValueError(f"y_bound must be a positive finite float or (low, high); got {y_bound!r}.")
+            raise ValueError(
+                f"y_bound must be a positive finite float or (low, high); got {y_bound!r}."
+            )
         return (-bound, bound)
     pair = np.asarray(y_bound, dtype=float)
     if pair.shape != (2,) or not np.all(np.isfinite(pair)) or not pair[0] < pair[1]:
@@ -191,3 +198,121 @@ def data_norm_bound(maximum, *, name, notion="full"):
     )
     bound = float(maximum) if maximum > 0 else 1.0
     return bound, PrivacyEvent(name=name, epsilon=math.inf, delta=0.0, notion=notion)
+
+
+# ---------------------------------------------------------------------------
+# Per-column ranges and label ranges: magnitudes and private estimates
+# ---------------------------------------------------------------------------
+def x_range_magnitude(x_range):
+    """Per-column magnitude :math:`m_j = \\max(|l_j|, |h_j|)` of a checked ``x_range``.
+
+    ``x_range`` is the ``(low, high)`` pair of arrays returned by
+    :func:`check_x_range`; an entry clipped to :math:`[l_j, h_j]` has
+    :math:`|x_{ij}| \\le m_j`, which is what a sensitivity needs.
+    """
+    low, high = x_range
+    return np.maximum(np.abs(np.asarray(low, dtype=float)), np.abs(np.asarray(high, dtype=float)))
+
+
+def y_bound_magnitude(y_range):
+    """:math:`B = \\max(|l|, |h|)` of a checked label range ``(low, high)``.
+
+    After clipping to the range, :math:`|y| \\le B`.
+    """
+    low, high = y_range
+    return max(abs(float(low)), abs(float(high)))
+
+
+def range_bound_epsilons(missing, *, epsilon, bounds, bounds_budget, private):
+    """Epsilon of each missing range bound, from public facts only.
+
+    ``{}`` when the fit is not private (``epsilon=inf`` needs no bounds) or
+    nothing is missing; ``inf`` for each missing bound with
+    ``bounds='data'`` (read from the data, not private); otherwise the share
+    ``bounds_budget * epsilon`` split equally over the missing bounds.
+    """
+    missing = list(missing)
+    if not private or not missing:
+        return {}
+    if bounds == "data":
+        return {name: math.inf for name in missing}
+    share = float(bounds_budget) * float(epsilon) / len(missing)
+    return {name: share for name in missing}
+
+
+def check_range_bounds_feasible(n_samples, bound_epsilons):
+    """:func:`check_private_bound_feasible` for each bound estimated privately (before a spend)."""
+    for name, eps in bound_epsilons.items():
+        if math.isfinite(eps):
+            check_private_bound_feasible(n_samples, eps, name)
+
+
+def _row_abs_max(X):
+    """``max_j |x_ij|`` for each row (the L-infinity norm of the row)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        return np.abs(X)
+    if X.shape[1] == 0:
+        return np.zeros(X.shape[0])
+    return np.max(np.abs(X), axis=1)
+
+
+def estimate_ranges(X, y, bound_epsilons, rng, *, notion="full", neighbouring="replace-one"):
+    """Missing ``x_range`` / ``y_bound``: private estimates, or data maxima with ``bounds='data'``.
+
+    ``bound_epsilons`` maps ``'x_range'`` and/or ``'y_bound'`` to an epsilon
+    (:func:`range_bound_epsilons`). For a finite epsilon the bound is
+    :func:`private_norm_bound` on one value per row, so the estimate is pure
+    epsilon-DP (replace-one and add/remove alike: each row moves each count
+    of values above a public candidate by at most 1):
+
+    - ``x_range``: :math:`B_x`, a private upper bound on the largest entry
+      magnitude of a row, :math:`\\max_j |x_{ij}|`; the range is
+      :math:`[-B_x, B_x]` in every column (symmetric about the public centre
+      0, one bound for all columns, so the budget is not split over columns);
+    - ``y_bound``: :math:`B_y`, a private upper bound on :math:`|y_i|`; the
+      range is :math:`[-B_y, B_y]`.
+
+    About ``upper_bound_margin(epsilon)`` rows are left above each bound and
+    are clipped by the caller. An infinite epsilon reads the data maximum
+    (:func:`data_norm_bound`: a :class:`PrivacyLeakWarning` and an event of
+    infinite epsilon).
+
+    Returns
+    -------
+    x_range : (ndarray, ndarray) or None
+        ``(low, high)`` of shape ``(n_features,)`` each, or None if not estimated.
+    y_range : (float, float) or None
+    events : list of PrivacyEvent
+        One per estimated bound, with the given notion and relation.
+    """
+    values = {}
+    if "x_range" in bound_epsilons:
+        values["x_range"] = _row_abs_max(X)
+    if "y_bound" in bound_epsilons:
+        values["y_bound"] = np.abs(np.asarray(y, dtype=np.float64)).ravel()
+    bins = bound_bins()
+    resolved, events = {}, []
+    for name, vals in values.items():
+        eps = bound_epsilons[name]
+        if math.isinf(eps):
+            bound, event = data_norm_bound(float(np.max(vals, initial=0.0)), name=name,
+                                           notion=notion)
+        else:
+            bound, event = private_norm_bound(
+                counts_above(vals, bins), vals.size, eps, rng, name=name, notion=notion, bins=bins
+            )
+        events.append(
+            PrivacyEvent(name=event.name, epsilon=event.epsilon, delta=0.0,
+                         notion=notion, neighbouring=neighbouring)
+        )
+        resolved[name] = bound
+    x_range = None
+    if "x_range" in resolved:
+        p = 1 if np.ndim(X) == 1 else np.shape(X)[1]
+        b = resolved["x_range"]
+        x_range = (np.full(p, -b), np.full(p, b))
+    y_range = None
+    if "y_bound" in resolved:
+        y_range = (-resolved["y_bound"], resolved["y_bound"])
+    return x_range, y_range, events

@@ -16,11 +16,12 @@ import numpy as np
 
 from sklearn.utils import check_array
 
+from .bounds import check_x_range, check_y_bound
+
 __all__ = ["clipping_report"]
 
 
-def clipping_report(X=None, y=None, *, row_norm_bound=None, feature_bounds=None,
-                    label_bounds=None):
+def clipping_report(X=None, y=None, *, x_bound=None, x_range=None, y_bound=None):
     """Exact counts of rows and labels that the declared bounds would clip.
 
     **Not private**: the counts are exact functions of the data.
@@ -29,13 +30,14 @@ def clipping_report(X=None, y=None, *, row_norm_bound=None, feature_bounds=None,
     ----------
     X : array-like of shape (n_samples, n_features) or None
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), or None
-    row_norm_bound : float or None
-        An L2 bound on the rows of X (``x_bound`` of the SSP family and
-        ``ReuseCovRegressor``).
-    feature_bounds : (low, high) or array of shape (n_features, 2), or None
-        Per-column ranges.
-    label_bounds : float, (low, high), or None
-        A bound on ``|y|`` (``y_bound``), or a label range.
+    x_bound : float or None
+        A bound on the L2 norm of each row of X, as the estimators'
+        ``x_bound``.
+    x_range : (low, high), array of shape (n_features, 2), or None
+        Per-column ranges, as the estimators' ``x_range``.
+    y_bound : float, (low, high), or None
+        The label range, as the estimators' ``y_bound`` (a float ``B`` means
+        ``[-B, B]``).
 
     Returns
     -------
@@ -48,21 +50,19 @@ def clipping_report(X=None, y=None, *, row_norm_bound=None, feature_bounds=None,
         if X is not None:
             X = check_array(X, dtype=np.float64)
             report["n_samples"] = X.shape[0]
-            if row_norm_bound is not None:
-                over = np.linalg.norm(X, axis=1) > float(row_norm_bound)
+            if x_bound is not None:
+                over = np.linalg.norm(X, axis=1) > float(x_bound)
                 report["rows_clipped"] = int(over.sum())
-            if feature_bounds is not None:
-                bounds = np.broadcast_to(np.asarray(feature_bounds, dtype=np.float64),
-                                         (X.shape[1], 2))
-                outside = (X < bounds[:, 0]) | (X > bounds[:, 1])
+            if x_range is not None:
+                low, high = check_x_range(x_range, X.shape[1])
+                outside = (X < low) | (X > high)
                 report["rows_with_feature_clipped"] = int(outside.any(axis=1).sum())
                 report["feature_values_clipped"] = outside.sum(axis=0).astype(int)
-        if y is not None and label_bounds is not None:
+        if y is not None and y_bound is not None:
             y = np.asarray(y, dtype=np.float64)
             y = y.reshape(y.shape[0], -1)
             report.setdefault("n_samples", y.shape[0])
-            bounds = np.atleast_1d(np.asarray(label_bounds, dtype=np.float64))
-            low, high = (-bounds[0], bounds[0]) if bounds.size == 1 else bounds[:2]
+            low, high = check_y_bound(y_bound)
             report["labels_clipped"] = int(((y < low) | (y > high)).any(axis=1).sum())
     n = report.get("n_samples", 0)
     for key in ("rows_clipped", "rows_with_feature_clipped", "labels_clipped"):

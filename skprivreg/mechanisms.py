@@ -227,7 +227,7 @@ def truncated_laplace(scale, half_width, rng, size=None):
 
     With ``U ~ Unif(0, 1)`` and ``m = exp(-A/scale)``: ``Z = scale ln(2U(1-m) + m)``
     if ``U <= 1/2``, else ``Z = -scale ln(2(1-U)(1-m) + m)``; then clipped to
-    ``[-A, A]`` as a floating-point guard (ISSP spec §4.3).
+    ``[-A, A]`` as a floating-point guard (the inverse CDF can round just past ``A``).
     """
     if scale <= 0 or half_width <= 0:
         raise ValueError("scale and half_width must be > 0.")
@@ -263,7 +263,7 @@ class PTRCalibration:
 
 
 def ptr_calibration(sensitivity, epsilon, delta, fail_prob=0.0):
-    """Calibrate the truncated-Laplace PTR of the ISSP spec §4.3.
+    """Calibrate a truncated-Laplace propose-test-release (as used by ISSP).
 
     .. math::
         \\lambda = \\Delta/\\varepsilon,\\quad
@@ -276,7 +276,7 @@ def ptr_calibration(sensitivity, epsilon, delta, fail_prob=0.0):
     scores of sensitivity ``Delta``; PASS/FAIL is post-processing. With
     ``fail_prob = beta = 0`` a score of 0 always PASSes; every score above
     ``tau + A`` always FAILs, and ``2A`` is optimal up to ``2 Delta`` for a
-    test that always PASSes at 0 (ISSP spec §4.2).
+    test that always PASSes at 0.
 
     Requires ``delta <= 1/2`` (so that ``A >= Delta``) and ``0 <= beta < 1/2``.
     """
@@ -324,7 +324,7 @@ def stability_histogram(labels, epsilon, delta, rng):
     so the domain may be infinite. A bin occupied in only one of two
     neighbours has count 1 and survives with probability ``delta/4``; at most
     two bins can do so, so the output is (epsilon, delta/2)-DP, which the
-    caller records as (epsilon, delta) (ISSP spec §6.7 and §14).
+    caller records as (epsilon, delta), a conservative rounding up.
 
     Returns
     -------

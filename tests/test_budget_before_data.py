@@ -180,9 +180,10 @@ CASES = {
         lambda: PrivateLassoSupportSelector(noise_level=1.0), _sparse, _lasso_points()),
     "lasso-regressor": (
         lambda: PrivateLassoRegressor(max_features=3, selection_rule="lars",
-                                      feature_bound=3.0, target_bound=5.0),
+                                      x_range=(-3.0, 3.0), y_bound=5.0),
         _sparse, _lasso_points()),
-    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_bound=4.0, y_bound=4.0),
+    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_range=(-4.0, 4.0),
+                                          y_bound=4.0),
               _sparse,
               [("skprivreg.feature_selection._top_s", "private_top_s_correlations", None)]),
 }

@@ -497,13 +497,14 @@ LEDGER_CASES = {
     "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"), _single),
     "lasso-support": (
         lambda: PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3,
-                                            selection_rule="lars", on_failure="empty"),
+                                            selection_rule="lars", on_fail="empty"),
         _sparse),
     "lasso-regressor": (
         lambda: PrivateLassoRegressor(max_features=3, selection_rule="lars",
-                                      on_failure="empty", feature_bound=3.0, target_bound=5.0),
+                                      on_fail="empty", x_range=(-3.0, 3.0), y_bound=5.0),
         _sparse),
-    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_bound=4.0, y_bound=4.0),
+    "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_range=(-4.0, 4.0),
+                                          y_bound=4.0),
               _sparse),
 }
 

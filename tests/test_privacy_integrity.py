@@ -290,7 +290,7 @@ def test_one_record_outside_the_bounds_changes_no_warning(estimator):
 def test_clipping_counts_come_from_the_curator_diagnostic_only():
     X, y = _data(n=100)
     X[:3] *= 10
-    report = clipping_report(X, y, row_norm_bound=2.0, label_bounds=1.0)
+    report = clipping_report(X, y, x_bound=2.0, y_bound=1.0)
     assert report["rows_clipped"] == int((np.linalg.norm(X, axis=1) > 2.0).sum())
     assert report["labels_clipped"] == int((np.abs(y) > 1.0).sum())
     assert 0 < report["rows_clipped_fraction"] < 1

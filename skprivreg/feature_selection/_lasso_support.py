@@ -1,21 +1,29 @@
-"""Private Lasso support selection and regression (Smith & Thakurta, COLT 2013)."""
+"""Private Lasso support selection (Smith & Thakurta, COLT 2013): the selector."""
 
-import argparse
 import math
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 
-from .._compat import HasMethods, Interval, StrOptions, check_is_fitted, fit_context, validate_data
+from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..exceptions import ConfigurationError, UnstableSupportError
-from ..linear_model._base import LinearPredictMixin
+from ..bounds import (
+    check_range_bounds_feasible,
+    check_x_range,
+    check_y_bound,
+    estimate_ranges,
+    range_bound_epsilons,
+    x_range_magnitude,
+    y_bound_magnitude,
+)
+from ..exceptions import ConfigurationError, PrivateTestFailedWarning, UnstableSupportError
 from ..mechanisms import laplace_distance_threshold
+from ._params import X_BOUND_WITHDRAWN
 from ._perturbation import (
     minimum_penalty,
     perturbation_distance,
@@ -32,13 +40,7 @@ from ._stability import (
     subsample_plan,
 )
 
-__all__ = [
-    "UnstableSupportError",
-    "PrivateLassoSupportSelector",
-    "PrivateLassoRegressor",
-    "plan_command",
-    "demo_case",
-]
+__all__ = ["UnstableSupportError", "PrivateLassoSupportSelector"]
 
 _SELECTION_CONSTRAINTS = {
     "max_features": [Interval(Integral, 1, None, closed="left"), None],
@@ -57,8 +59,15 @@ _SELECTION_CONSTRAINTS = {
     "rsc_constant": [Interval(Real, 0, 0.5, closed="neither"), None],
     "penalty": [Interval(Real, 0, None, closed="neither"), None],
     "n_reference": [Interval(Integral, 1, None, closed="left"), None],
-    "on_failure": [StrOptions({"raise", "empty"})],
+    "on_fail": [StrOptions({"raise", "empty"})],
     "n_jobs": [Integral, None],
+}
+
+_BOUND_CONSTRAINTS = {
+    "x_range": ["array-like", None],
+    "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+    "bounds": [StrOptions({"private", "data"})],
+    "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
 }
 
 
@@ -80,22 +89,27 @@ _PERTURBATION_ONLY = {
     "rsc_constant": None,
     "penalty": None,
     "n_reference": None,
-    "x_bound": None,
+    "x_range": None,
     "y_bound": None,
+    "bounds": "private",
+    "bounds_budget": 0.1,
 }
 
 
 def _differs(value, default):
     if default is None:
         return value is not None
-    return bool(value != default)
+    if isinstance(value, str) or isinstance(default, str):
+        return value != default
+    return bool(np.any(np.asarray(value) != np.asarray(default)))
 
 
 def _check_applicable(estimator, names=None):
     """Refuse parameters that the chosen configuration would not use (public facts only).
 
-    ``names`` restricts the check to the estimator's own parameter names
-    (the regressor has no ``x_bound``/``y_bound``; its bounds serve stage 2).
+    ``names`` restricts the check to those parameter names (the regressor's
+    ``x_range``, ``y_bound``, ``bounds`` and ``bounds_budget`` serve stage 2
+    as well, so it leaves them out).
     """
     params = estimator.get_params(deep=False)
     names = set(params) if names is None else set(names)
@@ -168,7 +182,10 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     the whole budget whatever the outcome; refitting until something is
     released costs the budget per attempt. The outcome of the test is
     released as PASS/FAIL only (no noisy distance). Choose
-    ``delta <= 1/(10 n)``.
+    ``delta <= 1/(10 n)``. With ``method='perturbation'`` and a bound not
+    declared, ``bounds_budget * epsilon`` goes to its private estimate (pure
+    DP, its own replace-one event, see **Bounds**) and the test gets the
+    rest: ``(epsilon, delta/2)`` in total.
 
     **No data-dependent preprocessing before this step.** The proof needs
     every subsample's answer to depend on its own rows only: do not put a
@@ -182,12 +199,15 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     probability about 0.75 at ``N_1`` rows, expect release at about
     ``n ~ 32 ln(1/delta) N_1 / epsilon`` (``442 N_1`` at ``epsilon=1``,
     ``delta=1e-6``; about half that with ``sampling='partition'``).
-    ``python -m skprivreg plan lasso`` prints the planning numbers.
+    :func:`lasso_plan` (``python -m skprivreg plan lasso``) gives the
+    planning numbers.
 
-    **Failure.** ``bottom`` raises :class:`UnstableSupportError`
-    (``on_failure='raise'``, the estimator stays unfitted) or gives an empty
-    support with ``stable_=False`` (``on_failure='empty'``); the budget is
-    recorded first in both cases. A *released* empty support
+    **Failure.** ``bottom`` raises :class:`~skprivreg.exceptions.UnstableSupportError`
+    (``on_fail='raise'``, the estimator stays unfitted) or gives an empty
+    support with ``stable_=False`` (``on_fail='empty'``); the budget is
+    recorded first in both cases; with ``'empty'`` a
+    :class:`~skprivreg.exceptions.PrivateTestFailedWarning` says so (the
+    test's outcome is released, so the warning is too). A *released* empty support
     (``stable_=True``, no column) is a different, legitimate answer: the rule
     stably selects nothing; with ``selection_rule='lasso'`` it is what tiny
     subsamples (about 10 rows) tend to release, so check the rows per
@@ -197,21 +217,42 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
 
     ``method='perturbation'`` (paper §4.2) is **theoretical**: its
     worst-case slacks need ``Lambda > 16 s^2 / Psi`` and in practice return
-    ``bottom`` except on toy data. It is implemented with the corrected test
-    (the paper's version is not private, see the docs).
+    ``bottom`` except on toy data. It is implemented with a corrected test:
+    the paper's test is not private as stated (see the user guide).
+
+    **Bounds.** ``method='subsample'`` needs no bounds. ``method='perturbation'``
+    clips each entry to its declared column range ``x_range`` and divides it
+    by the column magnitude :math:`m_j = \\max(|l_j|, |h_j|)` (so entries lie
+    in :math:`[-1, 1]`, the paper's domain), and clips the labels to
+    ``y_bound`` and maps them to :math:`s\\,\\mathrm{clip}(y)/B_y`,
+    :math:`B_y = \\max(|l_y|, |h_y|)`. A bound not declared is estimated
+    privately with ``bounds_budget * epsilon`` split equally over the missing
+    bounds (:func:`skprivreg.bounds.estimate_ranges`: ``x_range`` becomes
+    :math:`[-\\hat B_x, \\hat B_x]` in every column, :math:`\\hat B_x` a
+    private upper bound on :math:`\\max_j |x_{ij}|`; ``y_bound`` becomes
+    :math:`[-\\hat B_y, \\hat B_y]`). If ``n`` is too small for that
+    estimate, :class:`~skprivreg.exceptions.ConfigurationError` is raised before any spend, naming
+    the ``n`` needed. ``bounds='data'`` reads the missing bounds from the data
+    instead (not private: an event of infinite epsilon and a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`). When ``penalty`` is not given, ``Lambda``
+    depends on :math:`B_y`; if the estimated :math:`\\hat B_y` (released)
+    makes ``Lambda <= 16 s^2/Psi``, the test does not run,
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised and only the bound estimates stay
+    spent. At ``epsilon=inf`` missing bounds mean no clipping and unit scale.
 
     **Parameters are used or refused.** A parameter that the chosen
-    configuration does not use (``x_bound`` with ``method='subsample'``,
+    configuration does not use (``x_range`` with ``method='subsample'``,
     ``alpha`` with ``selection_rule='lars'``, ``n_subsamples`` with
-    ``sampling='partition'``, ...) raises :class:`ConfigurationError` before
+    ``sampling='partition'``, ...) raises :class:`~skprivreg.exceptions.ConfigurationError` before
     any spend instead of being ignored.
 
     Parameters
     ----------
     epsilon : float, default=1.0
         ``np.inf`` is the non-private test mode (the rule on the full data,
-        :class:`PrivacyLeakWarning`).
+        :class:`~skprivreg.exceptions.PrivacyLeakWarning`).
     delta : float in (0, 1), default=1e-6
+        Choose it well below ``1/n_samples``.
     max_features : int or None, default=None
         ``s``. Required for ``selection_rule='lars'`` and the perturbation
         method; for ``'lasso'`` it truncates each subsample's support to the
@@ -260,12 +301,19 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         Public ``n`` for ``Lambda = 4 sigma~ sqrt(n_ref ln p)``
         (perturbation, when ``penalty`` is None); ``None`` uses the current
         ``n`` (n-public).
-    x_bound, y_bound : float or None, default=None
-        Perturbation only, and required there (public values you declare):
-        entries are clipped to ``|x| <= x_bound``, ``|y| <= y_bound`` and
-        rescaled to the paper's domain. Refused with ``method='subsample'``,
-        which needs no bounds.
-    on_failure : {'raise', 'empty'}, default='raise'
+    x_range : tuple, array of shape (n_features, 2) or None, default=None
+        Perturbation only: per-column range ``(low, high)`` (floats, the same
+        for every column, or arrays of shape ``(n_features,)``). A per-entry
+        bound ``b`` is ``x_range=(-b, b)``. Refused with
+        ``method='subsample'``, which needs no bounds.
+    y_bound : float, (low, high) or None, default=None
+        Perturbation only: label range (``B`` means ``[-B, B]``).
+    bounds : {'private', 'data'}, default='private'
+        Perturbation only: how missing bounds are obtained (see **Bounds**).
+    bounds_budget : float in (0, 1), default=0.1
+        Perturbation only: share of ``epsilon`` spent on missing bounds.
+    on_fail : {'raise', 'empty'}, default='raise'
+        What ``bottom`` gives (see **Failure**).
     n_jobs : int or None, default=None
         joblib workers over subsamples; results do not depend on it.
     accountant : BudgetAccountant or None, default=None
@@ -276,7 +324,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     Attributes
     ----------
     support_ : ndarray of bool, shape (n_features_in_,)
-        The released support (all False on bottom with ``on_failure='empty'``).
+        The released support (all False on bottom with ``on_fail='empty'``).
     selected_features_ : ndarray of int
     stable_ : bool
         True iff a support was released (the test's PASS/FAIL).
@@ -288,6 +336,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         ``q, m, K`` used (``nan``/0 for the perturbation method).
     penalty_ : float or None
         Sum-form ``Lambda`` (perturbation only; public).
+    x_range_, y_bound_ : tuple or None
+        Ranges used by the perturbation test (declared or estimated); None
+        for ``method='subsample'``.
     epsilon_, delta_ : float
         The guarantee of this fit (``delta_ = delta/2``).
     privacy_spent_ : PrivacyLedger
@@ -313,24 +364,26 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40000, 20))
     >>> y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=40000)
-    >>> sel = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3, selection_rule="lars",
+    >>> sel = PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3,
+    ...                                   selection_rule="lars",
     ...                                   sampling="partition", random_state=0).fit(X, y)
     >>> sel.get_support(indices=True)
     array([0, 1, 2])
     """
 
+    _renamed_parameters = {"x_bound": X_BOUND_WITHDRAWN, "on_failure": "on_fail"}
+
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         **_SELECTION_CONSTRAINTS,
-        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        **_BOUND_CONSTRAINTS,
     }
 
     def __init__(
         self,
+        *,
         epsilon=1.0,
         delta=1e-6,
-        *,
         max_features=None,
         method="subsample",
         selection_rule="lasso",
@@ -347,9 +400,11 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         rsc_constant=None,
         penalty=None,
         n_reference=None,
-        x_bound=None,
+        x_range=None,
         y_bound=None,
-        on_failure="raise",
+        bounds="private",
+        bounds_budget=0.1,
+        on_fail="raise",
         n_jobs=None,
         accountant=None,
         random_state=None,
@@ -372,9 +427,11 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         self.rsc_constant = rsc_constant
         self.penalty = penalty
         self.n_reference = n_reference
-        self.x_bound = x_bound
+        self.x_range = x_range
         self.y_bound = y_bound
-        self.on_failure = on_failure
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
+        self.on_fail = on_fail
         self.n_jobs = n_jobs
         self.accountant = accountant
         self.random_state = random_state
@@ -403,40 +460,62 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             max_iter=params["max_iter"],
         )
 
-    def _perturbation_setup(self, n, p):
-        """The sum-form penalty ``Lambda``, from public facts only (n-public without one)."""
-        missing = [
-            name
-            for name in ("rsc_constant", "max_features", "x_bound", "y_bound")
-            if getattr(self, name) is None
-        ]
+    def _perturbation_setup(self, n, p, private):
+        """Checked ranges, the epsilon of each missing bound, and ``Lambda`` if already known.
+
+        Public facts only; everything that can be refused is refused here,
+        before any spend. ``Lambda`` is ``None`` when it depends on a
+        ``y_bound`` still to be estimated.
+        """
+        missing = [name for name in ("rsc_constant", "max_features") if getattr(self, name) is None]
         if missing:
             raise ConfigurationError(
-                f"method='perturbation' needs {', '.join(missing)} (public values you "
-                "declare; the entries are clipped to the bounds)."
+                f"method='perturbation' needs {', '.join(missing)} (public values you declare)."
             )
         if self.fit_intercept:
             raise ConfigurationError(
                 "method='perturbation' has no intercept (the analysis has none); centre "
                 "y and X with public constants instead."
             )
-        s, psi = self.max_features, self.rsc_constant
-        if self.penalty is not None:
-            Lambda = float(self.penalty)
-        else:
+        if self.penalty is None:
             if self.noise_level is None:
                 raise ConfigurationError("method='perturbation' needs penalty or noise_level.")
             if p < 2:
                 raise ConfigurationError("method='perturbation' with noise_level needs p >= 2.")
-            n_ref = n if self.n_reference is None else self.n_reference
-            Lambda = perturbation_penalty(self.noise_level, s, self.y_bound, n_ref, p)
+        x_range = check_x_range(self.x_range, p)
+        y_range = check_y_bound(self.y_bound)
+        bound_eps = range_bound_epsilons(
+            [name for name, v in (("x_range", x_range), ("y_bound", y_range)) if v is None],
+            epsilon=self.epsilon, bounds=self.bounds, bounds_budget=self.bounds_budget,
+            private=private,
+        )
+        check_range_bounds_feasible(n, bound_eps)
+        Lambda = None
+        if self.penalty is not None or y_range is not None or not private:
+            Lambda = self._penalty(n, p, y_range)
+            self._check_penalty(Lambda)
+        return x_range, y_range, bound_eps, Lambda
+
+    def _penalty(self, n, p, y_range):
+        """Sum-form ``Lambda``: ``penalty``, or the paper's rule at ``B_y`` (1 without a bound)."""
+        if self.penalty is not None:
+            return float(self.penalty)
+        n_ref = n if self.n_reference is None else self.n_reference
+        y_mag = 1.0 if y_range is None else y_bound_magnitude(y_range)
+        return perturbation_penalty(self.noise_level, self.max_features, y_mag, n_ref, p)
+
+    def _check_penalty(self, Lambda, estimated=False):
+        s, psi = self.max_features, self.rsc_constant
         if not Lambda > minimum_penalty(s, psi):
+            spent = (
+                " (with the privately estimated y_bound; its estimate stays spent, the "
+                "test did not run: declare y_bound or penalty)" if estimated else ""
+            )
             raise ConfigurationError(
                 "method='perturbation' needs Lambda > 16 s^2 / Psi = "
                 f"{minimum_penalty(s, psi):.4g} "
-                f"(got Lambda = {Lambda:.4g}); privacy is not proven otherwise."
+                f"(got Lambda = {Lambda:.4g}){spent}; privacy is not proven otherwise."
             )
-        return Lambda
 
     # -- fit ----------------------------------------------------------------
     @fit_context(prefer_skip_nested_validation=True)
@@ -456,7 +535,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         Raises
         ------
         UnstableSupportError
-            On bottom with ``on_failure='raise'`` (after recording the budget).
+            On bottom with ``on_fail='raise'`` (after recording the budget).
         """
         self._reset()
         _check_applicable(self)
@@ -469,6 +548,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             dtype=[np.float64, np.float32],
             y_numeric=True,
             multi_output=False,
+            # No selection rule can be evaluated on one row (n is public).
+            ensure_min_samples=2,
         )
         if not sparse.issparse(X):
             X = np.asarray(X)
@@ -492,22 +573,41 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
                 )
                 _warn_if_release_unlikely(plan, self.epsilon)
             ledger = self._ledger(private, "lasso_support_subsample")
+            x_range = y_range = None
         else:
-            Lambda = self._perturbation_setup(n, p)
-            ledger = self._ledger(private, "lasso_support_perturbation")
-        # Checked and recorded before any noisy value is computed: an
+            x_range, y_range, bound_eps, Lambda = self._perturbation_setup(n, p, private)
+            ledger = self._ledger(private, "lasso_support_perturbation", bound_eps)
+        # Checked and recorded before any data value reaches a mechanism: an
         # exception inside the mechanism never loses the spend.
         self._spend(ledger)
 
-        rngs = self._secret_rngs("subsamples", "noise")
+        rngs = self._secret_rngs("subsamples", "noise", "bounds")
         if subsample:
             released, threshold = self._fit_subsample(X, y, rule, plan, private, rngs)
         else:
-            released, threshold = self._fit_perturbation(X, y, Lambda, private, rngs["noise"])
+            est_x, est_y, bound_events = estimate_ranges(X, y, bound_eps, rngs["bounds"])
+            x_range = est_x if x_range is None else x_range
+            y_range = est_y if y_range is None else y_range
+            if Lambda is None:
+                Lambda = self._penalty(n, p, y_range)
+                try:
+                    self._check_penalty(Lambda, estimated=True)
+                except ConfigurationError:
+                    # The test does not run: only the bound estimates were spent.
+                    self._settle(PrivacyLedger(bound_events))
+                    raise
+            released, threshold = self._fit_perturbation(
+                X, y, Lambda, x_range, y_range, ledger.events[-1].epsilon, rngs["noise"]
+            )
 
-        if released is BOTTOM and self.on_failure == "raise":
-            # Leave the estimator unfitted, but keep the ledger of the spend.
-            raise UnstableSupportError(self.epsilon, self.delta, threshold)
+        if released is BOTTOM:
+            error = UnstableSupportError(self.epsilon, self.delta, threshold)
+            if self.on_fail == "raise":
+                # Leave the estimator unfitted, but keep the ledger of the spend.
+                raise error
+            # The outcome (PASS/FAIL) is released, so this warning is too.
+            warnings.warn(f"{error} on_fail='empty': an empty support was released.",
+                          PrivateTestFailedWarning, stacklevel=4)
         self.stable_ = released is not BOTTOM
         support = np.zeros(p, dtype=bool)
         if self.stable_:
@@ -522,18 +622,30 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         else:
             self.subsample_rate_, self.n_subsamples_, self.max_appearances_ = math.nan, 0, 0
         self.penalty_ = None if subsample else Lambda
+        self.x_range_ = x_range
+        self.y_bound_ = y_range
         self.epsilon_ = ledger.epsilon
         self.delta_ = ledger.delta
         return self
 
-    def _ledger(self, private, name):
-        """One replace-one event: ``(epsilon, delta/2)`` (both methods; see the class docstring)."""
+    def _ledger(self, private, name, bound_eps=None):
+        """The replace-one events of one fit (public facts only).
+
+        The test's ``(epsilon_test, delta/2)`` (both methods; see the class
+        docstring), after one pure event per missing bound of the
+        perturbation method; ``epsilon_test`` is ``epsilon`` less the finite
+        bound shares.
+        """
         if not private:
             return PrivacyLedger([PrivacyEvent(name=name, epsilon=math.inf, delta=0.0)])
-        return stable_mode_ledger(self.epsilon, self.delta, name=name)
+        bound_eps = bound_eps or {}
+        bound_events = [PrivacyEvent(name=k, epsilon=e, delta=0.0) for k, e in bound_eps.items()]
+        eps_test = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        test = stable_mode_ledger(eps_test, self.delta, name=name)
+        return PrivacyLedger([*bound_events, *test.events])
 
     def _fit_subsample(self, X, y, rule, plan, private, rngs):
-        """``(released support or BOTTOM, threshold)``; the threshold is ``None`` when not private."""
+        """``(released support or BOTTOM, threshold)``; threshold ``None`` when not private."""
         if not private:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -552,12 +664,21 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         )
         return released, plan.threshold
 
-    def _fit_perturbation(self, X, y, Lambda, private, rng):
+    def _fit_perturbation(self, X, y, Lambda, x_range, y_range, epsilon, rng):
+        """``(released support or BOTTOM, threshold)`` at the test's ``epsilon`` (inf: no noise)."""
         s = self.max_features
-        # Per-entry clipping after public scaling: a per-row map (spec §2.1).
-        # No warning: whether some entry was clipped depends on one record.
-        X_clip = np.clip(X / self.x_bound, -1.0, 1.0)
-        y_clip = s * np.clip(y / self.y_bound, -1.0, 1.0)
+        private = math.isfinite(epsilon)
+        # Per-entry clipping to the ranges, then public scaling into [-1, 1]
+        # and [-s, s]: a per-row map. No warning: whether some entry was
+        # clipped depends on one record. Without a range (epsilon=inf only):
+        # no clipping, unit scale.
+        X_clip = np.asarray(X, dtype=np.float64)
+        if x_range is not None:
+            X_clip = np.clip(X_clip, x_range[0], x_range[1]) / x_range_magnitude(x_range)
+        y_clip = np.asarray(y, dtype=np.float64)
+        if y_range is not None:
+            y_clip = np.clip(y_clip, y_range[0], y_range[1]) / y_bound_magnitude(y_range)
+        y_clip = s * y_clip
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             support, d_hat = perturbation_distance(X_clip, y_clip, s, Lambda, self.rsc_constant)
@@ -569,9 +690,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         # give (eps, delta/2)-DP under replace-one.
         sensitivity, offset = replace_one_calibration()
         released = propose_test_release(
-            support, d_hat, self.epsilon, self.delta, rng, sensitivity=sensitivity, offset=offset
+            support, d_hat, epsilon, self.delta, rng, sensitivity=sensitivity, offset=offset
         )
-        threshold = laplace_distance_threshold(self.epsilon, self.delta, sensitivity, offset)
+        threshold = laplace_distance_threshold(epsilon, self.delta, sensitivity, offset)
         return released, threshold
 
     def __sklearn_is_fitted__(self):
@@ -583,435 +704,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode (epsilon=inf) draws nothing: the same data give
+        # the same selection.
+        tags.non_deterministic = not (isinstance(self.epsilon, Real) and math.isinf(self.epsilon))
         tags.input_tags.sparse = self.method == "subsample"
         tags.target_tags.required = True
         return tags
-
-
-class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
-    """Private sparse linear regression: private Lasso support, then SSP on it.
-
-    Stage 1 runs :class:`PrivateLassoSupportSelector` with
-    ``epsilon_1 = selection_fraction * epsilon``: ``(epsilon_1, delta/2)``-DP
-    under replace-one neighbours for both methods (threshold
-    ``ln(1/delta)/epsilon_1`` for ``'subsample'``,
-    ``1 + 2 ln(1/delta)/epsilon_1`` with ``Lap(2/epsilon_1)`` for
-    ``'perturbation'``). Stage 2 fits
-    :class:`~skprivreg.linear_model.SSPRegressor` (sufficient statistics
-    perturbation, analytic Gaussian mechanism, GDP composition of its two
-    releases) on the selected columns with ``(epsilon_2, delta/2)``,
-    ``epsilon_2 = epsilon - epsilon_1``, replace-one. By adaptive sequential
-    composition of two replace-one guarantees the whole fit is
-    ``(epsilon, delta)``-DP, full DP (one row), replace-one neighbours. Stage 2
-    may use the released support: it is public after stage 1. The plan of
-    both stages is checked and recorded on the accountant before the data is
-    read; after the fit it is replaced by the stages' own ledgers (the same
-    guarantee, at most the plan), or by the selection's alone when stage 2
-    does not run.
-
-    Stage 2 clips the selected entries to ``|x| <= feature_bound`` (so rows
-    have norm ``<= feature_bound sqrt(k)``) and ``|y| <= target_bound``.
-    Missing bounds are estimated privately by SSP inside ``epsilon_2``
-    (``bounds='private'``, with SSP's stated budget share). With an
-    intercept, the selection centres inside each subsample and SSP appends a
-    constant column. ``method='perturbation'`` also clips its test to
-    ``feature_bound``/``target_bound`` and requires both (refused before any
-    spend otherwise). With every parameter at its default the regressor fits:
-    the selection estimates its noise level inside each subsample and stage 2
-    estimates its bounds privately.
-
-    **Failure.** On bottom with ``on_failure='raise'``,
-    :class:`UnstableSupportError` is raised with the stage-1 spend recorded
-    (stage 2 does not run, and its planned share is released back). With ``on_failure='empty'`` stage 2 runs
-    on the empty support: an intercept-only DP model (a DP mean through the
-    constant column) if ``fit_intercept``, else all zeros (nothing more
-    spent).
-
-    **Sample size.** Selection dominates: see
-    :class:`PrivateLassoSupportSelector` (``n ~ 32 ln(1/delta) N_1 /
-    epsilon_1``). The default ``selection_fraction=0.75`` reflects that the
-    SSP error at that ``n`` is already small.
-
-    Parameters
-    ----------
-    epsilon, delta : float
-        Total budget of one fit.
-    max_features, method, selection_rule, alpha, noise_level, lambda_scale, \
-sampling, subsample_rate, n_subsamples, max_appearances, standardize, \
-lasso_params, rsc_constant, penalty, n_reference, on_failure, n_jobs
-        Passed to the selector (see :class:`PrivateLassoSupportSelector`);
-        the perturbation method uses ``feature_bound``/``target_bound`` as
-        its ``x_bound``/``y_bound``.
-    selection_fraction : float in (0, 1), default=0.75
-    estimator : 'ssp' or a skprivreg regressor, default='ssp'
-        Stage 2. An instance is cloned and given ``epsilon_2``, ``delta/2``,
-        the bounds, ``fit_intercept`` and its own random generator.
-    feature_bound, target_bound : float or None, default=None
-        ``B_x`` (per entry) and ``B_y``.
-    fit_intercept : bool, default=True
-    ridge : float or None, default=None
-        SSP ridge; ``None`` is SSP's ``'auto'``.
-    accountant : BudgetAccountant or None
-    random_state : None, int or numpy.random.Generator
-        Stage 1 and stage 2 get independent children.
-
-    Attributes
-    ----------
-    selector_ : PrivateLassoSupportSelector
-    support_ : ndarray of bool
-    stable_ : bool
-    coef_ : ndarray of shape (n_features_in_,)
-        Zero off the support.
-    intercept_ : float
-    stage2_ : fitted stage-2 estimator or None
-    epsilon_, delta_ : float
-    privacy_spent_ : PrivacyLedger
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-    """
-
-    _parameter_constraints = {
-        **DPEstimatorMixin._privacy_parameter_constraints,
-        **_SELECTION_CONSTRAINTS,
-        "selection_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "estimator": [StrOptions({"ssp"}), HasMethods(["fit", "predict", "set_params"])],
-        "feature_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "target_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "ridge": [Interval(Real, 0, None, closed="left"), None],
-    }
-
-    def __init__(
-        self,
-        epsilon=1.0,
-        delta=1e-6,
-        *,
-        max_features=None,
-        method="subsample",
-        selection_rule="lasso",
-        alpha=None,
-        noise_level=None,
-        lambda_scale=1.0,
-        sampling="poisson",
-        subsample_rate=None,
-        n_subsamples=1000,
-        max_appearances=None,
-        fit_intercept=True,
-        standardize=False,
-        lasso_params=None,
-        rsc_constant=None,
-        penalty=None,
-        n_reference=None,
-        selection_fraction=0.75,
-        estimator="ssp",
-        feature_bound=None,
-        target_bound=None,
-        ridge=None,
-        on_failure="raise",
-        n_jobs=None,
-        accountant=None,
-        random_state=None,
-    ):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.max_features = max_features
-        self.method = method
-        self.selection_rule = selection_rule
-        self.alpha = alpha
-        self.noise_level = noise_level
-        self.lambda_scale = lambda_scale
-        self.sampling = sampling
-        self.subsample_rate = subsample_rate
-        self.n_subsamples = n_subsamples
-        self.max_appearances = max_appearances
-        self.fit_intercept = fit_intercept
-        self.standardize = standardize
-        self.lasso_params = lasso_params
-        self.rsc_constant = rsc_constant
-        self.penalty = penalty
-        self.n_reference = n_reference
-        self.selection_fraction = selection_fraction
-        self.estimator = estimator
-        self.feature_bound = feature_bound
-        self.target_bound = target_bound
-        self.ridge = ridge
-        self.on_failure = on_failure
-        self.n_jobs = n_jobs
-        self.accountant = accountant
-        self.random_state = random_state
-
-    def _budget_split(self, private):
-        if not private:
-            return math.inf, math.inf
-        eps1 = self.selection_fraction * self.epsilon
-        return eps1, self.epsilon - eps1
-
-    def _make_selector(self, eps1, rng):
-        perturbation = self.method == "perturbation"
-        return PrivateLassoSupportSelector(
-            epsilon=eps1,
-            delta=self.delta,
-            max_features=self.max_features,
-            method=self.method,
-            selection_rule=self.selection_rule,
-            alpha=self.alpha,
-            noise_level=self.noise_level,
-            lambda_scale=self.lambda_scale,
-            sampling=self.sampling,
-            subsample_rate=self.subsample_rate,
-            n_subsamples=self.n_subsamples,
-            max_appearances=self.max_appearances,
-            fit_intercept=False if perturbation else self.fit_intercept,
-            standardize=self.standardize,
-            lasso_params=self.lasso_params,
-            rsc_constant=self.rsc_constant,
-            penalty=self.penalty,
-            n_reference=self.n_reference,
-            # The bounds of the perturbation test are the regressor's bounds;
-            # the subsample method uses none.
-            x_bound=self.feature_bound if perturbation else None,
-            y_bound=self.target_bound if perturbation else None,
-            on_failure=self.on_failure,
-            n_jobs=self.n_jobs,
-            # The regressor records the whole plan itself, before either stage.
-            accountant=None,
-            random_state=rng,
-        )
-
-    def _make_stage2(self, eps2, delta2, n_selected, fit_intercept, rng):
-        from ..linear_model import SSPRegressor  # noqa: PLC0415 - avoids an import cycle
-
-        x_bound = None
-        if self.feature_bound is not None and n_selected > 0:
-            x_bound = self.feature_bound * math.sqrt(n_selected)
-        if n_selected == 0:
-            x_bound = 1.0  # the constant column alone (intercept-only model)
-        if self.estimator == "ssp":
-            return SSPRegressor(
-                epsilon=eps2,
-                delta=delta2,
-                x_bound=x_bound,
-                y_bound=self.target_bound,
-                fit_intercept=fit_intercept,
-                ridge="auto" if self.ridge is None else self.ridge,
-                random_state=rng,
-            )
-        stage2 = clone(self.estimator)
-        known = stage2.get_params(deep=False)
-        updates = {"epsilon": eps2, "delta": delta2, "random_state": rng}
-        optional = {
-            "x_bound": x_bound,
-            "y_bound": self.target_bound,
-            "fit_intercept": fit_intercept,
-            "accountant": None,
-        }
-        updates.update({k: v for k, v in optional.items() if k in known})
-        return stage2.set_params(**updates)
-
-    @fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
-        """Select the support privately, then fit private coefficients on it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-
-        Returns
-        -------
-        self : object
-        """
-        self._reset()
-        _check_applicable(self, names=set(self.get_params(deep=False)) - {"x_bound", "y_bound"})
-        if self.method == "perturbation":
-            missing = [n for n in ("feature_bound", "target_bound") if getattr(self, n) is None]
-            if missing:
-                raise ConfigurationError(
-                    f"method='perturbation' needs {', '.join(missing)} (public bounds you "
-                    "declare; the perturbation test clips to them)."
-                )
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
-        private = self._validate_privacy_params()
-        eps1, eps2 = self._budget_split(private)
-        delta2 = self.delta / 2.0
-        # The plan of both stages (public facts only) is checked and recorded
-        # before the data is read; the nested estimators have no accountant.
-        planned = PrivacyLedger(
-            [
-                PrivacyEvent("lasso_support", eps1, self.delta / 2.0 if private else 0.0),
-                PrivacyEvent("stage2", eps2, delta2 if private else 0.0),
-            ]
-        )
-        self._spend(planned)
-        rngs = self._public_rngs("selection", "estimation")
-
-        selector = self._make_selector(eps1, rngs["selection"])
-        try:
-            with warnings.catch_warnings():
-                if not private:
-                    warnings.simplefilter("ignore", category=UserWarning)
-                selector.fit(X, y)
-        except UnstableSupportError:
-            # Stage 2 never runs: only the selection's spend remains recorded
-            # (the plan was recorded before the data was read).
-            self._settle(selector.privacy_spent_)
-            raise
-        self.selector_ = selector
-        support = selector.support_
-        k = int(support.sum())
-        p = X.shape[1]
-        coef = np.zeros(p)
-        intercept = 0.0
-        ledgers = [selector.privacy_spent_]
-        self.stage2_ = None
-        if k > 0 or self.fit_intercept:
-            if k > 0:
-                Z = X[:, support]
-                if self.feature_bound is not None:
-                    # Per-entry clipping (a per-row map); no warning, as
-                    # whether an entry was clipped depends on one record.
-                    Z = np.clip(Z, -self.feature_bound, self.feature_bound)
-                fit_intercept = self.fit_intercept
-            else:
-                Z = np.ones((X.shape[0], 1))
-                fit_intercept = False
-            stage2 = self._make_stage2(eps2, delta2, k, fit_intercept, rngs["estimation"])
-            with warnings.catch_warnings():
-                if not private:
-                    warnings.simplefilter("ignore", category=UserWarning)
-                stage2.fit(Z, y)
-            self.stage2_ = stage2
-            ledgers.append(stage2.privacy_spent_)
-            if k > 0:
-                coef[support] = np.ravel(stage2.coef_)
-                intercept = float(np.ravel(stage2.intercept_)[0])
-            else:
-                intercept = float(np.ravel(stage2.coef_)[0])
-        # The final ledger replaces the plan (same guarantee, at most the plan).
-        ledger = PrivacyLedger.concatenate(ledgers, composition="gdp" if private else "basic")
-        self._settle(ledger)
-        self.coef_ = coef
-        self.intercept_ = intercept
-        self.support_ = support
-        self.stable_ = selector.stable_
-        self.epsilon_ = ledger.epsilon
-        self.delta_ = ledger.delta
-        return self
-
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "coef_")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        return tags
-
-
-# ---------------------------------------------------------------------------
-# Planning (public numbers only) and demo
-# ---------------------------------------------------------------------------
-def plan_command(argv):
-    """``python -m skprivreg plan lasso``: public planning numbers of ``A_samp``.
-
-    Touches no data. Prints ``q, m, K``, the threshold, the largest possible
-    distance, the vote margin needed for a 95% release probability, the
-    number of fits and the rough sample size ``32 ln(1/delta) N_1/epsilon``.
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m skprivreg plan lasso",
-        description="Planning numbers of the private Lasso support selector (no data used).",
-    )
-    parser.add_argument("--n", type=int, default=None, help="number of rows (n-public planning)")
-    parser.add_argument("--p", "--d", dest="p", type=int, default=None, help="number of features")
-    parser.add_argument("--s", type=int, default=None, help="target support size")
-    parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--delta", type=float, default=1e-6)
-    parser.add_argument("--sampling", choices=("poisson", "partition"), default="poisson")
-    parser.add_argument("--subsample-rate", type=float, default=None)
-    parser.add_argument("--n-subsamples", default="1000", help="int or 'paper'")
-    parser.add_argument("--max-appearances", type=int, default=None)
-    parser.add_argument(
-        "--n1",
-        type=float,
-        default=None,
-        help="rows at which the non-private rule finds the support w.p. ~0.75",
-    )
-    parser.add_argument("--rsc", type=float, default=None, help="Psi, for the perturbation method")
-    args = parser.parse_args(argv)
-    m_arg = args.n_subsamples if args.n_subsamples == "paper" else int(args.n_subsamples)
-    try:
-        plan = subsample_plan(
-            args.epsilon,
-            args.delta,
-            sampling=args.sampling,
-            subsample_rate=args.subsample_rate,
-            n_subsamples=m_arg,
-            max_appearances=args.max_appearances,
-            n_samples=args.n,
-        )
-    except ValueError as exc:
-        parser.error(str(exc))
-    q, m, K = plan.subsample_rate, plan.n_subsamples, plan.max_appearances
-    rows = [
-        ("sampling", plan.sampling),
-        ("subsample rate q", f"{q:.6g}"),
-        ("subsamples m (Lasso fits)", f"{m}"),
-        ("max appearances K", f"{K}"),
-        ("threshold T = ln(1/delta)/eps", f"{plan.threshold:.4g}"),
-        ("max distance m/(2K) - 1", f"{plan.max_distance:.4g}"),
-        ("release prob. of a perfectly stable f", f"{plan.max_release_probability:.4f}"),
-        (
-            "vote margin (c1-c2)/m for 95% release",
-            f"{plan.required_gap_fraction(args.epsilon):.4f}",
-        ),
-        ("recorded guarantee", f"({args.epsilon:g}, {args.delta / 2:.3g})"),
-    ]
-    if args.n is not None:
-        rows.append(("expected rows per subsample ~ n q", f"{args.n * q:.1f}"))
-        if args.delta > 1.0 / (10 * args.n):
-            rows.append(("WARNING", "delta > 1/(10 n): choose a smaller delta"))
-    if args.n1 is not None:
-        rows.append(("rough n needed ~ N1/q (poisson)", f"{args.n1 / q:.4g}"))
-        rows.append(("rough n needed ~ N1/(2q) (partition)", f"{args.n1 / (2 * q):.4g}"))
-    if args.rsc is not None and args.s is not None:
-        rows.append(
-            (
-                "perturbation: Lambda must exceed 16 s^2/Psi",
-                f"{minimum_penalty(args.s, args.rsc):.4g}",
-            )
-        )
-    if plan.max_distance < plan.threshold + math.log(20.0) / args.epsilon:
-        rows.append(("WARNING", "even a perfectly stable f is released w.p. < 0.95"))
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        print(f"{name:<{width}}  {value}")
-    return 0
-
-
-def demo_case():
-    """A configuration where private Lasso regression works: n = 60000, p = 30, s = 3."""
-    rng = np.random.default_rng(20130601)
-    n, p, s = 60_000, 30, 3
-    theta = np.zeros(p)
-    theta[[2, 11, 23]] = [0.8, -0.6, 0.5]
-    X = rng.normal(size=(n + 5000, p))
-    y = 1.0 + X @ theta + rng.normal(size=n + 5000)
-    estimator = PrivateLassoRegressor(
-        epsilon=2.0,
-        delta=1e-6,
-        max_features=s,
-        selection_rule="lars",
-        sampling="partition",
-        feature_bound=3.0,
-        target_bound=6.0,
-        on_failure="empty",
-        random_state=0,
-    )
-    return {
-        "name": "PrivateLasso (lars), n=6e4 p=30 s=3",
-        "estimator": estimator,
-        "notion": "full",
-        "X_train": X[:n],
-        "y_train": y[:n],
-        "X_test": X[n:],
-        "y_test": y[n:],
-    }

@@ -3,7 +3,7 @@
 The test functions ``g_1..g_4`` of the paper's Table 1 certify that the
 support of the full-data Lasso cannot change when a few rows are added or
 removed; their slack-normalised minimum is a distance proxy for
-propose-test-release. Two fixes to the paper (spec §2.5, errata E7, E8):
+propose-test-release. Two corrections to the paper:
 
 1. ``g_1`` is the largest gradient over the **off-support** coordinates
    (the paper's "(s+1)-th largest gradient overall" leaves up to
@@ -12,7 +12,7 @@ propose-test-release. Two fixes to the paper (spec §2.5, errata E7, E8):
    which breaks privacy);
 2. no ``+1`` (with it the proxy is positive on unstable data).
 
-A failed KKT polish returns ``-inf`` (deterministic bottom, review §9).
+A failed KKT polish returns ``-inf`` (a deterministic bottom).
 """
 
 import math
@@ -170,7 +170,7 @@ def perturbation_scores(X, y, max_features, Lambda, rsc_constant):
 
 
 def perturbation_distance(X, y, max_features, Lambda, rsc_constant):
-    """``(support, d_hat)``: the corrected distance proxy of spec §2.5.
+    """``(support, d_hat)``: the corrected distance proxy (see the module docstring).
 
     .. math::
         \\hat d = \\max\\{\\min_i (g_i - t_i)/\\Delta_i,\\ 0\\}

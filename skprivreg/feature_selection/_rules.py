@@ -2,7 +2,8 @@
 
 Each rule is a picklable callable ``rule(X_j, y_j) -> tuple`` (the sorted
 selected column indices) that uses **only** the rows it is given: centring,
-scaling and the penalty are computed on the subsample itself (spec §1.4(c)),
+scaling and the penalty are computed on the subsample itself (the privacy proof
+needs each subsample's answer to depend on its own rows only),
 and every call builds a fresh solver (no warm start across subsamples).
 """
 
@@ -46,8 +47,8 @@ def subsample_alpha(noise_level, lambda_scale, n_features, n_rows):
 
     In sum form ``Lambda_j = lambda_scale * sigma * sqrt(n_j ln p)``:
     ``lambda_scale = 8`` is the paper's Theorem 38 (``8 sigma sqrt(nq log p)``
-    on a q-subsample), ``4`` its Theorem 7; the default 1 is ours (spec §2.4:
-    the proof constants zero realistic coefficients).
+    on a q-subsample), ``4`` its Theorem 7; the default 1 is ours (the proof
+    constants zero realistic coefficients).
     """
     return float(lambda_scale) * float(noise_level) * math.sqrt(math.log(n_features) / n_rows)
 
@@ -55,7 +56,7 @@ def subsample_alpha(noise_level, lambda_scale, n_features, n_rows):
 def top_s_support(coef, max_features):
     """Sorted indices of the non-zeros of ``coef``, truncated to the ``s`` largest ``|coef|``.
 
-    Ties go to the lower index (spec §2.4, errata E15).
+    Ties go to the lower index (a deterministic rule of the subsample alone).
     """
     support = np.flatnonzero(coef)
     if max_features is not None and support.size > max_features:
@@ -243,7 +244,7 @@ class LarsEntryRule:
     paper's Theorem 7 the primal-dual witness gives ``supp(theta(alpha))
     subset Gamma`` for all penalties above the one where the support is
     ``Gamma``, so the first time the path has ``s`` actives it equals
-    ``Gamma``; no noise level is needed (spec §2.4).
+    ``Gamma``; no noise level is needed.
     """
 
     def __init__(self, max_features, fit_intercept=False, standardize=False):
@@ -267,7 +268,7 @@ class LarsEntryRule:
         y_j = y_j.astype(np.float64, copy=False)
         # The path is computed step by step, so its first s steps do not
         # depend on max_iter: try s steps first (the usual case, no variable
-        # leaves), and the spec's 4s only when a variable left on the way.
+        # leaves), and 4s only when a variable left on the way.
         for max_iter in (s, 4 * s):
             _, _, coefs = lars_path(X_j, y_j, method="lasso", max_iter=max_iter, copy_X=True)
             reached = np.flatnonzero(np.count_nonzero(coefs, axis=0) >= s)

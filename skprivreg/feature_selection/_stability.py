@@ -11,7 +11,7 @@ Private model selection for *any* function ``f`` with a discrete output
 4. release the most frequent value iff ``d_hat + Lap(1/epsilon) > ln(1/delta)/epsilon``,
    else release ``bottom``.
 
-Why this is private (spec ``private_lasso_support.md`` §1.4, review §9): give
+Why this is private: give
 the rows shared by two neighbouring datasets the same inclusion rows. One
 added, removed or replaced row then changes at most ``K`` of the ``m`` votes,
 every count by at most ``K`` and the gap ``c1 - c2`` by at most ``2K``; so
@@ -39,8 +39,9 @@ from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
 from scipy.stats import binom
 
-from ..accounting import PrivacyEvent, PrivacyLedger
 from .._random import secret_generators
+from ..accounting import PrivacyEvent, PrivacyLedger
+from ..exceptions import PlanningWarning
 from ..mechanisms import (
     laplace_distance_test,
     laplace_distance_threshold,
@@ -231,7 +232,7 @@ def _positive_int(value, name):
 
 
 def _warn_if_release_unlikely(plan, epsilon):
-    """UserWarning (public numbers only) when even a constant ``f`` rarely releases."""
+    """PlanningWarning (public numbers only) when even a constant ``f`` rarely releases."""
     if plan.max_distance < plan.threshold + math.log(20.0) / epsilon:
         warnings.warn(
             f"With m = {plan.n_subsamples} subsamples and K = {plan.max_appearances} the "
@@ -240,7 +241,7 @@ def _warn_if_release_unlikely(plan, epsilon):
             "perfectly stable function is released with probability "
             f"{plan.max_release_probability:.3g} < 0.95. Increase n_subsamples, "
             "lower subsample_rate, or use sampling='partition'.",
-            UserWarning,
+            PlanningWarning,
             stacklevel=3,
         )
 
@@ -259,8 +260,9 @@ def _distinct_columns(counts, m, K, rng):
     """Per row ``i``, ``counts[i]`` distinct uniform columns in ``[0, m)``.
 
     Draws ``counts[i]`` i.i.d. uniform columns and redraws the row's columns
-    (never its count; review §9) while they contain a duplicate: conditioned
-    on being distinct, the set is a uniform ``counts[i]``-subset.
+    (never its count: redrawing counts would change their distribution) while
+    they contain a duplicate: conditioned on being distinct, the set is a
+    uniform ``counts[i]``-subset.
     """
     n = counts.shape[0]
     cols = rng.integers(0, m, size=(n, K))
@@ -486,7 +488,7 @@ class StableModeResult:
 
 
 def stable_mode_ledger(epsilon, delta, *, name="stable_mode", notion="full"):
-    """The ledger of one distance test: ``(epsilon, delta/2)`` (review §9).
+    """The ledger of one distance test: ``(epsilon, delta/2)``.
 
     Valid under replace-one and add/remove neighbours alike (a replaced row
     keeps its inclusion row); recorded as replace-one, the house relation.

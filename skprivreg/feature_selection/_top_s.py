@@ -10,58 +10,90 @@ from sklearn.feature_selection import SelectorMixin
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..exceptions import ConfigurationError
+from ..bounds import (
+    check_range_bounds_feasible,
+    check_x_range,
+    check_y_bound,
+    estimate_ranges,
+    range_bound_epsilons,
+    x_range_magnitude,
+    y_bound_magnitude,
+)
 from ..mechanisms import gumbel_top_k
+from ._params import X_BOUND_WITHDRAWN
 
 __all__ = ["private_top_s_correlations", "PrivateTopSSelector"]
 
 
-def marginal_scores(X, y, x_bound, y_bound):
-    """``u_j = |sum_i clip(x_ij, +-B_x) clip(y_i, +-B_y)|`` (clipping is a per-row map).
+def marginal_scores(X, y, x_range=None, y_range=None):
+    """Scores :math:`u_j = |\\sum_i \\mathrm{clip}(x_{ij}) \\mathrm{clip}(y_i)| / m_j`.
 
-    A bound of ``None`` leaves that side unclipped (the non-private mode only).
+    ``x_range`` is a checked ``(low, high)`` pair of arrays
+    (:func:`~skprivreg.bounds.check_x_range`): entries are clipped to
+    :math:`[l_j, h_j]` and each score is divided by the column magnitude
+    :math:`m_j = \\max(|l_j|, |h_j|)`, so it is in the units of the declared
+    range. ``y_range`` is a checked ``(low, high)``: labels are clipped to it.
+    Clipping is a per-row map. ``None`` leaves that side unclipped (and
+    unscaled): the non-private mode only.
     """
     Xc = np.asarray(X, dtype=np.float64)
     yc = np.asarray(y, dtype=np.float64)
-    if x_bound is not None:
-        Xc = np.clip(Xc, -x_bound, x_bound)
-    if y_bound is not None:
-        yc = np.clip(yc, -y_bound, y_bound)
+    if x_range is not None:
+        Xc = np.clip(Xc, x_range[0], x_range[1])
+    if y_range is not None:
+        yc = np.clip(yc, y_range[0], y_range[1])
     with np.errstate(all="ignore"):
-        return np.abs(Xc.T @ yc)
+        scores = np.abs(Xc.T @ yc)
+        if x_range is not None:
+            scores = scores / x_range_magnitude(x_range)
+    return scores
 
 
-def score_sensitivity(x_bound, y_bound, neighbouring="replace-one"):
-    """l_inf sensitivity of the scores: ``B_x B_y`` (add/remove) or ``2 B_x B_y`` (replace-one).
+def score_sensitivity(y_magnitude, neighbouring="replace-one"):
+    """l_inf sensitivity of the scaled scores: :math:`B_y` (add/remove) or :math:`2 B_y` (replace).
 
-    One row contributes ``clip(x_ij) clip(y_i)`` in ``[-B_x B_y, B_x B_y]`` to
-    each sum, and ``|.|`` is 1-Lipschitz: adding or removing it moves each
-    ``u_j`` by at most ``B_x B_y``; replacing it removes one contribution and
-    adds another, at most ``2 B_x B_y``.
+    One row contributes :math:`\\mathrm{clip}(x_{ij}) \\mathrm{clip}(y_i) / m_j
+    \\in [-B_y, B_y]` to each scaled sum (:math:`|\\mathrm{clip}(x_{ij})| \\le
+    m_j`, :math:`|\\mathrm{clip}(y_i)| \\le B_y = \\max(|l_y|, |h_y|)`), and
+    :math:`|\\cdot|` is 1-Lipschitz: adding or removing the row moves each
+    :math:`u_j` by at most :math:`B_y`; replacing it removes one contribution
+    and adds another, at most :math:`2 B_y`.
     """
     factor = 2.0 if neighbouring == "replace-one" else 1.0
-    return factor * float(x_bound) * float(y_bound)
+    return factor * float(y_magnitude)
 
 
-def private_top_s_correlations(X, y, s, epsilon, x_bound, y_bound, rng, neighbouring="replace-one"):
+def private_top_s_correlations(
+    X, y, s, *, epsilon, x_range, y_bound, rng, neighbouring="replace-one"
+):
     """Private top-``s`` marginal screening: ``(indices, event)``.
 
     One-shot Gumbel top-``s`` (:func:`skprivreg.mechanisms.gumbel_top_k`) on
-    the clipped marginal scores, noise scale ``2 s Delta / epsilon``: pure
-    ``epsilon``-DP (Durfee & Rogers 2019). Marginal screening fails when
-    correlations cancel (a true feature can be uncorrelated with ``y``); the
-    Lasso-based selector does not.
+    the scaled, clipped marginal scores (:func:`marginal_scores`), noise
+    scale :math:`2 s \\Delta / \\varepsilon` with :math:`\\Delta` from
+    :func:`score_sensitivity`: pure :math:`\\varepsilon`-DP (Durfee & Rogers
+    2019). Marginal screening fails when correlations cancel (a true feature
+    can be uncorrelated with ``y``); the Lasso-based selector does not.
+
+    Parameters
+    ----------
+    x_range : pair or array
+        Declared per-column range (:func:`~skprivreg.bounds.check_x_range`).
+    y_bound : float or pair
+        Declared label range (:func:`~skprivreg.bounds.check_y_bound`).
 
     Returns
     -------
     indices : ndarray of int, sorted
     event : PrivacyEvent
     """
-    for name, bound in (("x_bound", x_bound), ("y_bound", y_bound)):
-        if bound is None or not (0 < bound < math.inf):
-            raise ConfigurationError(f"{name} must be a declared finite bound > 0.")
-    scores = marginal_scores(X, y, x_bound, y_bound)
-    sens = score_sensitivity(x_bound, y_bound, neighbouring)
+    X = np.asarray(X, dtype=np.float64)
+    x_range = check_x_range(x_range, X.shape[1])
+    y_range = check_y_bound(y_bound)
+    if x_range is None or y_range is None:
+        raise ValueError("private_top_s_correlations needs a declared x_range and y_bound.")
+    scores = marginal_scores(X, y, x_range, y_range)
+    sens = score_sensitivity(y_bound_magnitude(y_range), neighbouring)
     chosen = gumbel_top_k(scores, s, sens, epsilon, rng)
     event = PrivacyEvent(
         name="top_s_marginal", epsilon=float(epsilon), delta=0.0, neighbouring=neighbouring
@@ -72,118 +104,174 @@ def private_top_s_correlations(X, y, s, epsilon, x_bound, y_bound, rng, neighbou
 class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     """Private top-s marginal screening (baseline for the private Lasso selector).
 
-    Scores ``u_j = |sum_i clip(x_ij) clip(y_i)|`` and selects ``s`` columns by
-    the one-shot Gumbel mechanism (equivalent to ``s`` rounds of the
-    exponential mechanism at ``epsilon/s`` each). Always releases ``s``
-    columns.
+    Scores each column by its clipped marginal correlation with the target,
+    in the units of its declared range,
 
-    **Guarantee.** Pure ``epsilon``-DP, full DP (one row); score sensitivity
-    ``2 B_x B_y`` under replace-one (default) or ``B_x B_y`` under add/remove
-    neighbours (``neighbouring``); Gumbel noise of scale
-    ``2 s Delta / epsilon``. The whole budget goes to the one selection,
-    recorded as one event before the noise is drawn.
+    .. math::
+        u_j = \\frac{1}{m_j}\\Big|\\sum_i \\mathrm{clip}_{[l_j, h_j]}(x_{ij})\\,
+        \\mathrm{clip}_{[l_y, h_y]}(y_i)\\Big|, \\qquad m_j = \\max(|l_j|, |h_j|),
 
-    **Bounds.** ``x_bound`` and ``y_bound`` are public values you declare;
+    and selects ``s`` columns by the one-shot Gumbel mechanism (equivalent to
+    ``s`` rounds of the exponential mechanism at ``epsilon/s`` each). Always
+    releases ``s`` columns. With the same range for every column the ranking
+    is that of the raw clipped sums.
+
+    **Guarantee.** Pure ``epsilon``-DP (no delta), full DP (one row),
+    replace-one (default) or add/remove neighbours (``neighbouring``). The
+    scores have sensitivity :math:`2 B_y` under replace-one and :math:`B_y`
+    under add/remove, :math:`B_y = \\max(|l_y|, |h_y|)`; Gumbel noise of
+    scale :math:`2 s \\Delta / \\varepsilon_{sel}`. Budget: the selection gets
+    ``epsilon`` when both bounds are declared, otherwise
+    ``(1 - bounds_budget) * epsilon``; every release is recorded as its own
+    event (pure DP, same notion and relation) before its noise is drawn.
+
+    **Bounds.** ``x_range`` and ``y_bound`` are public values you declare;
     entries beyond them are clipped (a per-row map, so the guarantee holds
-    for any data). There are no defaults: a bound that does not fit the data's
-    scale would silently clip it, so a private fit without both bounds is
-    refused with :class:`~skprivreg.exceptions.ConfigurationError` before any
-    spend. Do not derive them, or centre, with statistics of the data before
-    this step (use public constants). At ``epsilon=inf`` (non-private test
-    mode) missing bounds mean no clipping.
+    for any data). A bound you do not declare is estimated privately with
+    ``bounds_budget * epsilon`` split equally over the missing bounds (pure
+    DP, :func:`skprivreg.bounds.estimate_ranges`): ``x_range`` becomes
+    :math:`[-\\hat B_x, \\hat B_x]` in every column with :math:`\\hat B_x` a
+    private upper bound on :math:`\\max_j |x_{ij}|`, ``y_bound`` becomes
+    :math:`[-\\hat B_y, \\hat B_y]`. If ``n`` is too small for that estimate
+    (:func:`skprivreg.bounds.min_samples_for_private_bound`),
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
+    spend, naming the ``n`` needed. ``bounds='data'`` reads the missing
+    bounds from the data instead: not private, recorded as an event of
+    infinite epsilon, with a :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
+    At ``epsilon=inf`` (non-private test mode) missing bounds mean no
+    clipping. Do not derive the bounds, or centre the data, with statistics
+    of the data before this step (use public constants).
 
     Parameters
     ----------
     epsilon : float, default=1.0
+        Total budget of one fit; ``np.inf`` is the non-private test mode.
     n_features_to_select : int, default=1
-    x_bound, y_bound : float or None, default=None
-        Public per-entry bounds ``B_x``, ``B_y`` (required when private).
+    x_range : tuple, array of shape (n_features, 2) or None, default=None
+        Per-column range ``(low, high)``: floats (the same range for every
+        column) or arrays of shape ``(n_features,)``. A per-entry bound
+        ``b`` is ``x_range=(-b, b)``.
+    y_bound : float, (low, high) or None, default=None
+        Label range: ``B`` means ``[-B, B]``.
+    bounds : {'private', 'data'}, default='private'
+        How missing bounds are obtained (see **Bounds**).
+    bounds_budget : float in (0, 1), default=0.1
+        Share of ``epsilon`` spent on missing bounds.
     neighbouring : {'replace-one', 'add-remove'}, default='replace-one'
-    accountant : BudgetAccountant or None
-    random_state : None, int or numpy.random.Generator
+    accountant : BudgetAccountant or None, default=None
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds released randomness only; the noise is fresh in every fit.
 
     Attributes
     ----------
     support_ : ndarray of bool
+    x_range_ : (ndarray, ndarray) or None
+        The range used (declared or estimated; public after the fit).
+    y_bound_ : (float, float) or None
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
     """
+
+    _renamed_parameters = {"x_bound": X_BOUND_WITHDRAWN}
 
     _parameter_constraints = {
         "epsilon": DPEstimatorMixin._privacy_parameter_constraints["epsilon"],
         "accountant": DPEstimatorMixin._privacy_parameter_constraints["accountant"],
         "random_state": DPEstimatorMixin._privacy_parameter_constraints["random_state"],
         "n_features_to_select": [Interval(Integral, 1, None, closed="left")],
-        "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "x_range": ["array-like", None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "neighbouring": [StrOptions({"replace-one", "add-remove"})],
     }
 
     def __init__(
         self,
-        epsilon=1.0,
         *,
+        epsilon=1.0,
         n_features_to_select=1,
-        x_bound=None,
+        x_range=None,
         y_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
         neighbouring="replace-one",
         accountant=None,
         random_state=None,
     ):
         self.epsilon = epsilon
         self.n_features_to_select = n_features_to_select
-        self.x_bound = x_bound
+        self.x_range = x_range
         self.y_bound = y_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.neighbouring = neighbouring
         self.accountant = accountant
         self.random_state = random_state
 
+    def _plan(self, n, p, private):
+        """Checked ranges, the epsilon of each missing bound and the ledger (public facts only)."""
+        x_range = check_x_range(self.x_range, p)
+        y_range = check_y_bound(self.y_bound)
+        missing = [name for name, v in (("x_range", x_range), ("y_bound", y_range)) if v is None]
+        bound_eps = range_bound_epsilons(
+            missing, epsilon=self.epsilon, bounds=self.bounds,
+            bounds_budget=self.bounds_budget, private=private,
+        )
+        check_range_bounds_feasible(n, bound_eps)
+        bound_events = [
+            PrivacyEvent(name=name, epsilon=eps, delta=0.0, neighbouring=self.neighbouring)
+            for name, eps in bound_eps.items()
+        ]
+        eps_sel = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        selection = PrivacyEvent(
+            name="top_s_marginal", epsilon=float(eps_sel) if private else math.inf,
+            delta=0.0, neighbouring=self.neighbouring,
+        )
+        return x_range, y_range, bound_eps, PrivacyLedger([*bound_events, selection])
+
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Select ``n_features_to_select`` columns privately."""
+        """Select ``n_features_to_select`` columns privately.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
         private = self._validate_privacy_params()
-        if private:
-            missing = [name for name in ("x_bound", "y_bound") if getattr(self, name) is None]
-            if missing:
-                raise ConfigurationError(
-                    f"PrivateTopSSelector needs {' and '.join(missing)}: declare public "
-                    "per-entry bounds on the features and the target (entries beyond "
-                    "them are clipped). Nothing was spent."
-                )
-        p = X.shape[1]
+        n, p = X.shape
         s = min(self.n_features_to_select, p)
-        ledger = PrivacyLedger(
-            [
-                PrivacyEvent(
-                    name="top_s_marginal",
-                    epsilon=float(self.epsilon) if private else math.inf,
-                    delta=0.0,
-                    neighbouring=self.neighbouring,
-                )
-            ]
-        )
-        # Checked and recorded before the noise is drawn.
+        x_range, y_range, bound_eps, ledger = self._plan(n, p, private)
+        # Checked and recorded before any data value reaches a mechanism.
         self._spend(ledger)
+        rngs = self._secret_rngs("bounds", "noise")
+        est_x, est_y, _ = estimate_ranges(
+            X, y, bound_eps, rngs["bounds"], neighbouring=self.neighbouring
+        )
+        x_range = est_x if x_range is None else x_range
+        y_range = est_y if y_range is None else y_range
         if private:
+            eps_sel = ledger.events[-1].epsilon
             chosen, _ = private_top_s_correlations(
-                X,
-                y,
-                s,
-                self.epsilon,
-                self.x_bound,
-                self.y_bound,
-                self._secret_rngs("noise")["noise"],
-                self.neighbouring,
+                X, y, s, epsilon=eps_sel, x_range=x_range, y_bound=y_range,
+                rng=rngs["noise"], neighbouring=self.neighbouring,
             )
         else:
-            scores = marginal_scores(X, y, self.x_bound, self.y_bound)
+            scores = marginal_scores(X, y, x_range, y_range)
             chosen = np.argsort(-scores, kind="stable")[:s]
         support = np.zeros(p, dtype=bool)
         support[chosen] = True
         self.support_ = support
+        self.x_range_ = x_range
+        self.y_bound_ = y_range
         return self
 
     def _get_support_mask(self):

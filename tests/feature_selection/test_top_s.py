@@ -1,0 +1,66 @@
+"""Top-s marginal screening with per-column ranges: scores, sensitivity, noise scale."""
+
+import numpy as np
+import pytest
+
+from skprivreg.bounds import check_x_range, check_y_bound
+from skprivreg.feature_selection import PrivateTopSSelector
+from skprivreg.feature_selection import _top_s as top_s_module
+from skprivreg.feature_selection._top_s import marginal_scores, score_sensitivity
+
+
+def test_one_row_moves_each_scaled_score_by_at_most_the_sensitivity():
+    # Worst-case replacements: a row at the corners of the ranges, replaced by
+    # the opposite corner, moves u_j by exactly 2 B_y (replace-one); removing
+    # it by B_y (add/remove). Columns have very different ranges, so a score
+    # not divided by m_j would move by 2 m_j B_y >> 2 B_y and fail here.
+    rng = np.random.default_rng(0)
+    x_range = check_x_range(((-1.0, -50.0, 0.0), (2.0, 10.0, 0.1)), 3)
+    y_range = check_y_bound((-3.0, 1.0))
+    X = rng.uniform(x_range[0], x_range[1], size=(200, 3))
+    y = rng.uniform(-3.0, 1.0, size=200)
+    base = marginal_scores(X, y, x_range, y_range)
+    worst_replace = worst_remove = 0.0
+    for corner in ([2.0, -50.0, 0.1], [-1.0, 10.0, 0.0]):
+        for label in (-3.0, 1.0):
+            Xr, yr = X.copy(), y.copy()
+            Xr[0], yr[0] = corner, label
+            worst_replace = max(worst_replace,
+                                np.max(np.abs(marginal_scores(Xr, yr, x_range, y_range) - base)))
+    worst_remove = np.max(np.abs(marginal_scores(X[1:], y[1:], x_range, y_range) - base))
+    assert worst_replace <= score_sensitivity(3.0, "replace-one") + 1e-9
+    assert worst_remove <= score_sensitivity(3.0, "add-remove") + 1e-9
+    assert worst_replace > 0.5 * score_sensitivity(3.0, "replace-one")  # the bound is tight-ish
+
+
+def test_scores_are_invariant_to_rescaling_a_column_with_its_range():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 2))
+    y = rng.normal(size=300)
+    r = check_x_range((-3.0, 3.0), 2)
+    scaled = check_x_range(((-3.0, -300.0), (3.0, 300.0)), 2)
+    Xs = X * np.array([1.0, 100.0])
+    yr = check_y_bound(4.0)
+    assert np.allclose(marginal_scores(X, y, r, yr), marginal_scores(Xs, y, scaled, yr))
+
+
+@pytest.mark.parametrize("neighbouring, factor", [("replace-one", 2.0), ("add-remove", 1.0)])
+def test_noise_is_calibrated_to_the_recorded_epsilon_and_label_range(
+    monkeypatch, neighbouring, factor
+):
+    seen = {}
+    original = top_s_module.gumbel_top_k
+
+    def spy(utilities, k, sensitivity, epsilon, rng):
+        seen.update(k=k, sensitivity=sensitivity, epsilon=epsilon)
+        return original(utilities, k, sensitivity, epsilon, rng)
+
+    monkeypatch.setattr(top_s_module, "gumbel_top_k", spy)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 5))
+    y = X[:, 0] + rng.normal(size=400)
+    est = PrivateTopSSelector(epsilon=0.7, n_features_to_select=2, x_range=(-4.0, 4.0),
+                              y_bound=(-2.0, 5.0), neighbouring=neighbouring).fit(X, y)
+    (event,) = est.privacy_spent_.events
+    assert seen == {"k": 2, "sensitivity": factor * 5.0, "epsilon": event.epsilon}
+    assert event.epsilon == 0.7 and event.neighbouring == neighbouring

@@ -1,0 +1,93 @@
+"""Per-column ranges, label ranges and their private estimates (skprivreg.bounds)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skprivreg import bounds as bounds_module
+from skprivreg.bounds import (
+    check_range_bounds_feasible,
+    check_x_range,
+    check_y_bound,
+    estimate_ranges,
+    min_samples_for_private_bound,
+    range_bound_epsilons,
+    x_range_magnitude,
+    y_bound_magnitude,
+)
+from skprivreg.exceptions import ConfigurationError, PrivacyLeakWarning
+
+
+def test_magnitudes_of_ranges():
+    x_range = check_x_range(((-1.0, 0.0, 2.0), (3.0, 0.5, 4.0)), 3)
+    assert x_range_magnitude(x_range).tolist() == [3.0, 0.5, 4.0]
+    assert x_range_magnitude(check_x_range((-2.0, 1.0), 2)).tolist() == [2.0, 2.0]
+    assert y_bound_magnitude(check_y_bound(5.0)) == 5.0
+    assert y_bound_magnitude(check_y_bound((-7.0, 2.0))) == 7.0
+
+
+def test_range_bound_epsilons_split_and_modes():
+    kw = dict(epsilon=2.0, bounds="private", bounds_budget=0.1)
+    assert range_bound_epsilons(["x_range", "y_bound"], private=True, **kw) == {
+        "x_range": pytest.approx(0.1), "y_bound": pytest.approx(0.1)}
+    assert range_bound_epsilons(["y_bound"], private=True, **kw) == {"y_bound": pytest.approx(0.2)}
+    assert range_bound_epsilons([], private=True, **kw) == {}
+    assert range_bound_epsilons(["x_range"], private=False, **kw) == {}
+    data = range_bound_epsilons(["x_range"], private=True, **{**kw, "bounds": "data"})
+    assert data == {"x_range": math.inf}
+
+
+def test_feasibility_names_the_n_needed():
+    needed = min_samples_for_private_bound(0.05)
+    check_range_bounds_feasible(needed, {"x_range": 0.05, "y_bound": math.inf})
+    with pytest.raises(ConfigurationError, match=f"at least {needed} samples"):
+        check_range_bounds_feasible(needed - 1, {"x_range": 0.05})
+
+
+def test_private_estimates_spend_the_recorded_epsilon(monkeypatch):
+    # The epsilon handed to the mechanism is the epsilon of the event
+    # (a halved or doubled budget in either place fails here).
+    seen = []
+    original = bounds_module.private_upper_bound
+
+    def spy(counts, bins, epsilon, rng, n_above=None):
+        seen.append(epsilon)
+        return original(counts, bins, epsilon, rng, n_above=n_above)
+
+    monkeypatch.setattr(bounds_module, "private_upper_bound", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 4)) * np.array([1.0, 2.0, 0.5, 1.0])
+    y = 3.0 * rng.normal(size=5000)
+    x_range, y_range, events = estimate_ranges(
+        X, y, {"x_range": 0.3, "y_bound": 0.7}, np.random.default_rng(1),
+        neighbouring="add-remove",
+    )
+    assert seen == [0.3, 0.7]
+    assert [(e.name, e.epsilon, e.delta, e.neighbouring) for e in events] == [
+        ("x_range", 0.3, 0.0, "add-remove"), ("y_bound", 0.7, 0.0, "add-remove")]
+    # One symmetric range for every column, from the largest entry magnitude
+    # of a row: about upper_bound_margin(0.3) = 152 of 5000 rows above it, so
+    # it lies between the 90% quantile of max_j |x_ij| and its maximum (bins
+    # are 9% apart).
+    low, high = x_range
+    row_max = np.max(np.abs(X), axis=1)
+    assert np.all(low == -high) and np.all(high == high[0])
+    assert np.quantile(row_max, 0.9) < high[0] <= 1.1 * row_max.max()
+    assert y_range[0] == -y_range[1]
+    assert np.quantile(np.abs(y), 0.9) < y_range[1] <= 1.1 * np.abs(y).max()
+
+
+def test_data_bounds_warn_and_record_infinite_epsilon():
+    X = np.array([[1.0, -3.0], [0.5, 2.0]])
+    y = np.array([4.0, -1.0])
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        x_range, y_range, events = estimate_ranges(
+            X, y, {"x_range": math.inf, "y_bound": math.inf}, None
+        )
+    assert x_range[1].tolist() == [3.0, 3.0] and y_range == (-4.0, 4.0)
+    assert all(math.isinf(e.epsilon) for e in events)
+
+
+def test_nothing_missing_reads_nothing():
+    assert estimate_ranges(None, None, {}, None) == (None, None, [])
