@@ -311,6 +311,8 @@ class IndependentSSPRegressor(
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags

@@ -93,7 +93,9 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     Parameters
     ----------
     epsilon : float, default=1.0
-        Total budget (finite: TukeyEM has no non-private mode).
+        Total budget. ``np.inf`` is the non-private test mode: ordinary least
+        squares on all rows (no partition into models, no check; works on any
+        n >= 1), with a :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
     delta : float, default=1e-6
         Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     n_models : int >= 8 or 'auto', default='auto'
@@ -166,6 +168,20 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
             composition="basic",
         )
 
+    def _fit_nonprivate(self, X, y):
+        """``epsilon=inf``: ordinary least squares on all rows (no partition, no test)."""
+        self._spend(PrivacyLedger(
+            [PrivacyEvent(name="ols", epsilon=math.inf, delta=0.0)],
+            composition="basic", delta=0.0,
+        ))
+        A = np.hstack([X, np.ones((X.shape[0], 1))]) if self.fit_intercept else X
+        theta = np.linalg.lstsq(A, y, rcond=None)[0]
+        self.n_models_ = 1
+        self.ptr_passed_ = True
+        self.sampled_depth_ = None
+        self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
+        return self
+
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit TukeyEM.
@@ -181,11 +197,10 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        if math.isinf(self.epsilon):
-            raise ConfigurationError(
-                "TukeyEMRegressor has no non-private mode; use a finite epsilon.")
         n, d = X.shape
         p = d + int(self.fit_intercept)
+        if not self._validate_privacy_params():
+            return self._fit_nonprivate(X, y)
         m = min(1000, n // p) if self.n_models == "auto" else int(self.n_models)
         if m < 8 or n < m * p:
             needed = max(8, m) * p
@@ -228,3 +243,8 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
+        return tags

@@ -198,3 +198,20 @@ def test_ssp_planners_match_the_fit_and_print_their_plan(capsys, planner, Estima
     assert capsys.readouterr().out.strip() == str(plan).strip()
     small = getattr(lm, planner)(n_samples=1000, n_features=3, epsilon=1.0)
     assert small.min_samples > 1000 and "fit refuses" in str(small)
+
+
+def test_tukey_nonprivate_mode_is_ols_on_any_n():
+    """epsilon=inf: plain least squares (even with fewer rows than n_models * p), a
+    PrivacyLeakWarning and a ledger of infinite epsilon."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.7 + 0.1 * rng.normal(size=12)
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        est = TukeyEMRegressor(epsilon=np.inf).fit(X, y)
+    A = np.hstack([X, np.ones((12, 1))])
+    theta = np.linalg.lstsq(A, y, rcond=None)[0]
+    np.testing.assert_allclose(est.coef_, theta[:3], rtol=1e-10)
+    assert est.intercept_ == pytest.approx(theta[3], rel=1e-10)
+    assert math.isinf(est.privacy_spent_.epsilon)
+    with pytest.raises(ConfigurationError, match="n_models"):
+        TukeyEMRegressor(epsilon=1.0).fit(X, y)
