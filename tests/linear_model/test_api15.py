@@ -91,6 +91,8 @@ BOUND_CASES = {
                           _multi, {"x_bound": "full", "y_bound": "full"}),
     "independent-ssp": (lambda **kw: IndependentSSPRegressor(**kw), _multi,
                         {"x_bound": "full", "y_bound": "full"}),
+    "boosted-adassp": (lambda **kw: BoostedAdaSSPRegressor(n_rounds=3, **kw), _single,
+                       {"x_bound": "full", "y_bound": "full"}),
 }
 
 
@@ -215,3 +217,14 @@ def test_tukey_nonprivate_mode_is_ols_on_any_n():
     assert math.isinf(est.privacy_spent_.epsilon)
     with pytest.raises(ConfigurationError, match="n_models"):
         TukeyEMRegressor(epsilon=1.0).fit(X, y)
+
+
+def test_reusecov_private_bounds_on_dask_equal_numpy(fixed_noise):
+    """The counting pass runs blockwise on Dask input and releases the same bounds."""
+    da = pytest.importorskip("dask.array")
+    X, Y = _multi(n=20_000)
+    ref = ReuseCovRegressor(random_state=1).fit(X, Y)
+    lazy = ReuseCovRegressor(random_state=1).fit(da.from_array(X, chunks=5000),
+                                                 da.from_array(Y, chunks=5000))
+    assert (lazy.x_bound_, lazy.y_bound_) == (ref.x_bound_, ref.y_bound_)
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9, atol=1e-12)

@@ -97,10 +97,10 @@ def test_boosted_noise_matches_ledger(monkeypatch):
     assert abs(stat - k) < 5 * math.sqrt(2 * k)
 
 
-def test_boosted_without_bounds_is_refused_before_any_spend():
+def test_boosted_missing_bound_on_too_few_rows_is_refused_before_any_spend():
     X, y = _data(500)
     acc = BudgetAccountant(epsilon=5.0, delta=1e-4)
-    with pytest.raises(ConfigurationError, match="x_bound and y_bound"):
+    with pytest.raises(ConfigurationError, match=r"y_bound privately .* needs at least \d+"):
         BoostedAdaSSPRegressor(x_bound=3.0, accountant=acc).fit(X, y)
     assert acc.n_spends == 0
 
