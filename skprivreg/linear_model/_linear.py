@@ -28,7 +28,6 @@ from ..bounds import (
     private_norm_bound,
     row_norms,
 )
-from ..exceptions import ConfigurationError
 from ..mechanisms import (
     add_gaussian,
     bound_bins,
@@ -259,11 +258,13 @@ def _plan(est, n, d):
                 name="x_bound" if name == "x_range" else "y_bound",
                 epsilon=share, delta=0.0))
         eps_bounds = share * len(missing)
-    elif not private and missing:
-        raise ConfigurationError(
-            "LinearRegression(epsilon=inf) needs x_range and y_bound: the "
-            "non-private mode reads nothing from the data to set them."
-        )
+    elif missing:
+        # Non-private mode: the ranges come from the data (nothing is private).
+        bound_events = [
+            PrivacyEvent(name="x_bound" if name == "x_range" else "y_bound",
+                         epsilon=math.inf, delta=0.0)
+            for name in missing
+        ]
     mu = gdp_mu(est.epsilon - eps_bounds, est.delta) if private else math.inf
     T = int(est.n_rounds)
     w_mean = mean_weight(n, mu)
@@ -402,7 +403,8 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     ----------
     epsilon : float, default=1.0
         Total privacy budget; ``np.inf`` is the non-private test mode (ordinary
-        least squares on the range-clipped data; needs declared ranges).
+        least squares on the range-clipped data; ranges not declared are taken
+        from the data, which is private no longer).
     delta : float, default=1e-6
         Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_range : (low, high) or array of shape (n_features, 2), default=None
@@ -549,6 +551,13 @@ def _record(name, value, event):
         _CAPTURE.append((name, np.array(value, dtype=np.float64, copy=True), event))
 
 
+def _range_bound(counts, n, epsilon, rng, bins, name):
+    """A private bound, or in the non-private mode the smallest bin above every row."""
+    if math.isinf(epsilon):
+        return float(bins[np.argmax(counts == 0)])
+    return private_norm_bound(counts, n, epsilon, rng, name=name)[0]
+
+
 def _fit_private(X, y, plan, est, rngs):
     """Run the releases of ``plan`` on (X, y); returns released values only."""
     n, d = X.shape
@@ -574,8 +583,8 @@ def _fit_private(X, y, plan, est, rngs):
         counts_x, counts_y = sum_over_row_blocks(partial(bound_counts_block, bins=bins), X, y)
         bound_eps = {e.name: e.epsilon for e in plan.bound_events}
         if est.x_range is None:
-            x_clip, _ = private_norm_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"],
-                                           name="x_bound")
+            x_clip = _range_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"], bins,
+                                  "x_bound")
             (x_sum,) = sum_over_row_blocks(partial(feature_sum_block, x_clip=x_clip), X)
             noisy_sum = release("feature_mean", x_sum, 2.0 * x_clip)
             center = noisy_sum / n if fit_intercept else np.zeros(d)
@@ -584,8 +593,8 @@ def _fit_private(X, y, plan, est, rngs):
             fb = range_map(est.x_range, (0.0, 1.0), d, fit_intercept)
             center, half = fb.center, fb.half
         if est.y_bound is None:
-            y_bound, _ = private_norm_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"],
-                                            name="y_bound")
+            y_bound = _range_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"], bins,
+                                   "y_bound")
             y_center, y_half = 0.0, y_bound
         else:
             lb = range_map((0.0, 1.0), est.y_bound, d, fit_intercept)

@@ -228,3 +228,21 @@ def test_reusecov_private_bounds_on_dask_equal_numpy(fixed_noise):
                                                  da.from_array(Y, chunks=5000))
     assert (lazy.x_bound_, lazy.y_bound_) == (ref.x_bound_, ref.y_bound_)
     np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LinearRegression(epsilon=np.inf),
+    lambda: BoostedAdaSSPRegressor(epsilon=np.inf),
+    lambda: SSPRegressor(epsilon=np.inf),
+    lambda: IndependentSSPRegressor(epsilon=np.inf),
+    lambda: ReuseCovRegressor(epsilon=np.inf),
+])
+def test_nonprivate_mode_needs_no_bounds(make):
+    """epsilon=inf on 30 rows without any bound: the least-squares fit, no refusal."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 3))
+    y = X @ [1.0, -2.0, 0.5] + 1.0
+    with pytest.warns(PrivacyLeakWarning):
+        est = make().fit(X, y)
+    np.testing.assert_allclose(est.coef_, [1.0, -2.0, 0.5], atol=1e-6)
+    assert est.intercept_ == pytest.approx(1.0, abs=1e-6)
