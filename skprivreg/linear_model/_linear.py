@@ -18,20 +18,20 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._blockwise import check_block_finite, sum_over_row_blocks
-from .._compat import Interval, fit_context, validate_data
+from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import (
     check_private_bound_feasible,
     check_x_range,
     check_y_bound,
+    data_norm_bound,
     private_norm_bound,
     row_norms,
 )
 from ..mechanisms import (
     add_gaussian,
     bound_bins,
-    counts_above,
     gaussian_event_from_mu,
     symmetric_gaussian_matrix,
 )
@@ -41,6 +41,7 @@ from ..mechanisms import (
     residual_gradient_sensitivity,
 )
 from ._base import LinearPredictMixin, solve_psd_repaired
+from ._private_bounds import count_bounds
 
 __all__ = [
     "LinearRegression",
@@ -215,15 +216,6 @@ def feature_sum_block(X_block, y_block, *, x_clip):
     return (X.sum(axis=0),)
 
 
-def bound_counts_block(X_block, y_block, *, bins):
-    """Counts of rows whose norm / |y| exceed each public bin (sensitivity 1 each)."""
-    X = np.asarray(X_block, dtype=np.float64)
-    check_block_finite(X, "X")
-    y = np.asarray(y_block, dtype=np.float64).ravel()
-    check_block_finite(y, "y")
-    return counts_above(row_norms(X), bins), counts_above(np.abs(y), bins)
-
-
 def solve_refinement(noisy_gram, ridge, rhs):
     """``(G~ + ridge I)^{-1} rhs`` with eigenvalues repaired at ``ridge`` (post-processing)."""
     if ridge > 0:
@@ -250,7 +242,14 @@ def _plan(est, n, d):
                                     ("y_bound", est.y_bound)) if v is None]
     bound_events = []
     eps_bounds = 0.0
-    if private and missing:
+    if private and missing and est.bounds == "data":
+        # Read from the data (an explicit opt-in): not private, infinite epsilon.
+        bound_events = [
+            PrivacyEvent(name="x_bound" if name == "x_range" else "y_bound",
+                         epsilon=math.inf, delta=0.0)
+            for name in missing
+        ]
+    elif private and missing:
         share = est.bounds_budget * est.epsilon / len(missing)
         for name in missing:
             check_private_bound_feasible(n, share, name)
@@ -417,6 +416,11 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     fit_intercept : bool, default=True
     n_rounds : int >= 1, default=8
         Gradient releases (the first is ``A^T u``).
+    bounds : {'private', 'data'}, default='private'
+        How a missing range is obtained: privately (``bounds_budget *
+        epsilon``), or (``'data'``) from the data maximum, which is **not
+        private**: an event of infinite epsilon and a
+        :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on missing ranges.
     accountant : BudgetAccountant or None, default=None
@@ -434,6 +438,9 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         The ridge on the mapped scale (public).
     residual_clip_ : float or None
         The residual clip of the refinement rounds (released).
+    x_bound_, y_bound_ : float or None
+        Row-norm and ``|y|`` bounds estimated when ``x_range`` / ``y_bound``
+        is not declared (released); ``None`` for a declared range.
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -465,6 +472,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "fit_intercept": ["boolean"],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
     }
 
@@ -477,6 +485,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         y_bound=None,
         fit_intercept=True,
         n_rounds=8,
+        bounds="private",
         bounds_budget=0.1,
         accountant=None,
         random_state=None,
@@ -487,6 +496,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.n_rounds = n_rounds
+        self.bounds = bounds
         self.bounds_budget = bounds_budget
         self.accountant = accountant
         self.random_state = random_state
@@ -530,6 +540,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.mean_fallback_ = result["mean_fallback"]
         self.ridge_ = result["ridge"]
         self.residual_clip_ = result["residual_clip"]
+        self.x_bound_, self.y_bound_ = result["x_bound"], result["y_bound"]
         return self
 
     def __sklearn_tags__(self):
@@ -551,10 +562,15 @@ def _record(name, value, event):
         _CAPTURE.append((name, np.array(value, dtype=np.float64, copy=True), event))
 
 
-def _range_bound(counts, n, epsilon, rng, bins, name):
-    """A private bound, or in the non-private mode the smallest bin above every row."""
+def _range_bound(counts, n, epsilon, rng, bins, name, private):
+    """A private bound, or (``epsilon=inf``) the smallest bin above every row.
+
+    The latter is read from the data: with a finite fit epsilon
+    (``bounds='data'``) it warns with a :class:`PrivacyLeakWarning`.
+    """
     if math.isinf(epsilon):
-        return float(bins[np.argmax(counts == 0)])
+        maximum = float(bins[np.argmax(counts == 0)])
+        return data_norm_bound(maximum, name=name)[0] if private else maximum
     return private_norm_bound(counts, n, epsilon, rng, name=name)[0]
 
 
@@ -575,16 +591,17 @@ def _fit_private(X, y, plan, est, rngs):
         return noisy
 
     # -- public map, or the private range path ------------------------------
-    x_clip = None
+    x_clip = y_estimate = None
     if est.x_range is not None and est.y_bound is not None:
         rmap = range_map(est.x_range, est.y_bound, d, fit_intercept)
     else:
         bins = bound_bins()
-        counts_x, counts_y = sum_over_row_blocks(partial(bound_counts_block, bins=bins), X, y)
+        counts = count_bounds(X, y[:, None])
+        counts_x, counts_y = counts["x_bound"], counts["y_bound"]
         bound_eps = {e.name: e.epsilon for e in plan.bound_events}
         if est.x_range is None:
             x_clip = _range_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"], bins,
-                                  "x_bound")
+                                  "x_bound", plan.private)
             (x_sum,) = sum_over_row_blocks(partial(feature_sum_block, x_clip=x_clip), X)
             noisy_sum = release("feature_mean", x_sum, 2.0 * x_clip)
             center = noisy_sum / n if fit_intercept else np.zeros(d)
@@ -593,9 +610,9 @@ def _fit_private(X, y, plan, est, rngs):
             fb = range_map(est.x_range, (0.0, 1.0), d, fit_intercept)
             center, half = fb.center, fb.half
         if est.y_bound is None:
-            y_bound = _range_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"], bins,
-                                   "y_bound")
-            y_center, y_half = 0.0, y_bound
+            y_estimate = _range_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"], bins,
+                                      "y_bound", plan.private)
+            y_center, y_half = 0.0, y_estimate
         else:
             lb = range_map((0.0, 1.0), est.y_bound, d, fit_intercept)
             y_center, y_half = lb.y_center, lb.y_half
@@ -663,5 +680,7 @@ def _fit_private(X, y, plan, est, rngs):
         "mean_fallback": not keep_model,
         "ridge": float(ridge),
         "residual_clip": clip,
+        "x_bound": x_clip,
+        "y_bound": y_estimate,
         "ledger": _ledger(plan, events, est.delta),
     }

@@ -93,6 +93,8 @@ BOUND_CASES = {
                         {"x_bound": "full", "y_bound": "full"}),
     "boosted-adassp": (lambda **kw: BoostedAdaSSPRegressor(n_rounds=3, **kw), _single,
                        {"x_bound": "full", "y_bound": "full"}),
+    "linear-regression": (lambda **kw: LinearRegression(n_rounds=2, **kw), _single,
+                          {"x_bound": "full", "y_bound": "full"}),
 }
 
 
