@@ -101,17 +101,17 @@ def estimators(selected, n_outcomes):
 
 
 def count_issp_passes():
-    """Record every data pass of ISSP on Dask (one ``DaskRowSource.reduce`` each)."""
-    from skprivreg.linear_model import _issp_filters
+    """Record every data pass of ISSP on Dask (one ``RowSource._reduce_dask`` each)."""
+    from skprivreg._rows import RowSource
 
     calls = []
-    reduce = _issp_filters.DaskRowSource.reduce
+    reduce = RowSource._reduce_dask
 
     def counted(self, fn, *args, **kwargs):
         calls.append(fn.__name__)
         return reduce(self, fn, *args, **kwargs)
 
-    _issp_filters.DaskRowSource.reduce = counted
+    RowSource._reduce_dask = counted
     return calls
 
 

@@ -17,11 +17,11 @@ Parts
 3. Condition number (design covariance with condition number kappa in
    {1, 1e2, 1e4, 1e6}, randomly rotated): ISSP's error is invariant to kappa
    (leverages are affine invariant; the noise has the shape of S^{-1}) while
-   AdaSSP's grows. ISSP needs enormous n for meaningful epsilon (spec §7), so
+   AdaSSP's grows. ISSP needs enormous n for meaningful epsilon, so
    this part runs at epsilon = 100 and n = 4e6, where ISSP passes: a mechanics
    demonstration of the condition-number independence, not a recommended
    privacy level.
-4. Public planning numbers (spec §7.3) from :func:`issp_plan`.
+4. Public planning numbers from :func:`issp_plan`.
 """
 
 import argparse
@@ -110,15 +110,16 @@ def in_memory(n, d, repeats, seed=0):
     # Clean-path mechanics timing: L0 from the automatic rule WITHOUT the privacy
     # caps (not a private configuration), so that the whitening pass can skip
     # almost every row, as it does for a private fit at n >= n_min.
-    from skprivreg.linear_model._issp import _auto_leverage_bound, _issp_core, issp_k
-    from skprivreg.linear_model._issp_filters import ArrayRowSource
+    from skprivreg._rows import RowSource
+    from skprivreg.linear_model._issp_mechanism import _issp_core
+    from skprivreg.linear_model._issp_plan import _auto_leverage_bound, issp_k
 
     k = issp_k(2.0, 1e-7)[0]
     L0 = _auto_leverage_bound(n, d + 1, k, 1.25, 0.01)
     clean = []
     for r in range(repeats):
         t0 = time.perf_counter()
-        tr = _issp_core(ArrayRowSource(X, y, fit_intercept=True, chunk_size=1 << 17), k=k,
+        tr = _issp_core(RowSource(X, y, fit_intercept=True, block_rows=1 << 17), k=k,
                         L0=L0, R0=6.0, c=1.0, eps_ptr=2.0, delta_ptr=1e-7, ptr_fail_prob=0.0,
                         rng_ptr=np.random.default_rng(r), rng_noise=np.random.default_rng(r))
         clean.append(time.perf_counter() - t0)
@@ -240,7 +241,7 @@ def _conditioning_cell(n, d, eps, delta, kappa, signal, reps, Q, u):
     ``x^T beta* = z^T u`` and y is literally the same vector at every kappa
     (each whitened direction carries the same signal; an ill-conditioned
     design hides part of the signal in low-variance directions).
-    ``signal='fixed'``: ``beta* = u`` (spec §11.2), so low-variance directions
+    ``signal='fixed'``: ``beta* = u``, so low-variance directions
     carry almost no signal as kappa grows.
     """
     from skprivreg.linear_model._adassp import AdaSSPRegressor
@@ -252,7 +253,7 @@ def _conditioning_cell(n, d, eps, delta, kappa, signal, reps, Q, u):
     inv_root = Q @ np.diag(1.0 / np.sqrt(evals)) @ Q.T
     beta_star = inv_root @ u if signal == "whitened" else u
     signal_var = float(u @ u) if signal == "whitened" else float(u @ root @ root @ u)
-    # Oracle public bounds (spec §11.1): the largest eigenvalue is 1 at every kappa.
+    # Oracle public bounds: the largest eigenvalue is 1 at every kappa.
     x_bound = math.sqrt(evals.max() * stats.chi2(d).isf(1e-3))
     y_bound = math.sqrt(signal_var + 1.0) * stats.norm.isf(5e-4)
     res = {"issp": [], "adassp": [], "issp_passed": 0, "issp_w": [], "adassp_w": [],
@@ -331,7 +332,8 @@ def planning():
         warnings.simplefilter("ignore")
         for eps in (0.5, 1.0, 4.0, 8.0):
             for n in (10**7, 10**8, 10**9, 10**10, 10**11, 10**12):
-                plan = issp_plan(n, 20, eps, 1e-6, fit_intercept=False, residual_bound=1.0)
+                plan = issp_plan(n_samples=n, n_features=20, epsilon=eps, delta=1e-6,
+                                 fit_intercept=False, residual_bound=1.0)
                 rows.append({"d": 20, "epsilon": eps, "n": n, "k": plan.k,
                              "f_T": plan.budget_split[0],
                              "c_over_sigma": plan.predicted_noise_ratio,
@@ -350,7 +352,7 @@ def conditioning_markdown(c):
     titles = {
         "whitened": "Signal in every whitened direction (beta* = Sigma^{-1/2} u: y is the "
                     "same at every kappa)",
-        "fixed": "Fixed beta* = u (spec §11.2: low-variance directions carry little signal)",
+        "fixed": "Fixed beta* = u (low-variance directions carry little signal)",
     }
     for signal in ("whitened", "fixed"):
         rows = [r for r in c["rows"] if r.get("signal", "fixed") == signal]

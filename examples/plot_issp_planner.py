@@ -10,8 +10,8 @@ shape of the OLS error, so on clean data the privacy cost is one number: the
 ratio :math:`c/\\sigma` of the privacy noise to the OLS noise. A ratio of 1
 means the private fit is about :math:`\\sqrt 2` times the OLS error.
 
-With the *proven* constants (the corrected PTR lemma and leverage schedule of
-the spec), that ratio is small only for very large ``n``: a data-independent
+With the *proven* constants (the corrected PTR test and leverage schedule
+stated in :ref:`issp`), that ratio is small only for very large ``n``: a data-independent
 Gaussian-design rule must put every leverage below a cap that shrinks with
 the privacy level, and the residual-ladder blow-up :math:`e^{432 k^2 L_0}`
 must stay moderate. :func:`skprivreg.linear_model.issp_plan` computes all of
@@ -42,7 +42,8 @@ def plan_curve(epsilon):
             # The planner warns (by design) when the clean path is not
             # predicted; here that is exactly what we want to draw.
             warnings.simplefilter("ignore")
-            plan = issp_plan(int(n), N_FEATURES, epsilon, DELTA)
+            plan = issp_plan(n_samples=int(n), n_features=N_FEATURES, epsilon=epsilon,
+                             delta=DELTA)
         ratios.append(plan.predicted_noise_ratio)
         clean.append(plan.clean_path_possible)
     return np.array(ratios), np.array(clean)
@@ -152,7 +153,7 @@ print(model.privacy_spent_)
 #   :math:`4 \cdot 10^{10}`; at :math:`\varepsilon = 8` the numbers are about
 #   :math:`2 \cdot 10^8` and :math:`10^9`.
 # - These are the *proven* constants. The paper's PTR lemma is false (the
-#   spec's corrected ``k`` is about 1.7 times larger) and the printed
+#   corrected ``k`` is about 1.7 times larger) and the printed
 #   leverage schedule breaks its own theorem; we do not loosen them to make
 #   the curve look better. For data at this scale ISSP's noise does not depend
 #   on the condition number; for smaller data use

@@ -59,3 +59,26 @@ __all__ = [
     "PrivateTestFailed",
     "__version__",
 ]
+
+from . import model_selection, pipeline, preprocessing  # noqa: E402
+from .model_selection import PrivateGridSearchCV  # noqa: E402
+from .pipeline import (  # noqa: E402
+    PrivatePipeline,
+    leaking_steps,
+    make_private_pipeline,
+    privacy_ledgers,
+    privacy_spent,
+)
+from .preprocessing import BoundedScaler, PrivateStandardScaler  # noqa: E402
+
+# Private workflows: preprocessing, pipelines, tuning.
+__all__ += [
+    "BoundedScaler",
+    "PrivateStandardScaler",
+    "PrivatePipeline",
+    "make_private_pipeline",
+    "privacy_spent",
+    "privacy_ledgers",
+    "leaking_steps",
+    "PrivateGridSearchCV",
+]

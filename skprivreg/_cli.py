@@ -21,14 +21,14 @@ PLANNERS = {
     "ssp": "skprivreg.linear_model._commands:plan_ssp",
     "lba": "skprivreg.label_dp:plan_command",
     "reusecov": "skprivreg.linear_model._commands:plan_reusecov",
-    "issp": "skprivreg.linear_model._issp:plan_command",
+    "issp": "skprivreg.linear_model._issp_cli:plan_command",
     "lasso": "skprivreg.feature_selection._lasso_cli:plan_command",
 }
 
 # modules exposing ``demo_case()`` (or ``demo_cases()``), in table order
 DEMO_MODULES = [
     "skprivreg.linear_model._commands",
-    "skprivreg.linear_model._issp",
+    "skprivreg.linear_model._issp_cli",
     "skprivreg.label_dp",
     "skprivreg.feature_selection._lasso_cli",
 ]

@@ -23,6 +23,12 @@ Composition
     Non-Gaussian events (Laplace, PTR, exponential mechanism) are added to the
     Gaussian part by basic composition.
 
+Private selection
+-----------------
+A search that releases the best of a random number of private runs is
+accounted in Renyi DP (:func:`private_selection_rdp`, Papernot & Steinke 2022,
+Thm. 2; Liu & Talwar 2019) and converted once with :func:`rdp_to_dp`.
+
 Unlike guarantees
 -----------------
 Every event carries its privacy *notion* (``'full'``: the whole row is
@@ -47,15 +53,28 @@ by a null row, n public). Composition never adds unlike guarantees as equals:
 :class:`Guarantee` states which guarantee a total is.
 """
 
+import contextlib
 import math
 import numbers
 import threading
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
 
+from ._budget_store import FileBudgetStore
+from ._gdp import gdp_delta, gdp_epsilon, gdp_mu
+from ._rdp import (
+    RDP_ORDERS,
+    gaussian_rdp,
+    laplace_rdp,
+    ledger_rdp,
+    private_selection_rdp,
+    pure_dp_rdp,
+    rdp_to_dp,
+    tnb_gamma_for_mean,
+    tnb_mean,
+    tnb_pmf,
+)
 from .exceptions import BudgetExceededError, CompositionError
 
 __all__ = [
@@ -70,6 +89,17 @@ __all__ = [
     "subsampled_guarantee",
     "subsample_budget",
     "group_privacy",
+    # Renyi DP and private selection (Papernot & Steinke 2022; Liu & Talwar 2019)
+    "RDP_ORDERS",
+    "gaussian_rdp",
+    "laplace_rdp",
+    "pure_dp_rdp",
+    "ledger_rdp",
+    "rdp_to_dp",
+    "tnb_mean",
+    "tnb_gamma_for_mean",
+    "tnb_pmf",
+    "private_selection_rdp",
 ]
 
 NOTIONS = ("full", "label", "feature")
@@ -79,109 +109,6 @@ COMPOSITIONS = ("basic", "gdp")
 # Relative slack when comparing a spend with a budget: totals are sums of
 # floats computed in different orders.
 _BUDGET_RTOL = 1e-9
-
-
-# ---------------------------------------------------------------------------
-# GDP <-> (epsilon, delta)
-# ---------------------------------------------------------------------------
-def gdp_delta(mu, epsilon):
-    """Smallest delta such that mu-GDP implies (epsilon, delta)-DP.
-
-    .. math::
-        \\delta = \\Phi(-\\varepsilon/\\mu + \\mu/2)
-            - e^{\\varepsilon}\\Phi(-\\varepsilon/\\mu - \\mu/2)
-
-    computed in log space (Dong, Roth & Su 2022, Corollary 2.13; Balle &
-    Wang 2018, Theorem 8, for the analytic Gaussian mechanism).
-
-    Parameters
-    ----------
-    mu : float
-        GDP parameter, > 0.
-    epsilon : float
-        >= 0.
-
-    Returns
-    -------
-    delta : float
-    """
-    mu = float(mu)
-    epsilon = float(epsilon)
-    if mu <= 0:
-        return 0.0
-    if math.isinf(mu):
-        return 1.0
-    if math.isinf(epsilon):
-        return 0.0
-    log_a = log_ndtr(-epsilon / mu + mu / 2)
-    log_b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
-    if log_b >= log_a:  # only through round-off; delta is >= 0
-        return 0.0
-    return float(math.exp(log_a) * -math.expm1(log_b - log_a))
-
-
-def gdp_mu(epsilon, delta):
-    """Largest mu such that mu-GDP implies (epsilon, delta)-DP.
-
-    Solves :math:`\\delta(\\varepsilon; \\mu) = \\delta` for :math:`\\mu`
-    (the left side increases with :math:`\\mu`) with Brent's method on an
-    expanding bracket, then rounds down so that the returned mu satisfies the
-    inequality: calibrating ``sigma = sensitivity / mu`` is never too small.
-
-    Reference values: ``gdp_mu(1, 1e-5) = 0.268051`` and
-    ``gdp_mu(5, 1/5008**2) = 0.914623``.
-    """
-    epsilon = float(epsilon)
-    delta = float(delta)
-    if not epsilon > 0:
-        raise ValueError("epsilon must be > 0.")
-    if not 0 < delta < 1:
-        raise ValueError("delta must lie in (0, 1).")
-    if math.isinf(epsilon):
-        return math.inf
-
-    def excess(log_mu):
-        return math.log(max(gdp_delta(math.exp(log_mu), epsilon), 1e-300)) - math.log(
-            delta
-        )
-
-    lo, hi = math.log(1e-3), math.log(1.0)
-    while excess(lo) > 0:
-        lo -= 2.0
-    while excess(hi) < 0:
-        hi += 1.0
-    log_mu = brentq(excess, lo, hi, xtol=1e-15, rtol=1e-14, maxiter=500)
-    mu = math.exp(log_mu)
-    while gdp_delta(mu, epsilon) > delta:
-        mu *= 1 - 1e-13
-    return mu
-
-
-def gdp_epsilon(mu, delta):
-    """Smallest epsilon such that mu-GDP implies (epsilon, delta)-DP.
-
-    The inverse of :func:`gdp_delta` in epsilon (which decreases in epsilon),
-    rounded up so that the returned epsilon is valid.
-    """
-    mu = float(mu)
-    delta = float(delta)
-    if not 0 < delta <= 1:
-        raise ValueError("delta must lie in (0, 1].")
-    if mu <= 0:
-        return 0.0
-    if math.isinf(mu):
-        return math.inf
-    if gdp_delta(mu, 0.0) <= delta:
-        return 0.0
-    hi = max(1.0, mu)
-    while gdp_delta(mu, hi) > delta:
-        hi *= 2.0
-    eps = brentq(
-        lambda e: gdp_delta(mu, e) - delta, 0.0, hi, xtol=1e-14, rtol=1e-14, maxiter=500
-    )
-    while gdp_delta(mu, eps) > delta:
-        eps *= 1 + 1e-13
-    return eps
 
 
 # ---------------------------------------------------------------------------
@@ -511,10 +438,20 @@ class BudgetAccountant:
 
     The accountant is a *handle*: :func:`sklearn.base.clone` (which deep-copies
     parameters) returns the same object, so every fit of a ``GridSearchCV``
-    is charged to the same budget. It is thread-safe. It refuses to be pickled,
-    because a copy in another process (joblib workers under ``n_jobs > 1``)
-    would record spends that never reach this object; a *fitted* estimator
+    is charged to the same budget. It is thread-safe. A *fitted* estimator
     pickles without it.
+
+    Processes. By default the spends live in this object, and it refuses to
+    be pickled: a copy in another process (joblib's workers under
+    ``n_jobs > 1``) would record spends that never reach it. With
+    ``processes=True`` the spends live in a lock-protected append-only file
+    (created with mode 0600 in the temporary directory, removed when this
+    object is garbage collected) and the accountant pickles as a handle to
+    it: every copy, in any process of this machine, checks and records its
+    spend in one atomic step under an exclusive file lock, so
+    ``GridSearchCV(n_jobs=-1)`` records exactly the fits ``n_jobs=1``
+    records, and a fit that would overspend is refused in its worker before
+    it reads any data.
 
     Composition is typed: the total is a :class:`Guarantee` that states its
     notion and neighbouring relation, spends under different relations are
@@ -538,6 +475,9 @@ class BudgetAccountant:
     neighbouring : {'replace-one', 'add-remove', 'zero-out'} or None, default=None
         The relation the total must be stated in. ``None``: the spends'
         common relation, or replace-one after conversion.
+    processes : bool, default=False
+        Share the budget with copies in other processes (joblib's ``loky``
+        and ``multiprocessing`` backends) through a lock-protected file.
 
     Examples
     --------
@@ -547,10 +487,17 @@ class BudgetAccountant:
     >>> acc.spend(0.5, 1e-6)  # diffprivlib-style: a manual full-DP spend
     >>> acc.remaining()
     (2.5, 9.9e-05)
+
+    Across process workers:
+
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> acc = BudgetAccountant(epsilon=20.0, delta=1e-3, processes=True)
+    >>> search = GridSearchCV(AdaSSPRegressor(accountant=acc), {"epsilon": [0.5, 1.0]},
+    ...                       cv=3, n_jobs=2)  # doctest: +SKIP
     """
 
     def __init__(self, epsilon=np.inf, delta=1.0, composition="basic", notion=None,
-                 neighbouring=None):
+                 neighbouring=None, processes=False):
         if not (epsilon > 0):
             raise ValueError("epsilon must be > 0.")
         if not (0 < delta <= 1):
@@ -566,8 +513,29 @@ class BudgetAccountant:
         self.composition = composition
         self.notion = notion
         self.neighbouring = neighbouring
+        self.processes = bool(processes)
         self._spent = []
         self._lock = threading.Lock()
+        self._store = FileBudgetStore() if self.processes else None
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """Hold the thread lock (and the file lock); ``self._spent`` is up to date.
+
+        Yields the open store file under ``processes=True``, else ``None``.
+        """
+        with self._lock:
+            if self._store is None:
+                yield None
+                return
+            with self._store.locked() as handle:
+                self._spent = self._store.ledgers()
+                yield handle
+
+    def _record(self, handle, ledger):
+        self._spent.append(ledger)
+        if handle is not None:
+            self._store.append_spend(handle, ledger)
 
     @staticmethod
     def _as_ledger(spend, delta):
@@ -620,16 +588,16 @@ class BudgetAccountant:
         Returns ``True`` when the spend fits.
         """
         ledger = self._as_ledger(spend, delta)
-        with self._lock:
+        with self._locked():
             self._raise_if_over(ledger)
         return True
 
     def spend(self, spend, delta=None):
         """Check, then record ``spend`` (a ledger, or epsilon and delta) atomically."""
         ledger = self._as_ledger(spend, delta)
-        with self._lock:
+        with self._locked() as handle:
             self._raise_if_over(ledger)
-            self._spent.append(ledger)
+            self._record(handle, ledger)
 
     def _amend(self, planned, final):
         """Replace a recorded ``planned`` ledger by its ``final`` form.
@@ -647,16 +615,21 @@ class BudgetAccountant:
         )
         if not same:
             raise ValueError("A ledger may be amended only to one stating the same guarantee.")
-        with self._lock:
-            for index in range(len(self._spent) - 1, -1, -1):
-                if self._spent[index] is planned:
-                    self._spent[index] = final
+        with self._locked() as handle:
+            if handle is not None:
+                if self._store.amend(handle, planned, final):
+                    self._spent = self._store.ledgers()
                     return
+            else:
+                for index in range(len(self._spent) - 1, -1, -1):
+                    if self._spent[index] is planned:
+                        self._spent[index] = final
+                        return
         raise ValueError("The planned ledger was not spent on this accountant.")
 
     def total(self):
         """The :class:`Guarantee` spent so far (iterates as ``(epsilon, delta)``)."""
-        with self._lock:
+        with self._locked():
             return self._total()
 
     def remaining(self):
@@ -672,13 +645,13 @@ class BudgetAccountant:
     @property
     def ledgers(self):
         """The ledgers spent so far, one per fit, in order."""
-        with self._lock:
+        with self._locked():
             return list(self._spent)
 
     @property
     def n_spends(self):
         """How many ledgers were spent (one per fit)."""
-        with self._lock:
+        with self._locked():
             return len(self._spent)
 
     def __copy__(self):
@@ -688,13 +661,19 @@ class BudgetAccountant:
         return self
 
     def __reduce__(self):
+        if self._store is not None:
+            return (
+                _attach_accountant,
+                (self._store.path, self.epsilon, self.delta, self.composition,
+                 self.notion, self.neighbouring),
+            )
         raise TypeError(
             "A BudgetAccountant cannot be pickled: a copy in another process would "
             "record spends that never reach this budget (with GridSearchCV or "
-            "cross_val_score, every worker under n_jobs>1 gets a copy). Use n_jobs=1, "
-            "or a thread backend (joblib.parallel_backend('threading')), or charge the "
-            "whole search up front on the accountant and fit with accountant=None. A "
-            "fitted estimator pickles without its accountant."
+            "cross_val_score, every worker under n_jobs>1 gets a copy). Create it with "
+            "BudgetAccountant(..., processes=True) to share it with process workers, "
+            "or use n_jobs=1, or a thread backend (joblib.parallel_backend('threading')). "
+            "A fitted estimator pickles without its accountant."
         )
 
     def __repr__(self):
@@ -703,6 +682,17 @@ class BudgetAccountant:
             f"BudgetAccountant(epsilon={self.epsilon}, delta={self.delta}, "
             f"composition={self.composition!r}; spent {total} in {self.n_spends} fits)"
         )
+
+
+def _attach_accountant(path, epsilon, delta, composition, notion, neighbouring):
+    """A copy of a ``processes=True`` accountant, attached to its store ``path``."""
+    acc = BudgetAccountant.__new__(BudgetAccountant)
+    acc.epsilon, acc.delta, acc.composition = epsilon, delta, composition
+    acc.notion, acc.neighbouring, acc.processes = notion, neighbouring, True
+    acc._spent = []
+    acc._lock = threading.Lock()
+    acc._store = FileBudgetStore(path)
+    return acc
 
 
 # ---------------------------------------------------------------------------

@@ -886,3 +886,92 @@ def restricted_tukey_sample(sorted_models, depth_threshold, epsilon_em, rng):
             else:
                 point[k] = inner_hi + rng.random() * right
     return point, depth
+
+
+# ---------------------------------------------------------------------------
+# Moments of bounded columns (appended for the private standard scaler)
+# ---------------------------------------------------------------------------
+def moment_sums_sensitivity(n_features):
+    """L2-sensitivity of the sums :math:`(\\sum_i u_i, \\sum_i u_i^2)` of rows in :math:`[-1, 1]^d`.
+
+    Replacing one row :math:`u` by :math:`u'` changes coordinate :math:`j` of
+    the joint vector by :math:`(u_j - u'_j,\\ u_j^2 - u_j'^2)`, whose squared
+    norm is :math:`t^2 (1 + s^2)` with :math:`t = u_j - u'_j`,
+    :math:`s = u_j + u'_j` and :math:`|s| + |t| \\le 2`. On the boundary
+    :math:`g(t) = t^2 (1 + (2 - t)^2)` increases on :math:`[0, 2]`
+    (:math:`g'(t) = 2t(1 + (2-t)^2) - 2t^2(2-t) > 0` there), so its maximum is
+    :math:`g(2) = 4` (at :math:`u_j = 1, u'_j = -1`). Summed over the
+    :math:`d` columns:
+
+    .. math::
+        \\Delta_2 = 2\\sqrt{d},
+
+    the sensitivity of the sums alone: the squares ride along for free
+    (replace-one, n public).
+    """
+    if n_features < 1:
+        raise ValueError("n_features must be >= 1.")
+    return 2.0 * math.sqrt(n_features)
+
+
+def moment_sums(U):
+    """``(sum_i u_i, sum_i u_i**2)`` of one block of rows already mapped to ``[-1, 1]``."""
+    U = np.asarray(U, dtype=np.float64)
+    return U.sum(axis=0), np.square(U).sum(axis=0)
+
+
+def released_mean_variance(noisy_sum, noisy_square_sum, n_samples, sigma):
+    """Mean and variance of ``[-1, 1]``-valued columns from their noisy sums.
+
+    Post-processing of the release: ``mean = clip(S_1/n, -1, 1)`` and
+    ``var = clip(S_2/n - mean^2, floor, 1)`` with the public floor
+    ``max(sigma/n, 1e-12)`` (the noise's standard deviation on ``S_2/n``:
+    a smaller variance cannot be told from zero).
+    """
+    n = float(n_samples)
+    mean = np.clip(np.asarray(noisy_sum, dtype=np.float64) / n, -1.0, 1.0)
+    floor = max(float(sigma) / n, 1e-12)
+    var = np.clip(np.asarray(noisy_square_sum, dtype=np.float64) / n - mean**2, floor, 1.0)
+    return mean, var
+
+
+__all__ += ["moment_sums_sensitivity", "moment_sums", "released_mean_variance"]
+
+
+# ---------------------------------------------------------------------------
+# A private bounded validation score (appended for private tuning)
+# ---------------------------------------------------------------------------
+def clipped_squared_error_sensitivity(y_low, y_high, n_validation):
+    """Replace-one sensitivity of the mean clipped squared error: ``(h - l)^2 / n``.
+
+    Labels and predictions are clipped to the public range :math:`[l, h]`, so
+    each row's loss (averaged over outputs) lies in :math:`[0, (h-l)^2]`;
+    replacing one of the ``n`` (public) validation rows moves the mean by at
+    most :math:`(h-l)^2/n`.
+    """
+    if not y_high > y_low:
+        raise ValueError("y_high must exceed y_low.")
+    return (float(y_high) - float(y_low)) ** 2 / int(n_validation)
+
+
+def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
+    """Negative mean clipped squared error plus Laplace noise: epsilon-DP (replace-one).
+
+    .. math::
+        \\tilde s = -\\frac{1}{n}\\sum_i \\overline{(\\mathrm{clip}(y_i) - \\mathrm{clip}(\\hat y_i))^2}
+            + \\mathrm{Laplace}\\left(\\frac{(h-l)^2}{n\\varepsilon}\\right)
+
+    (Dwork & Roth 2014, Thm. 3.6, with the sensitivity of
+    :func:`clipped_squared_error_sensitivity`). Returns the noisy score.
+    """
+    y_true = np.clip(np.asarray(y_true, dtype=np.float64), y_low, y_high)
+    y_pred = np.clip(np.asarray(y_pred, dtype=np.float64).reshape(y_true.shape), y_low, y_high)
+    losses = np.square(y_true - y_pred)
+    if losses.ndim == 2:
+        losses = losses.mean(axis=1)
+    n = losses.shape[0]
+    scale = clipped_squared_error_sensitivity(y_low, y_high, n) / float(epsilon)
+    return float(add_laplace(-losses.mean(), scale, rng))
+
+
+__all__ += ["clipped_squared_error_sensitivity", "private_neg_mse"]

@@ -18,12 +18,10 @@ distributed = pytest.importorskip("distributed")
 
 from skprivreg import BudgetAccountant  # noqa: E402
 from skprivreg.linear_model import ISSPRegressor  # noqa: E402
-from skprivreg.linear_model._issp import _issp_core, _issp_trace  # noqa: E402
-from skprivreg.linear_model._issp_filters import (  # noqa: E402
-    ArrayRowSource,
-    DaskRowSource,
-    _direct_leverages,
-)
+from skprivreg._rows import RowSource  # noqa: E402
+from skprivreg.linear_model._issp import _issp_trace  # noqa: E402
+from skprivreg.linear_model._issp_mechanism import _issp_core  # noqa: E402
+from skprivreg.linear_model._issp_reference import _direct_leverages  # noqa: E402
 
 # Test data are NumPy arrays wrapped by da.from_array (embedded in the graph).
 pytestmark = pytest.mark.filterwarnings("ignore:Sending large graph:UserWarning")
@@ -67,13 +65,13 @@ def test_clean_pass_matches_numpy_in_two_passes(client, clean_data, residual_bou
     X, y = clean_data
     ref = _fit(ISSPRegressor(chunk_size=CHUNK, residual_bound=residual_bound, **CLEAN), X, y)
     calls = []
-    reduce = DaskRowSource.reduce
+    reduce = RowSource._reduce_dask
 
-    def counted(self, *args, **kwargs):
-        calls.append(args[0].__name__)
-        return reduce(self, *args, **kwargs)
+    def counted(self, fn, *args, **kwargs):
+        calls.append(fn.__name__)
+        return reduce(self, fn, *args, **kwargs)
 
-    monkeypatch.setattr(DaskRowSource, "reduce", counted)
+    monkeypatch.setattr(RowSource, "_reduce_dask", counted)
     # chunk_size is ignored on Dask (its own chunks are the blocks)
     lazy = _fit(ISSPRegressor(chunk_size=4096, residual_bound=residual_bound, **CLEAN),
                 *_lazy(X, y, CHUNK))
@@ -132,8 +130,8 @@ def test_dirty_data_removals_rescans_and_fail_match_numpy(client, far):
     if far:
         X[: kw["k"]] = [40.0, -35.0]  # k copies of a far point: SCORE1 = k, FAIL
     chunk = 1024
-    ref = _core(ArrayRowSource(X, y, fit_intercept=True, chunk_size=chunk), **kw)
-    lazy = _core(DaskRowSource(*_lazy(X, y, chunk), fit_intercept=True), **kw)
+    ref = _core(RowSource(X, y, fit_intercept=True, block_rows=chunk), **kw)
+    lazy = _core(RowSource(*_lazy(X, y, chunk), fit_intercept=True, check_finite=True), **kw)
     if far:
         assert ref.score1 == kw["k"] and not ref.passed
     else:
@@ -214,13 +212,13 @@ def test_rows_by_global_index_read_only_their_blocks():
         return block
 
     Xd = da.from_array(X, chunks=(1000, 3)).map_blocks(poison, dtype=np.float64)
-    lazy = DaskRowSource(Xd, da.from_array(y, chunks=1000), fit_intercept=True, clip=1.5)
+    lazy = RowSource(Xd, da.from_array(y, chunks=1000), fit_intercept=True, clip=1.5)
     idx = np.array([3, 999, 1000, 3999])
     with dask.config.set(scheduler="synchronous"):  # the closure stays in this process
         Xr, yr = lazy.rows(idx)
         with pytest.raises(RuntimeError, match="block 4 was read"):
             lazy.rows([4000])
-    Xn, yn = ArrayRowSource(X, y, fit_intercept=True, clip=1.5).rows(idx)
+    Xn, yn = RowSource(X, y, fit_intercept=True, clip=1.5, block_rows=None).rows(idx)
     np.testing.assert_array_equal(Xr, Xn)
     np.testing.assert_array_equal(yr, yn)
     assert Xr.shape == (4, 4) and np.all(Xr[:, 3] == 1.0) and np.abs(Xr).max() <= 1.5

@@ -29,7 +29,7 @@ from functools import partial
 import numpy as np
 from sklearn.utils import check_array
 
-from .._blockwise import check_block_finite, is_dask_collection, sum_over_row_blocks
+from .._rows import check_block_finite, is_dask_collection, sum_over_row_blocks
 from ..accounting import PrivacyEvent, PrivacyLedger
 from .._random import public_generators, secret_generators
 from ..exceptions import PrivacyLeakWarning
@@ -1227,7 +1227,7 @@ def _validate_dask_free(X, y):
     """Dask X, y as float64 Dask arrays (no compute) and the frame's column names."""
     from sklearn.base import BaseEstimator
 
-    from .._blockwise import validate_blockwise_data
+    from .._rows import validate_blockwise_data
 
     holder = BaseEstimator()
     X, y = validate_blockwise_data(holder, X, y, multi_output=False)

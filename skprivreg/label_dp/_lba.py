@@ -8,7 +8,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 
-from .._blockwise import is_dask_collection, set_dask_feature_names, validate_blockwise_data
+from .._rows import is_dask_collection, set_dask_feature_names, validate_blockwise_data
 from .._compat import (
     HasMethods,
     Interval,

@@ -3,7 +3,7 @@
 import numpy as np
 from scipy import linalg
 
-from .._blockwise import is_dask_collection, set_dask_feature_names
+from .._rows import is_dask_collection, set_dask_feature_names
 from .._compat import check_is_fitted, validate_data
 
 __all__ = [

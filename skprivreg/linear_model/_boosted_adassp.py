@@ -9,7 +9,7 @@ from scipy import linalg
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._blockwise import check_block_finite, sum_over_row_blocks
+from .._rows import check_block_finite, sum_over_row_blocks
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin

@@ -17,7 +17,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._blockwise import check_block_finite, sum_over_row_blocks
+from .._rows import check_block_finite, sum_over_row_blocks
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin

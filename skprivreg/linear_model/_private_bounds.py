@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 
-from .._blockwise import check_block_finite, sum_over_row_blocks
+from .._rows import check_block_finite, sum_over_row_blocks
 from ..accounting import PrivacyEvent
 from ..bounds import (
     check_private_bound_feasible,

@@ -21,7 +21,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
-from .._blockwise import (
+from .._rows import (
     is_dask_collection,
     validate_blockwise_data,
 )

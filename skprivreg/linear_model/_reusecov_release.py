@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg
 
-from .._blockwise import (
+from .._rows import (
     _as_dask_array,
     is_dask_collection,
     sum_over_row_blocks,

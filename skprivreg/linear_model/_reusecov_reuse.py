@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from .._blockwise import is_dask_collection, set_dask_feature_names
+from .._rows import is_dask_collection, set_dask_feature_names
 from .._compat import check_is_fitted, validate_data
 from ..accounting import PrivacyLedger
 from ..exceptions import PrivacyLeakWarning

@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from .._blockwise import (
+from .._rows import (
     check_block_finite,
     sum_over_row_blocks,
 )
@@ -160,7 +160,7 @@ def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
 
     ``row_block`` rows at a time (default: about 64 MB of X and Y per block),
     so neither a clipped copy of X nor one of Y is ever held whole; Dask
-    arrays are reduced on their workers (:func:`~skprivreg._blockwise.sum_over_row_blocks`).
+    arrays are reduced on their workers (:func:`~skprivreg._rows.sum_over_row_blocks`).
     """
     width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
     step = row_block or max(1, _ROW_BLOCK_BYTES // (8 * width))

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._blockwise import check_block_finite, sum_over_row_blocks, validate_blockwise_data
+from .._rows import check_block_finite, sum_over_row_blocks, validate_blockwise_data
 from .._compat import Interval, StrOptions, fit_context
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin

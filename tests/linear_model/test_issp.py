@@ -14,42 +14,49 @@ from scipy import linalg, stats
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
+from skprivreg._rows import RowSource
 from skprivreg.accounting import BudgetAccountant, gdp_mu
-from skprivreg.exceptions import ConfigurationError, PrivateTestFailed
-from skprivreg.linear_model._issp import (
+from skprivreg.exceptions import (
+    ConfigurationError,
     ISSPFailedError,
-    PrivateTestFailedWarning,
     PlanningWarning,
-    ISSPRegressor,
-    _group_grams,
-    _group_rss,
-    _issp_core,
-    _issp_trace,
-    _segment_groups,
-    demo_case,
-    issp_k,
-    issp_plan,
-    plan_command,
-    private_residual_scale,
+    PrivateTestFailed,
+    PrivateTestFailedWarning,
 )
+from skprivreg.linear_model import ISSPRegressor, issp_plan
+from skprivreg.linear_model._issp import _issp_trace
+from skprivreg.linear_model._issp_cli import demo_case, plan_command
 from skprivreg.linear_model._issp_filters import (
-    ArrayRowSource,
-    _direct_leverages,
-    gram_pass,
     leverage_thresholds,
-    residual_thresholding,
     residual_thresholds,
     slf_engine,
     srf_engine,
+)
+from skprivreg.linear_model._issp_mechanism import (
+    _group_grams,
+    _group_rss,
+    _issp_core,
+    _segment_groups,
+    private_residual_scale,
+)
+from skprivreg.linear_model._issp_passes import gram_pass
+from skprivreg.linear_model._issp_plan import issp_k
+from skprivreg.linear_model._issp_reference import (
+    _direct_leverages,
+    residual_thresholding,
     stable_leverage_filtering,
     stable_residual_filtering,
 )
 from skprivreg.mechanisms import ptr_test
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::skprivreg.linear_model._issp.PlanningWarning",
+    "ignore::skprivreg.exceptions.PlanningWarning",
     "ignore:delta=.*weak guarantee:UserWarning",
 )
+
+
+def _plan(n, d, epsilon, delta, **params):
+    return issp_plan(n_samples=n, n_features=d, epsilon=epsilon, delta=delta, **params)
 
 
 def sphere(rng, n, p):
@@ -65,7 +72,7 @@ def clean_L0(h_max, k, slack=1.2):
 
 def core(X, y, *, k, L0, R0, c=1.0, seed=0, fit_intercept=False, chunk_size=None,
          n_candidates=None, fail_prob=0.0, eps_ptr=1.0, delta_ptr=1e-6):
-    src = ArrayRowSource(X, y, fit_intercept=fit_intercept, chunk_size=chunk_size)
+    src = RowSource(X, y, fit_intercept=fit_intercept, block_rows=chunk_size)
     return _issp_core(src, k=k, L0=L0, R0=R0, c=c, eps_ptr=eps_ptr, delta_ptr=delta_ptr,
                       ptr_fail_prob=fail_prob, rng_ptr=np.random.default_rng(seed),
                       rng_noise=np.random.default_rng(seed + 1), n_candidates=n_candidates,
@@ -86,7 +93,7 @@ def test_k_reproduces_spec_table(eps, delta, k0, k3, k2):
     assert issp_k(eps / 3, delta / 3, 1e-3)[0] == k3
     assert issp_k(eps / 3, delta / 3, 1e-2)[0] == k2
     # paper split through the public planner (R0 given, so no residual share)
-    plan = issp_plan(10**12, 5, eps, delta, residual_bound=1.0, budget_split="paper")
+    plan = _plan(10**12, 5, eps, delta, residual_bound=1.0, budget_split="paper")
     assert plan.k == k0
 
 
@@ -104,7 +111,7 @@ def test_plan_reproduces_table_p_e():
     L0 = 1 / (432 * k * k)
     n_min = {}
     for d, expected in [(5, 2.2e10), (20, 3.4e10), (100, 7.9e10)]:
-        plan = issp_plan(10**9, d, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
+        plan = _plan(10**9, d, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
                          budget_split="paper", leverage_bound=L0, leverage_slack=1.0,
                          max_blowup=math.e)
         assert plan.k == k
@@ -118,13 +125,13 @@ def test_plan_reproduces_table_p_e():
         sens = math.sqrt(3136 * L0) * math.exp(216 * k * k * L0)
         assert plan.noise_per_r0 == pytest.approx(sens / gdp_mu(1 / 3, delta_M), rel=1e-9)
         assert plan.noise_per_r0 == pytest.approx(0.175, rel=0.01)
-    plan = issp_plan(int(n_min[20]), 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
+    plan = _plan(int(n_min[20]), 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
                      budget_split="paper", leverage_bound=L0, leverage_slack=1.0)
     assert plan.predicted_noise_ratio == pytest.approx(1.27, abs=0.01)
 
 
 def test_auto_split_matches_spec_table():
-    plan = issp_plan(10**10, 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0)
+    plan = _plan(10**10, 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0)
     assert plan.budget_split[0] == pytest.approx(0.55)
     assert plan.k == 203
     assert plan.predicted_noise_ratio == pytest.approx(3.0, rel=0.05)
@@ -132,7 +139,7 @@ def test_auto_split_matches_spec_table():
 
 
 def test_plan_budget_adds_up():
-    plan = issp_plan(10**8, 10, 2.0, 1e-6)
+    plan = issp_plan(n_samples=10**8, n_features=10, epsilon=2.0, delta=1e-6)
     ledger = plan.ledger()
     assert ledger.epsilon == pytest.approx(2.0, rel=1e-12)
     assert ledger.delta == pytest.approx(1e-6, rel=1e-12)
@@ -144,18 +151,18 @@ def test_plan_budget_adds_up():
 # ---------------------------------------------------------------------------
 def test_leverage_cap_exact_boundary():
     kw = dict(residual_bound=1.0, budget_split="paper")
-    k = issp_plan(10**6, 3, 4.0, 1e-5, **kw).k
+    k = issp_plan(n_samples=10**6, n_features=3, epsilon=4.0, delta=1e-5, **kw).k
     assert k <= 155
     cap = 1 / (96 * k)
-    assert issp_plan(10**6, 3, 4.0, 1e-5, leverage_bound=cap, **kw).leverage_bound == cap
+    assert _plan(10**6, 3, 4.0, 1e-5, leverage_bound=cap, **kw).leverage_bound == cap
     with pytest.raises(ConfigurationError, match="1/\\(96k\\)"):
-        issp_plan(10**6, 3, 4.0, 1e-5, leverage_bound=np.nextafter(cap, 1), **kw)
+        _plan(10**6, 3, 4.0, 1e-5, leverage_bound=np.nextafter(cap, 1), **kw)
 
 
 def test_claim19_cap_and_overflow_and_sizes():
     split = (0.5, 0.49, 0.01)  # tiny shape budget: the Claim-19 cap binds first
     kw = dict(residual_bound=1.0, budget_split=split)
-    plan = issp_plan(10**6, 3, 1.0, 1e-6, **kw)
+    plan = issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=1e-6, **kw)
     # delta_C = (D/2) e^{-eps_M}, D = 2 delta/3: ln(2/delta_C) = ln(4/D) + eps_M
     D = 2e-6 / 3
 
@@ -165,29 +172,29 @@ def test_claim19_cap_and_overflow_and_sizes():
     cap19 = min(plan.eps_shape, 0.999) / (3 * math.log(2 / plan.delta_shape)) / 56
     assert cap19 == pytest.approx(cap_at(0.49), rel=1e-12)
     assert cap19 < 1 / (96 * plan.k)
-    full = issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap19 * (1 - 1e-12), **kw)
+    full = _plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap19 * (1 - 1e-12), **kw)
     assert full.eps_loc == pytest.approx(0.49) and full.eps_unused == 0
     # Above the cap at eps_M = 0.49 the location step spends less (public rule),
     # until the cap admits L0; the rest is left unspent, the ledger says so.
     L0 = cap19 * (1 + 1e-3)
-    less = issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=L0, **kw)
+    less = _plan(10**6, 3, 1.0, 1e-6, leverage_bound=L0, **kw)
     assert 0 < less.eps_loc < 0.49 and less.eps_unused == pytest.approx(0.49 - less.eps_loc)
     assert L0 <= cap_at(less.eps_loc) and less.ledger().epsilon == pytest.approx(
         1.0 - less.eps_unused)
-    with pytest.raises(ConfigurationError, match="Claim-19"):
-        issp_plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
+    with pytest.raises(ConfigurationError, match="shape-step cap"):
+        _plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
     # k = 320 > 155: 1/(96k) passes the first cap but overflows 432 k^2 L0 <= 700
     with pytest.raises(ConfigurationError, match="overflow"):
-        issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
+        _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
                   leverage_bound=1 / (96 * 320))
-    issp_plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
+    _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
               leverage_bound=700 / (432 * 320**2))
     with pytest.raises(ConfigurationError):
-        issp_plan(5, 3, 1.0, 1e-6)  # n = p + 1
+        issp_plan(n_samples=5, n_features=3, epsilon=1.0, delta=1e-6)  # n = p + 1
     with pytest.raises(ConfigurationError, match="groups"):
-        issp_plan(3000, 3, 1.0, 1e-6)  # auto R0: b < p + 2
+        issp_plan(n_samples=3000, n_features=3, epsilon=1.0, delta=1e-6)  # auto R0: b < p + 2
     with pytest.raises(ConfigurationError):
-        issp_plan(10**6, 3, 1.0, 0.2)
+        issp_plan(n_samples=10**6, n_features=3, epsilon=1.0, delta=0.2)
 
 
 def test_configuration_error_spends_nothing():
@@ -341,7 +348,7 @@ def test_residual_thresholding_properties_and_ties():
     for Xi, yi in [(X, y), (X[order], y[order])]:
         u = residual_thresholding(Xi, yi, 5.0, np.ones(40))
         assert u[5] == 0 and u[30] == 0 and u.sum() == 38
-        src = ArrayRowSource(Xi, yi, fit_intercept=False)
+        src = RowSource(Xi, yi, fit_intercept=False, block_rows=None)
         res = srf_engine(src, [], [], 1e-9, 5.0, 2)
         assert list(res.F_idx[:2]) == [5, 30]
         first_labels.append(yi[res.F_idx[0]])
@@ -532,7 +539,7 @@ def test_exact_output_distribution_public_api():
     assert np.all(tr.V == tr.k**2)
     np.testing.assert_allclose(tr.beta_hat, b_ols, rtol=1e-9)
     c = tr.noise_scale
-    plan = issp_plan(n, 1, **params)
+    plan = issp_plan(n_samples=n, n_features=1, **params)
     assert c == pytest.approx(plan.noise_scale(6.5), rel=1e-12)
     from skprivreg.mechanisms import gaussian_precision_shaped
 
@@ -641,7 +648,7 @@ def test_private_residual_scale_brackets_sigma2():
         rng = np.random.default_rng(seed)
         X = rng.standard_normal((n, 2))
         y = X @ [1.0, -1.0] + sigma * rng.standard_normal(n)
-        src = ArrayRowSource(X, y, fit_intercept=True, chunk_size=65536)
+        src = RowSource(X, y, fit_intercept=True, block_rows=65536)
         out = private_residual_scale(src, 1.0, 1e-6, np.random.default_rng(seed + 1000),
                                      np.random.default_rng(seed + 2000))
         if out is not None and 1.0 <= out[1] / sigma**2 <= 2**0.5:
@@ -673,7 +680,7 @@ def test_group_rss_from_shared_pass_equals_lstsq(fit_intercept):
     y[rows1] = X[rows1] @ [1.0, 2.0, 3.0, 4.0] + (2.0 if fit_intercept else 0.0)
     p = d + int(fit_intercept)
     for chunk in (1000, 69, n):  # blocks split segments, match them, one block
-        src = ArrayRowSource(X, y, fit_intercept=fit_intercept, chunk_size=chunk)
+        src = RowSource(X, y, fit_intercept=fit_intercept, block_rows=chunk)
         grams, rest = _group_grams(src, seg_group, seg, used, m)
         rss = _group_rss(grams, p)
         for j in range(m):
@@ -736,7 +743,7 @@ def test_fitted_attributes_allow_list_and_public_planning():
     fitted = {name for name in vars(est) if name.endswith("_")}
     assert fitted <= ALLOWED_FITTED
     assert est.ptr_passed_
-    plan = issp_plan(len(case["y_train"]), 2, 8.0, 1e-5, residual_bound=5.5)
+    plan = _plan(len(case["y_train"]), 2, 8.0, 1e-5, residual_bound=5.5)
     assert est.planning_ == plan.as_dict()
     assert est.k_ == plan.k and est.noise_scale_ == plan.noise_scale(5.5)
     assert est.predict(case["X_test"]).shape == (len(case["y_test"]),)
@@ -823,7 +830,10 @@ def test_overflowing_finite_row_is_data_not_an_error(chunk_size):
 
 
 def test_residual_scale_labels():
-    from skprivreg.linear_model._issp import _residual_scale_label, _residual_scale_tie_key
+    from skprivreg.linear_model._issp_mechanism import (
+        _residual_scale_label,
+        _residual_scale_tie_key,
+    )
 
     assert _residual_scale_label(0.0) == "zero"
     assert _residual_scale_label(1.0) == 0
@@ -855,6 +865,25 @@ def test_plan_command(capsys):
     assert plan_command(["--n", "3000", "--d", "3"]) == 2
 
 
+def test_plan_text_is_the_plan_objects_str(capsys):
+    """The CLI prints ``str(issp_plan(...))``; the planner is keyword-only."""
+    import inspect
+
+    assert plan_command(["--n", "1e9", "--d", "5", "--epsilon", "8", "--delta", "1e-6"]) == 0
+    plan = issp_plan(n_samples=10**9, n_features=5, epsilon=8.0, delta=1e-6)
+    assert capsys.readouterr().out == str(plan) + "\n"
+    assert str(plan).startswith("ISSP plan: n=1e+09, d=5, p=6, epsilon=8, delta=1e-06")
+    assert f"k = {plan.k}\n" in str(plan)
+    params = inspect.signature(issp_plan).parameters.values()
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params)
+    assert inspect.signature(issp_plan).parameters["delta"].default == 1e-6
+    est_params = inspect.signature(ISSPRegressor).parameters
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in est_params.values())
+    assert est_params["delta"].default == 1e-6 and "on_fail" in est_params
+    with pytest.raises(TypeError):
+        issp_plan(10**9, 5)
+
+
 @pytest.mark.parametrize("k", [3, 5, 8])
 def test_data_passes_stay_within_the_proven_bound(k):
     """At most 4k + 2 passes on adversarial data (2 on clean data).
@@ -865,8 +894,8 @@ def test_data_passes_stay_within_the_proven_bound(k):
     at most k - 1 of them, 3 passes each: SLF <= 3k. SRF: a factor (<= 2),
     one whitening scan giving both the leverage bound and the residual
     candidates, and at most k - 1 rescans, each after a new removal: SRF
-    <= k + 2. (Spec §9.1's "k + 2" counts one pass per removal, but a rebase
-    needs a Gram pass and a scan, and SLF and SRF remove rows separately.)
+    <= k + 2. (A bound of "k + 2" counting one pass per removal is wrong: a
+    rebase needs a Gram pass and a scan, and SLF and SRF remove rows separately.)
     """
     rng = np.random.default_rng(31 + k)
     n, p = 20_000, 10
@@ -899,7 +928,7 @@ def test_slf_engine_counts_two_passes_on_clean_data():
     rng = np.random.default_rng(20)
     X = sphere(rng, 10000, 3)
     h, _ = _direct_leverages(X)
-    src = ArrayRowSource(X, np.zeros(len(X)), fit_intercept=False, chunk_size=1024)
+    src = RowSource(X, np.zeros(len(X)), fit_intercept=False, block_rows=1024)
     res = slf_engine(src, clean_L0(h.max(), 5), 5)
     assert res.score == 0 and res.n_passes == 2
 

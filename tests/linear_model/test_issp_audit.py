@@ -25,7 +25,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from skprivreg.linear_model._issp import SCORE_SENSITIVITY, _issp_trace, issp_plan
+from skprivreg.linear_model import issp_plan
+from skprivreg.linear_model._issp import _issp_trace
+from skprivreg.linear_model._issp_plan import SCORE_SENSITIVITY
 from skprivreg.mechanisms import (
     gaussian_precision_shaped,
     ptr_calibration,
@@ -64,7 +66,7 @@ def agm_delta(mu, eps):
 # ---------------------------------------------------------------------------
 # The PTR step
 # ---------------------------------------------------------------------------
-PTR_PLAN = issp_plan(1_000_000, 1, 1.0, 1e-6, residual_bound=6.5)
+PTR_PLAN = issp_plan(n_samples=1_000_000, n_features=1, epsilon=1.0, delta=1e-6, residual_bound=6.5)
 
 
 def _fail_counts(cal, scores, trials, seed):
@@ -199,7 +201,7 @@ def test_monte_carlo_harness_matches_the_closed_form():
 @pytest.mark.parametrize("kind", ["fresh", "y_outlier", "x_far"])
 def test_gaussian_release_on_neighbouring_pairs(traces, kind):
     base, other = traces["base"], traces[kind]
-    plan = issp_plan(1_000_000, 1, **PARAMS)
+    plan = issp_plan(n_samples=1_000_000, n_features=1, **PARAMS)
     c = plan.noise_scale(PARAMS["residual_bound"])
     assert base.passed and other.passed and base.noise_scale == other.noise_scale == c
     same_v = np.array_equal(np.delete(base.V, ROW), np.delete(other.V, ROW)) and (

@@ -11,22 +11,21 @@ import warnings
 import numpy as np
 import pytest
 
+from skprivreg._rows import RowSource
 from skprivreg.accounting import BudgetAccountant
-from skprivreg.linear_model._issp import (
-    ConfigurationError,
-    ISSPRegressor,
-    _group_grams,
-    _group_rss,
-    _segment_groups,
-    issp_plan,
-)
-from skprivreg.linear_model._issp_filters import ArrayRowSource
+from skprivreg.exceptions import ConfigurationError
+from skprivreg.linear_model import ISSPRegressor, issp_plan
+from skprivreg.linear_model._issp_mechanism import _group_grams, _group_rss, _segment_groups
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::skprivreg.linear_model._issp.PlanningWarning",
+    "ignore::skprivreg.exceptions.PlanningWarning",
     "ignore:delta=.*weak guarantee:UserWarning",
     "ignore:epsilon=.*weak guarantee:UserWarning",
 )
+
+
+def _plan(n, d, epsilon, delta, **params):
+    return issp_plan(n_samples=n, n_features=d, epsilon=epsilon, delta=delta, **params)
 
 
 # ---------------------------------------------------------------------------
@@ -42,7 +41,7 @@ def test_one_degenerate_group_leaves_every_other_psi_bit_for_bit(fit_intercept):
     p = d + int(fit_intercept)
 
     def psi(XX, yy):
-        src = ArrayRowSource(XX, yy, fit_intercept=fit_intercept)
+        src = RowSource(XX, yy, fit_intercept=fit_intercept, block_rows=None)
         grams, _ = _group_grams(src, seg_group, seg, used, m)
         return _group_rss(grams, p)
 
@@ -78,9 +77,9 @@ def _clean_L0(h_max, k, slack=1.2):
 
 
 def _core(X, y, *, k, L0, R0, c=1.0, seed=0, fit_intercept=True, chunk_size=1024):
-    from skprivreg.linear_model._issp import _issp_core
+    from skprivreg.linear_model._issp_mechanism import _issp_core
 
-    src = ArrayRowSource(X, y, fit_intercept=fit_intercept, chunk_size=chunk_size)
+    src = RowSource(X, y, fit_intercept=fit_intercept, block_rows=chunk_size)
     return _issp_core(src, k=k, L0=L0, R0=R0, c=c, eps_ptr=1.0, delta_ptr=1e-6,
                       ptr_fail_prob=0.0, rng_ptr=np.random.default_rng(seed),
                       rng_noise=np.random.default_rng(seed + 1), dense=True)
@@ -88,7 +87,7 @@ def _core(X, y, *, k, L0, R0, c=1.0, seed=0, fit_intercept=True, chunk_size=1024
 
 @pytest.fixture(scope="module")
 def clean_small():
-    from skprivreg.linear_model._issp_filters import _direct_leverages
+    from skprivreg.linear_model._issp_reference import _direct_leverages
 
     rng = np.random.default_rng(9)
     n, d, k = 3000, 2, 10
@@ -242,7 +241,7 @@ def test_brute_force_neighbouring_pairs_stay_within_the_proven_bounds(case):
     if case == "duplicated_rows":
         X[n // 2:] = X[: n - n // 2]
         y[n // 2:] = y[: n - n // 2]
-    from skprivreg.linear_model._issp_filters import _direct_leverages
+    from skprivreg.linear_model._issp_reference import _direct_leverages
 
     h, _ = _direct_leverages(np.column_stack([X, np.ones(n)]))
     L0 = _clean_L0(h.max(), k, slack=1.1)
@@ -274,7 +273,7 @@ def test_every_epsilon_and_split_gives_a_valid_plan(epsilon):
     in log space: max(delta_M + e^{eps_M} delta_C, delta_C + e^{eps_C'} delta_M) <= D.
     """
     for split in SPLITS:
-        plan = issp_plan(2_000_000, 2, epsilon, 1e-6, budget_split=split)
+        plan = _plan(2_000_000, 2, epsilon, 1e-6, budget_split=split)
         assert plan.eps_r0 + plan.eps_ptr + plan.eps_loc + plan.eps_shape + plan.eps_unused == \
             pytest.approx(epsilon, rel=1e-12)
         assert plan.ledger().epsilon == pytest.approx(epsilon - plan.eps_unused, rel=1e-12)
@@ -343,12 +342,12 @@ def test_predicted_fail_is_refused_before_any_spend_with_the_rows_needed():
     with pytest.raises(ConfigurationError, match=r"n = [0-9.e+]+ rows") as info:
         est.fit(X, y)
     assert acc.n_spends == 0 and not hasattr(est, "coef_")
-    plan = issp_plan(n, d, 1.0, 1e-6, residual_bound=1.0)
+    plan = issp_plan(n_samples=n, n_features=d, epsilon=1.0, delta=1e-6, residual_bound=1.0)
     assert plan.fail_predicted
     needed = float(str(info.value).split("n = ")[1].split(" rows")[0])
     assert needed == pytest.approx(plan.predicted_n_pass, rel=0.01)
     # the stated n is where the planner stops predicting FAIL (same split)
-    assert not issp_plan(int(needed * 1.01), d, 1.0, 1e-6, residual_bound=1.0,
+    assert not _plan(int(needed * 1.01), d, 1.0, 1e-6, residual_bound=1.0,
                          budget_split=plan.budget_split).fail_predicted
     # spending anyway is explicit
     est = ISSPRegressor(accountant=acc, residual_bound=1.0, predicted_fail="spend",
@@ -431,7 +430,7 @@ def test_large_epsilon_release_is_exactly_gaussian_around_ols():
 def test_exact_dot_and_exact_minors():
     from fractions import Fraction
 
-    from skprivreg.linear_model._issp_filters import exact_dot, exact_gram, exact_gram_is_pd
+    from skprivreg.linear_model._issp_exact import exact_dot, exact_gram, exact_gram_is_pd
 
     rng = np.random.default_rng(23)
     a = rng.standard_normal(3000) * 10.0 ** rng.integers(-300, 300, 3000)

@@ -14,20 +14,20 @@ import numpy as np
 import pytest
 from scipy import linalg, stats
 
-from skprivreg.linear_model import _issp
-from skprivreg.linear_model._issp import _issp_core, issp_k, issp_plan, private_residual_scale
-from skprivreg.linear_model._issp_filters import (
-    ArrayRowSource,
+from skprivreg._rows import RowSource
+from skprivreg.linear_model import _issp_mechanism, issp_plan
+from skprivreg.linear_model._issp_filters import leverage_thresholds, residual_thresholds
+from skprivreg.linear_model._issp_mechanism import _issp_core, private_residual_scale
+from skprivreg.linear_model._issp_plan import issp_k
+from skprivreg.linear_model._issp_reference import (
     _direct_leverages,
-    leverage_thresholds,
-    residual_thresholds,
     stable_leverage_filtering,
     stable_residual_filtering,
 )
 from skprivreg.mechanisms import ptr_calibration, stability_histogram
 
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::skprivreg.linear_model._issp.PlanningWarning",
+    "ignore::skprivreg.exceptions.PlanningWarning",
 )
 
 
@@ -65,7 +65,7 @@ def test_leverage_threshold_array_is_the_corrected_formula(k, L0):
 
 def test_plan_leverage_top_and_base_are_the_corrected_formula():
     for n, d, eps in [(10**7, 3, 4.0), (10**9, 20, 1.0)]:
-        plan = issp_plan(n, d, eps, 1e-6, residual_bound=1.0)
+        plan = issp_plan(n_samples=n, n_features=d, epsilon=eps, delta=1e-6, residual_bound=1.0)
         k, L0 = plan.k, plan.leverage_bound
         assert plan.leverage_top == pytest.approx(L0 / (1 + 2 * k * L0), rel=1e-15)
         assert plan.leverage_base == pytest.approx(math.exp(-2) * L0 / (1 + 2 * k * L0),
@@ -100,7 +100,7 @@ def test_a_row_between_the_top_threshold_and_L0_leaves_at_the_top_level(leverage
     assert score == 1
     assert W[7] == 0 and np.all(np.delete(W, 7) == k)
     # the same through the core of ISSPRegressor (engine with its default schedule)
-    src = ArrayRowSource(X2, X2 @ [1.0, 1.0], fit_intercept=False, chunk_size=997)
+    src = RowSource(X2, X2 @ [1.0, 1.0], fit_intercept=False, block_rows=997)
     tr = _issp_core(src, k=k, L0=L0, R0=1.0, c=1.0, eps_ptr=1.0, delta_ptr=1e-6,
                     ptr_fail_prob=0.0, rng_ptr=np.random.default_rng(0),
                     rng_noise=np.random.default_rng(1), dense=True)
@@ -133,7 +133,7 @@ def test_residual_ladder_is_108_k_L0(k, L0, R0):
 
 def test_plan_blowup_and_sensitivity_use_the_108_ladder():
     """c carries (2 R_{2k}/R0)^2 = 4 e^{432 k^2 L0}: 432 = 2 * 2 * 108; 3136 = 4 * 7^2 * 4^2."""
-    plan = issp_plan(10**8, 5, 2.0, 1e-6, residual_bound=1.0)
+    plan = issp_plan(n_samples=10**8, n_features=5, epsilon=2.0, delta=1e-6, residual_bound=1.0)
     k, L0 = plan.k, plan.leverage_bound
     assert plan.log_blowup == pytest.approx(432 * k * k * L0, rel=1e-14)
     assert plan.sensitivity_per_r0 == pytest.approx(
@@ -195,7 +195,7 @@ def test_release_noise_is_shaped_by_S_v():
     y[i] = X[i] @ b_rest + math.sqrt(R[j0] * R[j0 + 1]) / (1 - h[i])
     c = 30.0
     seed = 123
-    src = ArrayRowSource(X, y, fit_intercept=False, chunk_size=997)
+    src = RowSource(X, y, fit_intercept=False, block_rows=997)
     tr = _issp_core(src, k=k, L0=L0, R0=R0, c=c, eps_ptr=1.0, delta_ptr=1e-6,
                     ptr_fail_prob=0.0, rng_ptr=np.random.default_rng(0),
                     rng_noise=np.random.default_rng(seed), dense=True)
@@ -281,13 +281,13 @@ def test_private_residual_scale_runs_the_histogram_at_its_budget(monkeypatch):
         seen.append((epsilon, delta, len(labels)))
         return 3  # the released bin
 
-    monkeypatch.setattr(_issp, "stability_mode", spy)
+    monkeypatch.setattr(_issp_mechanism, "stability_mode", spy)
     rng = np.random.default_rng(2)
     n = 200_000
     X = rng.standard_normal((n, 2))
     y = X @ [1.0, 1.0] + rng.standard_normal(n)
-    plan = issp_plan(n, 2, 8.0, 1e-5)
-    src = ArrayRowSource(X, y, fit_intercept=True)
+    plan = issp_plan(n_samples=n, n_features=2, epsilon=8.0, delta=1e-5)
+    src = RowSource(X, y, fit_intercept=True, block_rows=None)
     R0, s2 = private_residual_scale(src, plan.eps_r0, plan.delta_r0, np.random.default_rng(0),
                                     np.random.default_rng(1), eta=0.01)
     m = math.ceil(2 + (4 / plan.eps_r0) * (math.log(2 / plan.delta_r0) + math.log(2 / 0.01)))

@@ -1,0 +1,375 @@
+"""One row source for NumPy arrays, ``np.memmap`` and Dask collections.
+
+Every estimator reads its training rows through this module. A *pass* over
+the rows is a **block function** and an associative **combine**:
+
+* the block function maps one block of rows to a partial statistic,
+  ``fn(offset, X_block, Y_block, params, into=None) -> partial``
+  (``offset`` is the global index of the block's first row, ``params`` the
+  public inputs of the pass); when ``into`` is given it is the running
+  partial of the rows before the block, and the function returns
+  ``combine(into, partial of this block)``, which it may compute in place;
+* ``combine(a, b)`` merges the partials of two disjoint row ranges (``a``
+  before ``b``) and must be associative.
+
+:class:`RowSource` runs a pass with :meth:`RowSource.reduce`. On a NumPy
+array or a memmap the blocks are folded in order on this process, one block
+of at most ``block_rows`` rows in memory at a time, so a memmap is streamed
+from disk with bounded memory. On a Dask array (or a Dask data frame, via
+:func:`validate_blockwise_data`) each row chunk is one task on the workers,
+the partials are merged in a tree and only the reduced statistic reaches the
+driver. Block functions are pure and draw nothing random: every noise draw
+happens on the driver, after the reduction.
+
+Several statistics can share one read of the data: :func:`fuse` turns a list
+of passes into one (a tuple of partials per block, combined componentwise),
+and :meth:`RowSource.reduce_many` runs them together, for example ``X^T X``,
+``X^T y`` and the counts of rows above a ladder of bounds. A simple
+statistic that is a sum of per-block terms needs only a function of the
+block, wrapped by :func:`block_map`; :func:`sum_over_row_blocks` does this
+for one call.
+"""
+
+import numpy as np
+
+from ._compat import validate_data
+
+__all__ = [
+    "BLOCK_ROWS",
+    "RowSource",
+    "add_tuples",
+    "block_map",
+    "check_block_finite",
+    "fuse",
+    "is_dask_collection",
+    "set_dask_feature_names",
+    "sum_over_row_blocks",
+    "tree_reduce",
+    "validate_blockwise_data",
+]
+
+#: Default rows per block for NumPy and memmap input.
+BLOCK_ROWS = 1 << 16
+
+
+def is_dask_collection(obj):
+    """True for Dask arrays and data frames (without importing Dask)."""
+    return hasattr(obj, "__dask_graph__")
+
+
+def check_block_finite(block, name="X"):
+    """Raise scikit-learn's error for NaN or infinity in a block (may run on a worker)."""
+    if not np.isfinite(block).all():
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+
+
+def add_tuples(a, b):
+    """The default combine: elementwise sum of two tuples of arrays."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def tree_reduce(parts, combine):
+    """Merge delayed partials pairwise in a tree of delayed ``combine`` calls (order kept)."""
+    import dask
+
+    while len(parts) > 1:
+        parts = [
+            dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+            for i in range(0, len(parts), 2)
+        ]
+    return parts[0]
+
+
+def _run_block(fn, offset, X, Y, clip, check_finite, params, into=None):
+    """Prepare one raw block and apply the block function ``fn``.
+
+    The block becomes float64; with ``check_finite`` it is checked for NaN or
+    infinity (before the clip, which would map an infinite entry to a finite
+    one). A block function whose attribute ``checks_finite`` is true does the
+    check itself, fused with its own read of the block: it then receives
+    ``check_finite=True``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if Y is not None:
+        Y = np.asarray(Y, dtype=np.float64)
+    fused = check_finite and clip is None and getattr(fn, "checks_finite", False)
+    if check_finite and not fused:
+        check_block_finite(X, "X")
+        if Y is not None:
+            check_block_finite(Y, "y")
+    if clip is not None:
+        X = np.clip(X, -clip, clip)
+    if fused:
+        return fn(offset, X, Y, params, into, check_finite=True)
+    return fn(offset, X, Y, params, into)
+
+
+class RowSource:
+    """Row blocks of ``(X, Y)`` for a NumPy array, a memmap or a Dask array.
+
+    Parameters
+    ----------
+    X : ndarray, np.memmap or dask array of shape (n_samples, n_features)
+    Y : same kind with n_samples rows (1-D or 2-D), or None
+    block_rows : int or None, default=BLOCK_ROWS
+        Rows per block for NumPy and memmap input (``None``: one block). Dask
+        input keeps its own row chunks.
+    fit_intercept : bool, default=False
+        Whether the model appends a ones column: sets ``p = d + 1`` and the
+        rows returned by :meth:`rows` (block functions see raw ``X``).
+    clip : float or None, default=None
+        Public per-entry clip of ``X`` to ``[-clip, clip]`` applied to every
+        block (a fixed per-row map).
+    check_finite : bool, default=False
+        Check every block for NaN or infinity during the first complete pass
+        (streamed and Dask inputs are validated while they are read, before
+        anything is released).
+
+    Attributes
+    ----------
+    n, d, p : int
+        Rows, columns of ``X``, and ``d + fit_intercept``.
+    offsets : ndarray of int
+        Global index of the first row of each block (public: from ``n`` and
+        the block or chunk sizes).
+    is_dask : bool
+    """
+
+    def __init__(self, X, Y=None, *, block_rows=BLOCK_ROWS, fit_intercept=False, clip=None,
+                 check_finite=False):
+        self.is_dask = is_dask_collection(X)
+        self.n, self.d = int(X.shape[0]), int(X.shape[1])
+        if self.is_dask:
+            X = X.rechunk({1: -1})
+            if Y is not None:
+                Y = Y.rechunk((X.chunks[0],) + (-1,) * (Y.ndim - 1))
+            sizes = np.asarray(X.chunks[0], dtype=np.int64)
+            self.block_rows = None
+        else:
+            self.block_rows = self.n if block_rows is None else max(1, int(block_rows))
+            step = max(self.block_rows, 1)
+            sizes = np.diff(np.append(np.arange(0, self.n, step), self.n)).astype(np.int64)
+        self.X, self.Y = X, Y
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._sizes = sizes
+        self.fit_intercept = bool(fit_intercept)
+        self.p = self.d + int(self.fit_intercept)
+        self.clip = clip
+        self.check_finite = bool(check_finite)
+
+    @property
+    def y(self):
+        """The labels (``Y``), as ISSP's single-target code names them."""
+        return self.Y
+
+    def reduce(self, fn, combine=add_tuples, params=None, *, stop=None):
+        """One pass: ``combine`` over all blocks of ``fn(offset, X_b, Y_b, params)``.
+
+        ``stop(partial)`` (NumPy and memmap input only) may end the pass
+        early: it is called after each block with the running partial, and a
+        true value returns that partial at once (the finiteness check of an
+        incomplete pass stays pending). A Dask pass always reads every block.
+        """
+        if self.is_dask:
+            result = self._reduce_dask(fn, combine, params)
+        else:
+            result = None
+            for off, size in zip(self.offsets, self._sizes):
+                lo, hi = int(off), int(off + size)
+                result = _run_block(fn, lo, self.X[lo:hi],
+                                    None if self.Y is None else self.Y[lo:hi],
+                                    self.clip, self.check_finite, params, result)
+                if stop is not None and stop(result):
+                    return result
+        self.check_finite = False  # validated once, during the first complete pass
+        return result
+
+    def _reduce_dask(self, fn, combine, params):
+        import dask
+
+        x_blocks = self.X.to_delayed().ravel()
+        y_blocks = ([None] * len(x_blocks) if self.Y is None
+                    else self.Y.to_delayed().ravel())
+        params_task = dask.delayed(params, traverse=False)
+        parts = [
+            dask.delayed(_run_block, pure=True)(fn, int(off), xb, yb, self.clip,
+                                                self.check_finite, params_task)
+            for off, xb, yb in zip(self.offsets, x_blocks, y_blocks)
+        ]
+        return tree_reduce(parts, combine).compute()
+
+    def reduce_many(self, passes, *, stop=None):
+        """Several passes in one read of the rows.
+
+        ``passes`` is a list of ``(fn, combine, params)``; returns the list of
+        their results, as separate :meth:`reduce` calls would (see :func:`fuse`).
+        """
+        fn, combine, params = fuse(passes)
+        return list(self.reduce(fn, combine, params, stop=stop))
+
+    def augment(self, Xraw):
+        """Append the ones column (if ``fit_intercept``) to raw rows (a copy)."""
+        Xraw = np.asarray(Xraw, dtype=np.float64)
+        if not self.fit_intercept:
+            return np.array(Xraw)
+        return np.hstack([Xraw, np.ones((Xraw.shape[0], 1))])
+
+    def rows(self, idx):
+        """``(X~, Y)`` of the rows ``idx`` (sorted global indices): clipped, with the ones column.
+
+        Only those rows are read (on Dask, only the blocks holding them).
+        """
+        idx = np.asarray(idx, dtype=np.int64)
+        Xr = self.X[idx]
+        Yr = None if self.Y is None else self.Y[idx]
+        if self.is_dask:
+            import dask
+
+            Xr, Yr = dask.compute(Xr, Yr)
+        Xr = np.asarray(Xr, dtype=np.float64).reshape(len(idx), self.d)
+        if self.clip is not None:
+            Xr = np.clip(Xr, -self.clip, self.clip)
+        if Yr is not None:
+            Yr = np.asarray(Yr, dtype=np.float64)
+            if Yr.ndim == 1 or self.Y.ndim == 1:
+                Yr = Yr.reshape(-1)
+        return self.augment(Xr), Yr
+
+
+class block_map:  # noqa: N801 (used like a function)
+    """A block function from ``function(X_block, Y_block) -> partial`` (offset and params unused).
+
+    The partials of consecutive blocks are merged with ``combine``.
+    """
+
+    def __init__(self, function, combine=add_tuples):
+        self.function = function
+        self.combine = combine
+
+    def __call__(self, offset, X, Y, params=None, into=None):
+        part = self.function(X, Y)
+        return part if into is None else self.combine(into, part)
+
+
+class _Fused:
+    """Block function of :func:`fuse`: one partial per fused pass, from one read of the block."""
+
+    def __init__(self, fns):
+        self.fns = tuple(fns)
+        self.checks_finite = any(getattr(f, "checks_finite", False) for f in self.fns)
+
+    def __call__(self, offset, X, Y, params, into=None, check_finite=False):
+        checker = -1
+        if check_finite:
+            checker = next(i for i, f in enumerate(self.fns) if getattr(f, "checks_finite", False))
+        out = []
+        for i, fn in enumerate(self.fns):
+            acc = None if into is None else into[i]
+            if i == checker:
+                out.append(fn(offset, X, Y, params[i], acc, check_finite=True))
+            else:
+                out.append(fn(offset, X, Y, params[i], acc))
+        return tuple(out)
+
+
+class _FusedCombine:
+    def __init__(self, combines):
+        self.combines = tuple(combines)
+
+    def __call__(self, a, b):
+        return tuple(c(x, y) for c, x, y in zip(self.combines, a, b))
+
+
+def fuse(passes):
+    """One pass computing several statistics: a list of ``(fn, combine, params)`` -> one triple.
+
+    The fused block function reads each block once and returns the tuple of
+    the passes' partials; the fused combine merges them componentwise.
+    """
+    passes = [tuple(p) + (None,) * (3 - len(p)) for p in passes]
+    fns, combines, params = zip(*passes)
+    return _Fused(fns), _FusedCombine(combines), tuple(params)
+
+
+def sum_over_row_blocks(block_function, X, Y=None, block_rows=BLOCK_ROWS, combine=add_tuples):
+    """``sum_b block_function(X_b, Y_b)`` over row blocks (:class:`RowSource` in one call).
+
+    Parameters
+    ----------
+    block_function : callable
+        ``(X_block, Y_block_or_None) -> statistics``; must be a pure function
+        of the block (it may run in another process).
+    X : ndarray, memmap or dask array of shape (n, d)
+    Y : same kind, shape (n,) or (n, l), or None
+    block_rows : int
+        Rows per block on NumPy input (Dask input keeps its own chunks).
+    combine : callable, default: elementwise sum of tuples
+        Associative merge of two blocks' statistics.
+    """
+    source = RowSource(X, Y, block_rows=block_rows)
+    result = source.reduce(block_map(block_function, combine), combine)
+    return tuple(result) if combine is add_tuples else result
+
+
+def validate_blockwise_data(estimator, X, y, *, multi_output=True):
+    """``validate_data`` for NumPy input; shape-only checks for Dask input.
+
+    Dask input is not materialised: dimensions, dtypes and matching row
+    counts are checked here, ``n_features_in_`` and ``feature_names_in_``
+    are set as sklearn does, and finiteness is checked inside the block
+    functions (:func:`check_block_finite`), before any noise is drawn.
+    A Dask data frame becomes a Dask array (its partition lengths, which
+    are public, are computed).
+    """
+    if not (is_dask_collection(X) or is_dask_collection(y)):
+        return validate_data(
+            estimator, X, y, dtype=np.float64, multi_output=multi_output, y_numeric=True
+        )
+    validate_data(estimator, X, y, skip_check_array=True)
+    set_dask_feature_names(estimator, X, reset=True)
+    X, y = (_as_dask_array(v) for v in (X, y))
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
+    if y.ndim not in (1, 2) or (y.ndim == 2 and not multi_output):
+        raise ValueError("y must be 1D" + (" or 2D." if multi_output else "."))
+    if np.isnan(X.shape[0]) or np.isnan(y.shape[0]):
+        raise ValueError(
+            "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
+        )
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: "
+            f"[{X.shape[0]}, {y.shape[0]}]"
+        )
+    if X.shape[0] < 2:
+        raise ValueError(f"Found array with {X.shape[0]} sample(s); a minimum of 2 is required.")
+    for name, value in (("X", X), ("y", y)):
+        if not np.issubdtype(value.dtype, np.number):
+            raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
+    return X.astype(np.float64), y.astype(np.float64)
+
+
+def set_dask_feature_names(estimator, X, *, reset):
+    """``feature_names_in_`` for a Dask data frame, which sklearn does not recognise.
+
+    With ``reset=False`` the names must match those seen in ``fit``.
+    """
+    columns = getattr(X, "columns", None)
+    names = None
+    if columns is not None and all(isinstance(c, str) for c in columns):
+        names = np.asarray(list(columns), dtype=object)
+    if reset:
+        if names is not None:
+            estimator.feature_names_in_ = names
+        elif hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+        return
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if fitted is not None and names is not None and not np.array_equal(fitted, names):
+        raise ValueError("The feature names should match those that were passed during fit.")
+
+
+def _as_dask_array(value):
+    if hasattr(value, "to_dask_array"):
+        return value.to_dask_array(lengths=True)
+    return value

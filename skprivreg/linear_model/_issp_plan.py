@@ -1,0 +1,515 @@
+"""Public planning for ISSP: every constant of a fit from (n, d, epsilon, delta) alone.
+
+:func:`issp_plan` touches no data. It returns an :class:`ISSPPlan` whose
+``str()`` is the text ``python -m skprivreg plan issp`` prints.
+"""
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy.stats import beta as beta_dist
+from scipy.stats import norm
+
+from ..accounting import PrivacyEvent, PrivacyLedger
+from ..exceptions import ConfigurationError
+from ..mechanisms import gaussian_sigma, ptr_calibration
+
+__all__ = ["ISSPPlan", "issp_plan", "issp_k", "r0_groups"]
+
+#: Sensitivity of max(SCORE1, SCORE2) under replace-one neighbours.
+SCORE_SENSITIVITY = 4.0
+#: Sensitivity of the location step: ||S_v^{1/2}(b - b')||^2 <= 3136 e^{432 k^2 L0} L0 R0^2.
+LOCATION_SENSITIVITY_CONSTANT = 3136.0
+#: Largest 432 k^2 L0 allowed (the noise would overflow float64 beyond it).
+MAX_LOG_BLOWUP = 700.0
+#: The covariance-shape bound holds for epsilon in the open interval (0, 1): cap at 0.999.
+SHAPE_EPSILON_CAP = 0.999
+# ---------------------------------------------------------------------------
+# Public planning
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ISSPPlan:
+    """Public constants of one ISSP fit; a function of (n, d, parameters) only.
+
+    The budget is ``(eps_r0, delta_r0)`` for the private residual scale (0 when
+    ``residual_bound`` is a number), then ``(eps_ptr, delta_ptr)`` for the PTR,
+    ``(eps_loc, delta_loc)`` for the Gaussian location step and
+    ``(eps_shape, delta_shape)`` for the covariance shape step,
+    combined by the weak triangle inequality into ``delta_gauss``.
+    ``eps_r0 + eps_ptr + eps_loc + eps_shape + eps_unused = epsilon`` and
+    ``delta_r0 + delta_ptr + delta_gauss = delta``. ``eps_unused`` is positive
+    only at large epsilon, where more location budget would make the shape-step
+    cap on L0 bind (:func:`_fractions_plan`); it is not spent.
+    """
+
+    n: int
+    d: int
+    p: int
+    epsilon: float
+    delta: float
+    fit_intercept: bool
+    budget_split: tuple
+    eps_r0: float
+    delta_r0: float
+    eps_ptr: float
+    delta_ptr: float
+    eps_loc: float
+    delta_loc: float
+    eps_shape: float
+    delta_shape: float
+    delta_gauss: float
+    eps_unused: float
+    ptr_fail_prob: float
+    ptr_scale: float
+    ptr_half_width: float
+    ptr_tau: float
+    k: int
+    leverage_bound: float
+    leverage_top: float
+    leverage_base: float
+    log_blowup: float
+    sensitivity_per_r0: float
+    noise_per_r0: float
+    constants: str
+    residual_bound: object
+    r0_groups: int
+    r0_group_size: int
+    clean_path_possible: bool
+    fail_predicted: bool
+    predicted_n_pass: float
+    predicted_noise_ratio: float
+    predicted_n_min: float
+    warnings: tuple = field(default_factory=tuple)
+
+    def noise_scale(self, R0):
+        """``c``: the release is ``N(beta_v, c^2 S_v^{-1})``."""
+        return self.noise_per_r0 * float(R0)
+
+    def ledger(self):
+        """The planned :class:`PrivacyLedger` (identical whether ISSP PASSes or FAILs)."""
+        events = []
+        if self.eps_r0 > 0:
+            events.append(PrivacyEvent("issp_sigma2_histogram", self.eps_r0,
+                                       self.delta_r0))
+        events.append(PrivacyEvent("issp_ptr", self.eps_ptr, self.delta_ptr,
+                                   sensitivity=SCORE_SENSITIVITY))
+        events.append(PrivacyEvent("issp_location", self.eps_loc, self.delta_loc))
+        events.append(PrivacyEvent("issp_shape", self.eps_shape, self.delta_shape))
+        return PrivacyLedger(events, composition="basic",
+                             delta=self.delta_r0 + self.delta_ptr + self.delta_gauss)
+
+    def as_dict(self):
+        """The plan as a plain dict (what ``ISSPRegressor.planning_`` holds)."""
+        return asdict(self)
+
+    def __str__(self):
+        """The plan as ``python -m skprivreg plan issp`` prints it."""
+        f_T, f_M, f_C = self.budget_split
+        lines = [
+            f"ISSP plan: n={self.n:.4g}, d={self.d}, p={self.p}, epsilon={self.epsilon:g}, "
+            f"delta={self.delta:g}",
+            f"  budget: residual scale (eps, delta) = ({self.eps_r0:.4g}, {self.delta_r0:.3g}); "
+            f"split f_T/f_M/f_C = {f_T:.2f}/{f_M:.2f}/{f_C:.2f}",
+            f"  PTR: eps={self.eps_ptr:.4g}, delta={self.delta_ptr:.3g}, "
+            f"A={self.ptr_half_width:.4g}, tau={self.ptr_tau:.4g}",
+            f"  k = {self.k}",
+            f"  L0 (leverage_bound) = {self.leverage_bound:.4g}  (clean path needs every "
+            f"leverage <= L_base = {self.leverage_base:.4g})",
+            f"  residual blow-up e^(432 k^2 L0) = e^{self.log_blowup:.4g}",
+            f"  c / R0 = {self.noise_per_r0:.4g}",
+            "  predicted noise relative to the OLS error c/sigma = "
+            f"{self.predicted_noise_ratio:.4g}",
+            "  predicted minimum n (clean path, blow-up <= max_blowup) = "
+            f"{self.predicted_n_min:.3g}",
+            f"  clean path possible at this n: {'yes' if self.clean_path_possible else 'no'}",
+            "  FAIL predicted at this n: "
+            + (f"yes (PASS predicted from about n = {self.predicted_n_pass:.3g}; "
+               "ISSPRegressor refuses unless predicted_fail='spend')"
+               if self.fail_predicted else "no"),
+        ]
+        lines += [f"  warning: {note}" for note in self.warnings]
+        return "\n".join(lines)
+
+
+def issp_k(eps_ptr, delta_ptr, fail_prob=0.0):
+    """``k = floor(tau + A) + 1`` for the truncated-Laplace PTR.
+
+    Bumped by one when ``k - (tau + A) < 1e-9`` (floating-point guard), so a
+    capped score ``k`` always FAILs. Returns ``(k, PTRCalibration)``.
+    """
+    cal = ptr_calibration(SCORE_SENSITIVITY, eps_ptr, delta_ptr, fail_prob)
+    k = math.floor(cal.fail_threshold) + 1
+    if k - cal.fail_threshold < 1e-9:
+        k += 1
+    return int(k), cal
+
+
+def _delta_shares(delta1, eps_loc, eps_shape):
+    """``delta_T = delta1/3`` and a Gaussian pair combining to ``2 delta1/3`` at any epsilon.
+
+    The weak triangle inequality (location step at ``(eps_M, delta_M)``, shape
+    step at ``(eps_C', delta_C)`` with ``eps_C' = min(eps_C, 0.999)``) gives
+    ``delta_G = max(delta_M + e^{eps_M} delta_C, delta_C + e^{eps_C'} delta_M)``.
+    With ``D = 2 delta1/3``, ``delta_C = (D/2) e^{-eps_M}`` and
+    ``delta_M = min(D/2, (D - delta_C) e^{-eps_C'})`` both terms are at most
+    ``D``; ``delta_M >= D e^{-1}/2`` never collapses, and ``delta_C`` (which
+    enters the shape-step cap only through ``ln(2/delta_C)``) is kept as a
+    logarithm, so nothing under- or overflows for any epsilon.
+
+    Returns ``(delta_ptr, delta_loc, log_delta_shape, delta_gauss)``.
+    """
+    delta_ptr = delta1 / 3.0
+    D = 2.0 * delta1 / 3.0
+    log_delta_shape = math.log(D / 2.0) - eps_loc
+    delta_shape = math.exp(log_delta_shape)
+    delta_loc = min(D / 2.0, (D - delta_shape) * math.exp(-min(eps_shape, SHAPE_EPSILON_CAP)))
+    return delta_ptr, delta_loc, log_delta_shape, D
+
+
+def _shape_cap(eps_shape, log_delta_shape):
+    """Largest L0 allowed by the shape step: ``56 L0 <= min(eps_C, 0.999) / (3 ln(2/delta_C))``."""
+    return min(eps_shape, SHAPE_EPSILON_CAP) / (3.0 * (math.log(2.0) - log_delta_shape)) / 56.0
+
+
+def _location_epsilon_cap(L0, delta1, eps_shape):
+    """Largest ``eps_M`` for which the shape-step cap still admits ``L0`` (may be <= 0).
+
+    With ``ln(2/delta_C) = ln(4/D) + eps_M`` (:func:`_delta_shares`), the cap
+    ``min(eps_C, 0.999) / (168 ln(2/delta_C)) >= L0`` holds iff
+    ``eps_M <= min(eps_C, 0.999)/(168 L0) - ln(4/D)``.
+    """
+    D = 2.0 * delta1 / 3.0
+    if not L0 > 0 or not math.isfinite(L0):
+        return -math.inf
+    return min(eps_shape, SHAPE_EPSILON_CAP) / (168.0 * L0) - math.log(4.0 / D)
+
+
+def _leverage_quantile(n, p, eta):
+    """Upper ``eta/n`` quantile of ``Beta(p/2, (n-p)/2)``: leverages of Gaussian rows."""
+    return float(beta_dist.isf(eta / n, p / 2.0, (n - p) / 2.0))
+
+
+def _auto_leverage_bound(n, p, k, slack, eta):
+    """``L0`` with ``L_base = e^{-2} L0/(1+2kL0) = slack * q``; inf if impossible."""
+    g = math.e**2 * slack * _leverage_quantile(n, p, eta)
+    if 2.0 * k * g >= 1.0:
+        return math.inf
+    return g / (1.0 - 2.0 * k * g)
+
+
+def _residual_bound_per_sigma(n, auto, slack, eta):
+    """Predicted ``R0 / sigma`` for planning (Gaussian noise)."""
+    if auto:
+        # sigma2_up lies in [1, sqrt(2)] sigma^2; the middle is 2^(1/4).
+        return slack * 2.0**0.125 * math.sqrt(2.0 * math.log(2.0 * n / eta))
+    return float(norm.isf(eta / (2.0 * n)))
+
+
+def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, slack, eta,
+                    constants, epsilon_paper):
+    f_T, f_M, f_C = fractions
+    eps_ptr, eps_loc, eps_shape = f_T * eps1, f_M * eps1, f_C * eps1
+    k, cal = issp_k(eps_ptr, delta1 / 3.0, fail_prob)
+    cap_lev, cap_over = 1.0 / (96.0 * k), MAX_LOG_BLOWUP / (432.0 * k * k)
+    wanted = (_auto_leverage_bound(n, p, k, slack, eta) if leverage_bound == "auto"
+              else float(leverage_bound))
+    # The shape step's delta_C is e^{-eps_M} small (weak triangle inequality),
+    # so a large location epsilon tightens the shape-step cap on L0 like
+    # 1/eps_M. Spend on the location step only up to the epsilon at which the
+    # cap still admits the L0 the other caps allow; the rest of the share is
+    # left unspent (recorded as eps_unused). Public facts only.
+    target = min(wanted, cap_lev, cap_over)
+    eps_loc_max = _location_epsilon_cap(target, delta1, eps_shape) * (1.0 - 1e-12)
+    eps_unused = 0.0
+    if 0 < eps_loc_max < eps_loc:
+        eps_unused, eps_loc = eps_loc - eps_loc_max, eps_loc_max
+    delta_ptr, delta_loc, log_delta_shape, delta_gauss = _delta_shares(delta1, eps_loc,
+                                                                       eps_shape)
+    caps = (cap_lev, _shape_cap(eps_shape, log_delta_shape), cap_over)
+    if leverage_bound == "auto":
+        L0 = min(wanted, *caps)
+        feasible = wanted <= min(caps)
+    else:
+        L0 = wanted
+        feasible = L0 <= caps[0] and L0 <= caps[1] and L0 <= caps[2]
+    log_blowup = 432.0 * k * k * L0
+    sens = (math.sqrt(LOCATION_SENSITIVITY_CONSTANT * L0)
+            * math.exp(min(log_blowup, MAX_LOG_BLOWUP) / 2.0))
+    if constants == "paper":
+        # c^2 = 56448 e^{432k^2 L0} L0 R0^2 ln(12/delta) / eps^2 (classical constant).
+        noise = sens * math.sqrt(18.0 * math.log(12.0 / epsilon_paper[1])) / epsilon_paper[0]
+    else:
+        noise = gaussian_sigma(sens, eps_loc, delta_loc)
+    return dict(
+        budget_split=(f_T, f_M, f_C), eps_ptr=eps_ptr, delta_ptr=delta_ptr, eps_loc=eps_loc,
+        delta_loc=delta_loc, eps_shape=eps_shape, delta_shape=math.exp(log_delta_shape),
+        delta_gauss=delta_gauss, eps_unused=eps_unused, ptr_scale=cal.scale,
+        ptr_half_width=cal.half_width,
+        ptr_tau=cal.tau, k=k, leverage_bound=L0, caps=caps, feasible=feasible,
+        log_blowup=log_blowup, sensitivity_per_r0=sens, noise_per_r0=noise,
+    )
+
+
+def _predicted_score1(n, p, k, L0):
+    """Leverage score SCORE1 predicted for a Gaussian design of ``n`` rows (public).
+
+    Rows with leverage above ``L_j`` leave at level ``j`` or above, so SCORE1
+    is about ``min_{0<=j<=k} (N_j + j)`` with ``N_j = n P[h > L_j]`` the
+    expected number of such rows, ``h ~ Beta(p/2, (n-p)/2)`` (leverage of
+    Gaussian rows). For large k the minimum runs over at most 257
+    evenly spaced levels including 0 and k: ``N_j`` decreases in ``j``, so this
+    overstates the minimum by at most the spacing ``k/256``.
+    """
+    top = L0 / (1.0 + 2.0 * k * L0)
+    levels = np.unique(np.round(np.linspace(0, k, min(k + 1, 257)))).astype(np.float64)
+    thresholds = np.exp((levels - 2 * k) / k) * top
+    counts = n * beta_dist.sf(thresholds, p / 2.0, (n - p) / 2.0)
+    return float(min(k, np.min(counts + levels)))
+
+
+def _min_n_to_pass(p, k, L0, tau, n_max=1e16):
+    """Smallest n whose predicted SCORE1 is at most ``tau`` (PASS more likely than not)."""
+    def ok(n):
+        return _predicted_score1(n, p, k, L0) <= tau
+
+    lo, hi = math.log(p + 2.0), math.log(n_max)
+    if not ok(math.exp(hi)):
+        return math.inf
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if ok(math.exp(mid)):
+            hi = mid
+        else:
+            lo = mid
+    return float(math.ceil(math.exp(hi)))
+
+
+def _min_n_for_clean_path(p, k, L0, slack, eta, n_max=1e16):
+    """Smallest n whose Gaussian-design max leverage is <= L_base(L0) (bisection on log n)."""
+    L0 = min(L0, 1.0 / (96.0 * k))
+    target = math.exp(-2.0) * L0 / (1.0 + 2.0 * k * L0) / slack
+
+    def ok(n):
+        return _leverage_quantile(n, p, eta) <= target
+
+    lo, hi = math.log(p + 2.0), math.log(n_max)
+    if not ok(math.exp(hi)):
+        return math.inf
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if ok(math.exp(mid)):
+            hi = mid
+        else:
+            lo = mid
+    return float(math.ceil(math.exp(hi)))
+
+
+def issp_plan(
+    *,
+    n_samples,
+    n_features,
+    epsilon=1.0,
+    delta=1e-6,
+    fit_intercept=True,
+    leverage_bound="auto",
+    residual_bound="auto",
+    budget_split="auto",
+    r0_budget_fraction=0.05,
+    ptr_fail_prob=0.0,
+    leverage_slack=1.25,
+    residual_slack=1.0,
+    design_failure_prob=0.01,
+    max_blowup=10.0,
+    _constants="proven",
+):
+    """Public planning for ISSP: k, L0, the budget split and c/R0.
+
+    Uses only ``n_samples``, ``n_features`` and the parameters; touches no
+    data. Raises
+    :class:`ConfigurationError` when the request is infeasible from these
+    public facts (n < p + 2, delta outside (0, 0.1], L0 above
+    ``1/(96k)`` or the shape-step cap, ``432 k^2 L0 > 700``, too few rows for
+    the private residual scale).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of training rows n (public).
+    n_features : int
+        Number of features d (without the intercept column).
+    epsilon : float, default=1.0
+        Total epsilon of the fit, including the residual-scale estimate.
+    delta : float, default=1e-6
+        Total delta, in (0, 0.1]. Choose it well below 1/n_samples.
+    fit_intercept, leverage_bound, residual_bound, budget_split, r0_budget_fraction, \
+ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
+        As in :class:`~skprivreg.linear_model.ISSPRegressor`.
+
+    Returns
+    -------
+    ISSPPlan
+        ``k``, ``leverage_bound`` (L0), ``noise_per_r0`` (c/R0),
+        ``predicted_noise_ratio`` (c/sigma on clean Gaussian data, i.e. the
+        privacy error relative to the OLS error), ``predicted_n_min`` (the
+        smallest n whose Gaussian design is on the clean path with blow-up
+        ``e^{432k^2L0} <= max_blowup`` at this k) and data-independent
+        warnings.
+    """
+    n, d = int(n_samples), int(n_features)
+    p = d + int(bool(fit_intercept))
+    epsilon, delta = float(epsilon), float(delta)
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ConfigurationError("ISSP needs a finite epsilon > 0.")
+    if not 0 < delta <= 0.1:
+        raise ConfigurationError("ISSP needs delta in (0, 0.1].")
+    if n < p + 2:
+        raise ConfigurationError(
+            f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
+            f"got n_samples={n}."
+        )
+    if _constants not in ("proven", "paper"):
+        raise ValueError("constants must be 'proven' or 'paper'.")
+    auto_r0 = isinstance(residual_bound, str)
+    if auto_r0:
+        eps_r0, delta_r0 = r0_budget_fraction * epsilon, r0_budget_fraction * delta
+    else:
+        if not float(residual_bound) > 0:
+            raise ConfigurationError("residual_bound must be 'auto' or a number > 0.")
+        eps_r0 = delta_r0 = 0.0
+    eps1, delta1 = epsilon - eps_r0, delta - delta_r0
+    if _constants == "paper" and epsilon > 1:
+        raise ConfigurationError("constants='paper' (classical Gaussian) needs epsilon <= 1.")
+
+    def plan_for(fractions):
+        return _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, ptr_fail_prob,
+                               leverage_slack, design_failure_prob, _constants, (eps1, delta1))
+
+    notes = []
+    if budget_split == "auto":
+        best = None
+        for f_T in np.round(np.arange(0.10, 0.9001, 0.05), 2):
+            cand = plan_for((float(f_T), round(0.95 - float(f_T), 2), 0.05))
+            if not cand["feasible"]:
+                continue
+            objective = 2 * math.log(cand["noise_per_r0"])
+            if best is None or objective < best[0] - 1e-12:
+                best = (objective, cand)
+        if best is None:
+            chosen = plan_for((0.90, 0.05, 0.05))
+            notes.append(
+                "budget_split='auto' found no split with a predicted clean path at this n; "
+                "using (0.90, 0.05, 0.05)."
+            )
+        else:
+            chosen = best[1]
+    elif budget_split == "paper":
+        chosen = plan_for((1 / 3, 1 / 3, 1 / 3))
+    else:
+        fractions = tuple(float(f) for f in budget_split)
+        if len(fractions) != 3 or min(fractions) <= 0 or abs(sum(fractions) - 1) > 1e-9:
+            raise ConfigurationError(
+                "budget_split must be 'auto', 'paper' or three positive fractions summing to 1."
+            )
+        chosen = plan_for(fractions)
+
+    k, L0 = chosen["k"], chosen["leverage_bound"]
+    cap_lev, cap_shape, cap_over = chosen["caps"]
+    if leverage_bound != "auto":
+        if L0 > cap_lev:
+            raise ConfigurationError(
+                f"leverage_bound={L0:.6g} exceeds 1/(96k) = {cap_lev:.6g} (k={k})."
+            )
+        if L0 > cap_shape:
+            raise ConfigurationError(
+                f"leverage_bound={L0:.6g} exceeds the shape-step cap {cap_shape:.6g} "
+                "(56 L0 <= min(eps_shape, 0.999)/(3 ln(2/delta_shape)))."
+            )
+        if L0 > cap_over:
+            raise ConfigurationError(
+                f"leverage_bound={L0:.6g} gives 432 k^2 L0 > {MAX_LOG_BLOWUP:g} (k={k}): "
+                "the noise would overflow."
+            )
+        if not L0 > 0:
+            raise ConfigurationError("leverage_bound must be > 0.")
+
+    clean = bool(chosen["feasible"]) and chosen["log_blowup"] <= math.log(max_blowup)
+    r0_per_sigma = _residual_bound_per_sigma(n, auto_r0, residual_slack, design_failure_prob)
+    ratio = chosen["noise_per_r0"] * r0_per_sigma
+    if leverage_bound == "auto":
+        L0_blowup = math.log(max_blowup) / (432.0 * k * k)
+        n_min = _min_n_for_clean_path(p, k, L0_blowup, leverage_slack, design_failure_prob)
+        L0_max = min(chosen["caps"])
+    else:
+        n_min = _min_n_for_clean_path(p, k, L0, leverage_slack, design_failure_prob)
+        L0_max = L0
+    # FAIL is predicted when Gaussian-design leverages alone give a score above
+    # tau, where the PTR PASSes with probability below 1/2 (public facts only).
+    fail_predicted = _predicted_score1(n, p, k, L0) > chosen["ptr_tau"]
+    n_pass = _min_n_to_pass(p, k, L0_max, chosen["ptr_tau"]) if fail_predicted else float(n)
+
+    m = b = 0
+    if auto_r0:
+        m, b = r0_groups(n, eps_r0, delta_r0)
+        if b >= 2 * SEGMENTS_PER_GROUP:
+            b = SEGMENTS_PER_GROUP * (b // SEGMENTS_PER_GROUP)
+        if b < p + 2 or not delta_r0 < 1.0 / m:
+            raise ConfigurationError(
+                f"residual_bound='auto' cannot run at n={n}: it splits the rows into m={m} "
+                f"groups (from epsilon and delta), which leaves {b} rows per group, and it "
+                f"needs at least p + 2 = {p + 2} rows per group and delta_r0 < 1/m. "
+                + (f"ISSP itself is predicted to FAIL below about n = {n_pass:.3g} rows at "
+                   "these settings, so a numeric residual_bound would not help."
+                   if fail_predicted else
+                   "Give residual_bound as a public number, or raise epsilon or "
+                   "r0_budget_fraction.")
+            )
+
+    if leverage_bound == "auto" and not chosen["feasible"]:
+        notes.append(
+            f"At n={n}, d={d}, epsilon={epsilon:g}, delta={delta:g} a privacy cap on L0 binds "
+            "below the automatic rule: the clean path is not predicted and ISSP is likely to "
+            "FAIL on Gaussian-like data. Predicted minimum n for the clean path with blow-up "
+            f"<= {max_blowup:g}: about {n_min:.2g}."
+        )
+    if chosen["log_blowup"] > math.log(max_blowup):
+        notes.append(
+            f"Residual-ladder blow-up e^(432 k^2 L0) = e^{chosen['log_blowup']:.3g} exceeds "
+            f"max_blowup={max_blowup:g}; predicted noise c/sigma = {ratio:.3g}. Rows needed "
+            f"for blow-up <= {max_blowup:g}: about {n_min:.2g}."
+        )
+    elif ratio > 10:
+        notes.append(
+            f"Predicted privacy noise c/sigma = {ratio:.3g} (> 10 times the OLS error). Rows "
+            f"needed for the clean path with blow-up <= {max_blowup:g}: about {n_min:.2g}."
+        )
+    return ISSPPlan(
+        n=n, d=d, p=p, epsilon=epsilon, delta=delta, fit_intercept=bool(fit_intercept),
+        budget_split=chosen["budget_split"], eps_r0=eps_r0, delta_r0=delta_r0,
+        eps_ptr=chosen["eps_ptr"], delta_ptr=chosen["delta_ptr"], eps_loc=chosen["eps_loc"],
+        delta_loc=chosen["delta_loc"], eps_shape=chosen["eps_shape"],
+        delta_shape=chosen["delta_shape"], delta_gauss=chosen["delta_gauss"],
+        eps_unused=chosen["eps_unused"], ptr_fail_prob=float(ptr_fail_prob),
+        ptr_scale=chosen["ptr_scale"],
+        ptr_half_width=chosen["ptr_half_width"], ptr_tau=chosen["ptr_tau"], k=k,
+        leverage_bound=L0, leverage_top=L0 / (1 + 2 * k * L0),
+        leverage_base=math.exp(-2) * L0 / (1 + 2 * k * L0), log_blowup=chosen["log_blowup"],
+        sensitivity_per_r0=chosen["sensitivity_per_r0"], noise_per_r0=chosen["noise_per_r0"],
+        constants=_constants, residual_bound=residual_bound, r0_groups=m, r0_group_size=b,
+        clean_path_possible=clean, fail_predicted=bool(fail_predicted), predicted_n_pass=n_pass,
+        predicted_noise_ratio=ratio, predicted_n_min=n_min,
+        warnings=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Private residual scale: group count
+# ---------------------------------------------------------------------------
+def r0_groups(n, eps0, delta0, zeta=0.01):
+    """Number ``m = ceil(2 + (4/eps0)(ln(2/delta0) + ln(2/zeta)))`` and size ``b = floor(n/m)``."""
+    m = int(math.ceil(2.0 + (4.0 / eps0) * (math.log(2.0 / delta0) + math.log(2.0 / zeta))))
+    return m, n // m
+
+
+#: Contiguous segments per residual-scale group (spreads each group over the file).
+SEGMENTS_PER_GROUP = 8

@@ -1,0 +1,5 @@
+"""Private hyperparameter tuning: the best of a random number of private runs."""
+
+from ._search import PrivateGridSearchCV, selection_plan
+
+__all__ = ["PrivateGridSearchCV", "selection_plan"]

@@ -1,0 +1,448 @@
+"""Private hyperparameter search: the best of a random number of private runs."""
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
+from sklearn.utils import check_array, check_consistent_length
+
+from .._compat import Interval, Real, check_is_fitted, fit_context, validate_data
+from .._pipeline import leaking_steps
+from .._rdp import (
+    RDP_ORDERS,
+    laplace_rdp,
+    ledger_rdp,
+    private_selection_rdp,
+    rdp_to_dp,
+    tnb_gamma_for_mean,
+    tnb_pmf,
+)
+from ..accounting import PrivacyEvent, PrivacyLedger
+from ..base import DPEstimatorMixin
+from ..bounds import check_y_bound
+from ..exceptions import ConfigurationError, PrivateTestFailed
+from ..mechanisms import private_neg_mse
+
+__all__ = ["PrivateGridSearchCV", "selection_plan"]
+
+# Share of delta that may go to capping the number of repetitions.
+_CAP_DELTA_SHARE = 0.1
+_MAX_CAP = 100_000
+
+
+def _dp_step(estimator):
+    """``(prefix, step)`` of the one private estimator whose epsilon the search sets."""
+    if isinstance(estimator, DPEstimatorMixin):
+        return "", estimator
+    if isinstance(estimator, Pipeline):
+        leaks = leaking_steps(estimator)
+        if leaks:
+            path, cls, replacement = leaks[0]
+            raise ConfigurationError(
+                f"The candidate pipeline's step {path!r} ({cls}) learns from the data without "
+                f"a privacy guarantee; replace it by {replacement}."
+            )
+        private = [(name, step) for name, step in estimator.steps
+                   if isinstance(step, DPEstimatorMixin)]
+        if len(private) == 1 and private[0][1] is estimator.steps[-1][1]:
+            return f"{private[0][0]}__", private[0][1]
+    raise ConfigurationError(
+        f"PrivateGridSearchCV tunes a skprivreg estimator (or a pipeline of data-independent "
+        f"steps ending in one), got {type(estimator).__name__}: its fits would not be private."
+    )
+
+
+def _take(X, rows):
+    """Rows of an array or a data frame."""
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+
+
+def _cap_and_delta(pmf_all, delta, epsilon):
+    """Cap on K and the delta left for the RDP conversion.
+
+    Running ``min(K, cap)`` instead of ``K`` changes the output distribution by
+    at most ``P[K > cap]`` in total variation on each dataset, which turns an
+    ``(eps, d)`` guarantee into ``(eps, d + (1 + e^eps) P[K > cap])``.
+    """
+    tails = 1.0 - np.cumsum(pmf_all)
+    factor = 1.0 + math.exp(min(epsilon, 700.0))
+    ok = np.nonzero(factor * np.maximum(tails, 0.0) <= _CAP_DELTA_SHARE * delta)[0]
+    cap = int(ok[0]) + 1 if ok.size else len(pmf_all)
+    tail = max(float(tails[cap - 1]), 0.0)
+    return cap, delta - factor * tail
+
+
+def selection_plan(candidate_rdp, *, epsilon, delta, n_repetitions, eta):
+    """The public plan of a private selection at per-candidate budget ``candidate_rdp``.
+
+    Returns ``(total_epsilon, gamma, cap, conversion_delta)``: the total
+    guarantee is ``(total_epsilon, delta)``-DP.
+    """
+    gamma = tnb_gamma_for_mean(eta, n_repetitions)
+    pmf = tnb_pmf(eta, gamma, min(_MAX_CAP, int(200 * n_repetitions) + 1000))
+    cap, conversion_delta = _cap_and_delta(pmf, delta, epsilon)
+    rdp = private_selection_rdp(candidate_rdp, eta, gamma, RDP_ORDERS)
+    return rdp_to_dp(rdp, conversion_delta, RDP_ORDERS), gamma, cap, conversion_delta
+
+
+class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, BaseEstimator):
+    """Private hyperparameter search with a total (epsilon, delta) stated in advance.
+
+    The search repeats, a secret random number :math:`K` of times, a private
+    base algorithm :math:`Q` and releases only its best run (Liu & Talwar,
+    STOC 2019; Papernot & Steinke, ICLR 2022). One run of :math:`Q`:
+
+    1. draw a candidate uniformly from ``param_grid`` and a random split of
+       the rows into a training part and a validation part (of public sizes);
+    2. fit the candidate with ``epsilon=candidate_epsilon_``,
+       ``delta=candidate_delta_`` on the training part;
+    3. score it on the validation part with the negative mean squared error,
+       labels and predictions clipped to ``y_bound``, plus Laplace noise at
+       ``candidate_epsilon_`` (:func:`skprivreg.mechanisms.private_neg_mse`).
+
+    Each row is in one part only, so :math:`Q`'s Renyi-DP curve is the larger
+    of the fit's (from its ledger: Gaussian and pure-DP releases) and the
+    score's, maximised over candidates. :math:`K` follows the truncated
+    negative binomial :math:`\\mathcal{D}_{\\eta,\\gamma}` with
+    :math:`\\mathbb{E}[K]` = ``n_repetitions`` (``eta=1``: geometric, as in
+    Liu & Talwar), capped at a public maximum whose tail probability costs at
+    most a tenth of ``delta``. The whole search is
+    :math:`(\\varepsilon, \\delta)`-DP by Papernot & Steinke (2022, Thm. 2)
+    and the conversion of Canonne, Kamath & Steinke (2020)
+    (:func:`skprivreg.accounting.private_selection_rdp`);
+    ``candidate_epsilon_`` is the largest per-run epsilon that keeps the total
+    within ``epsilon`` (found by bisection on the public plan).
+
+    Guarantee: (epsilon, delta)-DP, the candidates' notion, replace-one
+    neighbours, n public, for everything released: ``best_estimator_``,
+    ``best_params_``, ``best_score_`` and ``cv_results_``. The number of
+    repetitions and the other runs' results stay secret (releasing them would
+    void the analysis), and the warnings of the runs are not shown (their
+    number would reveal :math:`K`); the running time still grows with
+    :math:`K`, which the analysis does not cover: do not publish it.
+
+    The candidates' ledgers are read from dry runs on synthetic data of the
+    same shape before any budget is spent (a skprivreg ledger depends on
+    public facts only), so bad input is refused first: an empty grid, a
+    candidate that is not a skprivreg estimator, a grid that sets
+    ``epsilon``/``delta``, a release without a Renyi bound, or a budget too
+    small for one repetition (:class:`~skprivreg.exceptions.ConfigurationError`).
+
+    ``best_estimator_`` is the model fitted in the winning run, on its
+    training part; with ``refit_budget > 0`` the selection gets
+    ``(1 - refit_budget) * epsilon`` and half of delta, and the selected
+    candidate is refitted on all rows with the rest (basic composition).
+
+    Parameters
+    ----------
+    estimator : skprivreg estimator or Pipeline
+        A skprivreg regressor, or a pipeline of data-independent steps ending in one.
+    param_grid : dict or list of dicts
+        As for :class:`sklearn.model_selection.GridSearchCV`; may not set
+        ``epsilon``, ``delta`` or ``accountant`` (the search allots them).
+    epsilon : float, default=1.0
+        Total epsilon of the search.
+    delta : float, default=1e-6
+        Total delta of the search. Choose it well below 1/n_samples.
+    n_repetitions : float > 1, default=10
+        Expected number of runs :math:`\\mathbb{E}[K]`.
+    eta : float > -1, default=1.0
+        Shape of the truncated negative binomial (1: geometric; 0: logarithmic).
+    validation_fraction : float in (0, 1), default=0.25
+        Share of rows used to score a run.
+    y_bound : float or (low, high) or None, default=None
+        Label range for the score; ``None`` takes the candidate's declared ``y_bound``.
+    refit_budget : float in [0, 1), default=0.0
+        Share of epsilon (and half of delta) spent to refit the selected
+        candidate on all rows after the selection (basic composition). ``0``:
+        no refit; ``best_estimator_`` is the winning run's model.
+    accountant : BudgetAccountant or None, default=None
+        Charged the whole search's (epsilon, delta) once, before any data is read.
+    random_state : None
+        Every draw of the search is secret (fresh OS entropy).
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+    best_params_ : dict
+    best_score_ : float
+        The winning run's noisy validation score (negative mean squared error).
+    best_index_ : int
+        Index of ``best_params_`` in ``ParameterGrid(param_grid)``.
+    cv_results_ : dict
+        The released values only: ``params`` (all candidates, public),
+        ``released_test_score`` (the noisy score of the winner, NaN elsewhere),
+        ``rank_test_score`` (1 for the winner, 0 elsewhere: unknown).
+    candidate_epsilon_, candidate_delta_ : float
+        Budget of each run's fit and score.
+    privacy_spent_ : PrivacyLedger
+        The whole search: the selection, and the refit if any.
+    """
+
+    _parameter_constraints = {
+        **DPEstimatorMixin._privacy_parameter_constraints,
+        "estimator": "no_validation",
+        "param_grid": [dict, list],
+        "n_repetitions": [Interval(Real, 1, None, closed="neither")],
+        "eta": [Interval(Real, -1, None, closed="neither")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "y_bound": [Real, tuple, list, np.ndarray, None],
+        "refit_budget": [Interval(Real, 0, 1, closed="left")],
+    }
+
+    def __init__(self, *, estimator=None, param_grid=None, epsilon=1.0, delta=1e-6,
+                 n_repetitions=10, eta=1.0, validation_fraction=0.25, y_bound=None,
+                 refit_budget=0.0, accountant=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_repetitions = n_repetitions
+        self.eta = eta
+        self.validation_fraction = validation_fraction
+        self.y_bound = y_bound
+        self.refit_budget = refit_budget
+        self.accountant = accountant
+        self.random_state = random_state
+
+    # -- public planning --------------------------------------------------
+    def _budgets(self):
+        """``(selection epsilon, selection delta, refit epsilon, refit delta)``."""
+        if self.refit_budget == 0:
+            return self.epsilon, self.delta, 0.0, 0.0
+        return ((1 - self.refit_budget) * self.epsilon, self.delta / 2,
+                self.refit_budget * self.epsilon, self.delta / 2)
+
+    def _candidates(self):
+        candidates = list(ParameterGrid(self.param_grid))
+        if not candidates or candidates == [{}]:
+            raise ValueError("param_grid is empty: give at least one candidate.")
+        prefix, step = _dp_step(self.estimator)
+        for params in candidates:
+            for key in params:
+                if key.removeprefix(prefix) in ("epsilon", "delta", "accountant"):
+                    raise ValueError(
+                        f"param_grid may not set {key!r}: the search allots each run's "
+                        "budget from its total (epsilon, delta)."
+                    )
+        return candidates, prefix, step
+
+    def _y_range(self, step):
+        y_bound = self.y_bound if self.y_bound is not None else getattr(step, "y_bound", None)
+        y_range = check_y_bound(y_bound)
+        if y_range is None:
+            raise ConfigurationError(
+                "PrivateGridSearchCV needs a declared label range to score runs privately: "
+                "pass y_bound, or declare y_bound on the estimator."
+            )
+        return y_range
+
+    def _candidate(self, params, prefix, epsilon, delta=None):
+        est = clone(self.estimator).set_params(**params)
+        delta = self._budgets()[1] if delta is None else delta
+        return est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
+                                 f"{prefix}accountant": None})
+
+    def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
+        """Each candidate's ledger at ``epsilon``, from a fit on synthetic data.
+
+        ``shapes[i] = (n_train, d, y_shape)`` is what candidate ``i``'s private
+        estimator sees (after the data-independent steps of a pipeline).
+        """
+        ledgers = []
+        for params, (n_train, d, y_shape) in zip(candidates, shapes):
+            rng = np.random.default_rng(0)  # public synthetic data, no secret involved
+            X = rng.normal(size=(n_train, d))
+            y = rng.normal(size=(n_train, *y_shape))
+            est = self._candidate(params, prefix, epsilon)
+            final = est[-1] if isinstance(est, Pipeline) else est
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    final.fit(X, y)
+                except PrivateTestFailed:
+                    pass
+            ledgers.append(final.privacy_spent_)
+        return ledgers
+
+    def _shapes(self, candidates, prefix, X, n_train, y_shape):
+        """Input shape of each candidate's private estimator (public facts).
+
+        A pipeline's earlier steps are data-independent (checked): their output
+        width is found by fitting and transforming two rows.
+        """
+        shapes = []
+        for params in candidates:
+            est = self._candidate(params, prefix, 1.0)
+            d = X.shape[1]
+            if isinstance(est, Pipeline) and len(est.steps) > 1:
+                head = _take(X, np.arange(min(2, X.shape[0])))
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    d = est[:-1].fit(head).transform(head).shape[1]
+            shapes.append((n_train, d, y_shape))
+        return shapes
+
+    def _q_rdp(self, ledgers, epsilon):
+        curves = []
+        for ledger in ledgers:
+            if ledger.neighbouring != "replace-one":
+                raise ConfigurationError(
+                    "PrivateGridSearchCV tunes replace-one guarantees; a candidate states "
+                    f"{ledger.neighbouring} neighbours."
+                )
+            try:
+                curves.append(ledger_rdp(ledger, RDP_ORDERS))
+            except ValueError as exc:
+                raise ConfigurationError(str(exc)) from None
+        return np.maximum(np.max(curves, axis=0), laplace_rdp(epsilon, RDP_ORDERS))
+
+    def _plan(self, candidates, prefix, shapes):
+        """Largest per-run epsilon whose selection total stays within ``epsilon``."""
+        cache = {}
+        budget, delta = self._budgets()[:2]
+
+        def total(eps_c):
+            if eps_c not in cache:
+                ledgers = self._dry_ledgers(candidates, prefix, eps_c, shapes)
+                q = self._q_rdp(ledgers, eps_c)
+                cache[eps_c] = (*selection_plan(q, epsilon=budget, delta=delta,
+                                                n_repetitions=self.n_repetitions,
+                                                eta=self.eta), ledgers, q)
+            return cache[eps_c]
+
+        lo, hi = 1e-4, 1.0
+        if total(lo)[0] > budget:
+            raise ConfigurationError(
+                f"The budget epsilon={budget:.4g} is too small for one repetition: with "
+                f"n_repetitions={self.n_repetitions:g} and eta={self.eta:g} the selection alone "
+                f"costs more (at a per-run epsilon of {lo:g} the total is "
+                f"{total(lo)[0]:.4g}). Raise epsilon or lower n_repetitions."
+            )
+        while total(hi)[0] <= budget and hi < 1e4:
+            lo, hi = hi, hi * 2.0
+        for _ in range(40):
+            mid = math.sqrt(lo * hi)
+            if total(mid)[0] <= budget:
+                lo = mid
+            else:
+                hi = mid
+            if hi / lo < 1 + 1e-4:
+                break
+        return lo, total(lo)
+
+    # -- fit --------------------------------------------------------------
+    @fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Run the private search.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self : object
+        """
+        self._reset()
+        candidates, prefix, step = self._candidates()
+        y_low, y_high = self._y_range(step)
+        if isinstance(self.estimator, Pipeline):  # its steps validate their own input
+            validate_data(self, X, skip_check_array=True)
+            y = check_array(y, ensure_2d=False, dtype=np.float64)
+            check_consistent_length(X, y)
+        else:
+            X, y = validate_data(self, X, y, multi_output=True, y_numeric=True,
+                                 dtype=np.float64)
+        if not math.isfinite(self.epsilon):
+            raise ConfigurationError(
+                "PrivateGridSearchCV needs a finite epsilon; for non-private tuning use "
+                "sklearn.model_selection.GridSearchCV."
+            )
+        n = len(y)
+        n_val = int(round(self.validation_fraction * n))
+        n_train = n - n_val
+        if n_val < 1 or n_train < 2:
+            raise ConfigurationError(
+                f"n={n} rows leave {n_train} for training and {n_val} for validation."
+            )
+        shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
+        eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
+            candidates, prefix, shapes)
+        notion = PrivacyLedger.concatenate(planned_ledgers).notion
+        _, delta_sel, eps_refit, delta_refit = self._budgets()
+        events = [PrivacyEvent("private selection", float(total_eps), float(delta_sel),
+                               notion=notion)]
+        if eps_refit > 0:
+            events.append(PrivacyEvent("refit", float(eps_refit), float(delta_refit),
+                                       notion=notion))
+        ledger = PrivacyLedger(events)
+
+        self._check_budget(ledger)
+        rng = self._secret_rngs("selection", spend=ledger)["selection"]
+        pmf = tnb_pmf(self.eta, gamma, cap)
+        pmf[-1] += max(1.0 - pmf.sum(), 0.0)  # min(K, cap)
+        n_runs = 1 + int(np.searchsorted(np.cumsum(pmf), rng.random() * pmf.sum()))
+        n_runs = min(n_runs, cap)
+
+        best = None
+        for _ in range(n_runs):
+            index = int(rng.integers(len(candidates)))
+            order = rng.permutation(n)
+            train, val = order[:n_train], order[n_train:]
+            est = self._candidate(candidates[index], prefix, eps_c)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    est.fit(_take(X, train), y[train])
+                except PrivateTestFailed:
+                    continue  # a released failure: the worst outcome of this run
+                fitted = est[-1] if isinstance(est, Pipeline) else est
+                self._check_run(fitted.privacy_spent_, q_rdp)
+                score = private_neg_mse(y[val], est.predict(_take(X, val)), y_low=y_low,
+                                        y_high=y_high, epsilon=eps_c, rng=rng)
+            if best is None or score > best[0]:
+                best = (score, index, est)
+        self._settle(ledger)
+        if best is None:
+            raise PrivateTestFailed(
+                "Every run of the private search failed its private test; the search's "
+                "budget is spent and nothing else is released."
+            )
+        score, index, est = best
+        if eps_refit > 0:
+            est = self._candidate(candidates[index], prefix, eps_refit, delta_refit)
+            est.fit(X, y)  # a PrivateTestFailed propagates: the spend is recorded
+        self.best_estimator_ = est
+        self.best_params_ = dict(candidates[index])
+        self.best_score_ = float(score)
+        self.best_index_ = index
+        scores = np.full(len(candidates), np.nan)
+        scores[index] = score
+        ranks = np.zeros(len(candidates), dtype=int)
+        ranks[index] = 1
+        self.cv_results_ = {
+            "params": [dict(p) for p in candidates],
+            "released_test_score": scores,
+            "rank_test_score": ranks,
+        }
+        self.candidate_epsilon_ = float(eps_c)
+        self.candidate_delta_ = float(delta_sel)
+        return self
+
+    @staticmethod
+    def _check_run(run_ledger, q_rdp):
+        """A run's recorded ledger must stay within the planned curve (never fails)."""
+        if np.any(ledger_rdp(run_ledger, RDP_ORDERS) > q_rdp * (1 + 1e-9) + 1e-12):
+            raise RuntimeError(
+                "A run spent more than its planned Renyi-DP curve; the search stops."
+            )
+
+    def predict(self, X):
+        """Predict with ``best_estimator_``."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)

@@ -1,0 +1,397 @@
+"""Scalers for private pipelines: a declared-range map and a private standard scaler."""
+
+import math
+from functools import partial
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+
+from .._blockwise import (
+    _as_dask_array,
+    check_block_finite,
+    is_dask_collection,
+    set_dask_feature_names,
+    sum_over_row_blocks,
+)
+from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
+from ..accounting import PrivacyEvent, PrivacyLedger
+from ..base import DPEstimatorMixin
+from ..bounds import (
+    check_private_bound_feasible,
+    check_x_range,
+    data_norm_bound,
+    private_norm_bound,
+)
+from ..mechanisms import (
+    add_gaussian,
+    bound_bins,
+    counts_above,
+    gaussian_event,
+    moment_sums,
+    moment_sums_sensitivity,
+    released_mean_variance,
+)
+
+__all__ = ["BoundedScaler", "PrivateStandardScaler", "to_unit_box"]
+
+
+# ---------------------------------------------------------------------------
+# Pure functions
+# ---------------------------------------------------------------------------
+def to_unit_box(X, low, high):
+    """Clip each column to ``[low_j, high_j]`` and map it affinely onto ``[-1, 1]``.
+
+    .. math::
+        u_{ij} = 2\\,\\frac{\\min(\\max(x_{ij}, l_j), h_j) - l_j}{h_j - l_j} - 1
+    """
+    X = np.clip(np.asarray(X, dtype=np.float64), low, high)
+    return 2.0 * (X - low) / (high - low) - 1.0
+
+
+def _moment_block(X_block, _unused, *, low, high, check):
+    if check:
+        check_block_finite(X_block)
+    return moment_sums(to_unit_box(X_block, low, high))
+
+
+def _max_abs_counts_block(X_block, _unused, *, bins, check):
+    if check:
+        check_block_finite(X_block)
+    return (counts_above(np.abs(X_block).max(axis=1), bins),)
+
+
+def _max_abs_block(X_block, _unused, *, check):
+    if check:
+        check_block_finite(X_block)
+    return np.abs(X_block).max()
+
+
+def _validate_X(estimator, X, *, reset, allow_nan=False):
+    """``validate_data`` for NumPy/pandas input; shape-only checks for Dask input."""
+    if not is_dask_collection(X):
+        return validate_data(estimator, X, dtype=np.float64, reset=reset,
+                             ensure_all_finite="allow-nan" if allow_nan else True)
+    validate_data(estimator, X, skip_check_array=True, reset=reset)
+    set_dask_feature_names(estimator, X, reset=reset)
+    X = _as_dask_array(X)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
+    if np.isnan(X.shape[0]):
+        raise ValueError("Dask input needs known chunk sizes: call .compute_chunk_sizes() first.")
+    if not np.issubdtype(X.dtype, np.number):
+        raise ValueError(f"X must be numeric, got dtype {X.dtype}.")
+    return X.astype(np.float64)
+
+
+def _apply(X, function):
+    """``function(X)`` on NumPy input, block by block on Dask input."""
+    if is_dask_collection(X):
+        return X.map_blocks(function, dtype=np.float64)
+    return function(X)
+
+
+# ---------------------------------------------------------------------------
+# BoundedScaler
+# ---------------------------------------------------------------------------
+class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Map declared per-column ranges onto ``[-1, 1]``; reads nothing but the shape.
+
+    Each column :math:`j` is clipped to its declared range :math:`[l_j, h_j]`
+    and mapped affinely onto :math:`[-1, 1]`:
+
+    .. math::
+        u_{ij} = 2\\,\\frac{\\min(\\max(x_{ij}, l_j), h_j) - l_j}{h_j - l_j} - 1 .
+
+    Privacy. ``fit`` checks the input's type and shape and records the number
+    of columns (and the column names of a data frame); no value is inspected
+    (NaN passes through to ``transform``, as in
+    :class:`~sklearn.preprocessing.MinMaxScaler`) and Dask input is never
+    computed. It releases nothing about the data, so it spends nothing
+    (``privacy_spent_`` is an empty ledger) and it can precede a private
+    estimator in a pipeline without leaking. The transformed rows lie in
+    :math:`[-1, 1]^d`, so their L2 norm is at most :math:`\\sqrt{d}`: declare
+    ``x_bound=sqrt(d)`` (or ``x_range=(-1, 1)``) to the estimator that follows.
+
+    Clipping. Values outside the declared range are clipped to it, silently:
+    whether one record lies outside is a fact about that record. Count clipped
+    values as the data curator with :mod:`skprivreg.diagnostics`, outside any
+    release.
+
+    Parameters
+    ----------
+    x_range : tuple or array-like
+        Public per-column range: ``(low, high)`` with floats (the same range
+        for every column) or arrays of shape ``(n_features,)``, or an array of
+        shape ``(n_features, 2)``. It must come from outside the data (domain
+        knowledge, a codebook), never from the data being protected.
+
+    Attributes
+    ----------
+    data_min_, data_max_ : ndarray of shape (n_features,)
+        The declared ranges (named as in :class:`sklearn.preprocessing.MinMaxScaler`;
+        they are the declared ones, not read from the data).
+    privacy_spent_ : PrivacyLedger
+        Empty: nothing is released about the data.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, if X had string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.preprocessing import BoundedScaler
+    >>> BoundedScaler(x_range=(0, 10)).fit_transform(np.array([[0.0, 5.0], [10.0, 20.0]]))
+    array([[-1.,  0.],
+           [ 1.,  1.]])
+    """
+
+    _parameter_constraints = {"x_range": ["array-like", tuple, None]}
+
+    def __init__(self, *, x_range=None):
+        self.x_range = x_range
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Record the number of columns and check ``x_range`` (reads no value).
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
+        if is_dask_collection(X):
+            _validate_X(self, X, reset=True)  # shape and dtype only, nothing computed
+        else:
+            # Type and shape checks as in every scikit-learn estimator; no value is
+            # inspected (NaN passes through to transform) and no attribute depends on one.
+            validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=False)
+        if self.x_range is None:
+            raise ValueError(
+                "BoundedScaler needs a declared x_range=(low, high): it reads no value of "
+                "the data. To estimate ranges privately use PrivateStandardScaler."
+            )
+        self.data_min_, self.data_max_ = check_x_range(self.x_range, self.n_features_in_)
+        self.privacy_spent_ = PrivacyLedger([])
+        return self
+
+    def transform(self, X):
+        """Clip to the declared ranges and map onto ``[-1, 1]`` (NaN stays NaN)."""
+        check_is_fitted(self)
+        X = _validate_X(self, X, reset=False, allow_nan=True)
+        return _apply(X, partial(to_unit_box, low=self.data_min_, high=self.data_max_))
+
+    def inverse_transform(self, X):
+        """Map ``[-1, 1]`` back onto the declared ranges."""
+        check_is_fitted(self)
+        X = _validate_X(self, X, reset=False, allow_nan=True)
+        low, high = self.data_min_, self.data_max_
+        return _apply(
+            X, lambda U: (np.asarray(U, dtype=np.float64) + 1.0) * (high - low) / 2.0 + low
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = True
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+# ---------------------------------------------------------------------------
+# PrivateStandardScaler
+# ---------------------------------------------------------------------------
+class PrivateStandardScaler(
+    DPEstimatorMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator
+):
+    """Standardise features with privately released means and variances.
+
+    Each column is clipped to its range :math:`[l_j, h_j]` and mapped onto
+    :math:`[-1, 1]` (:func:`to_unit_box`); the sums
+    :math:`S_1 = \\sum_i u_i` and :math:`S_2 = \\sum_i u_i^2` are released
+    together by one Gaussian mechanism of L2-sensitivity
+    :math:`2\\sqrt{d}` (:func:`skprivreg.mechanisms.moment_sums_sensitivity`)
+    with the analytic calibration of Balle & Wang (2018). Then, by
+    post-processing (:func:`skprivreg.mechanisms.released_mean_variance`),
+    :math:`\\hat m = \\mathrm{clip}(\\tilde S_1/n, -1, 1)`,
+    :math:`\\hat v = \\mathrm{clip}(\\tilde S_2/n - \\hat m^2, \\sigma/n, 1)`,
+    and on the original scale ``mean_ = mid + half * m``,
+    ``var_ = half**2 * v``, ``scale_ = sqrt(var_)``.
+
+    Guarantee: (epsilon, delta)-DP, full notion, replace-one neighbours
+    (n public). Budget: all of (epsilon, delta) to the moments when
+    ``x_range`` is declared; otherwise ``bounds_budget * epsilon`` (pure DP)
+    to a private bound :math:`B` on :math:`\\max_j |x_{ij}|` (then
+    ``x_range = (-B, B)`` for every column) and the rest with all of delta
+    to the moments; basic composition.
+
+    Bounds. A declared ``x_range`` is used as given. A missing one is
+    estimated privately with ``bounds_budget * epsilon`` when n allows (else
+    :class:`~skprivreg.exceptions.ConfigurationError` before any spend, naming
+    the n needed); ``bounds='data'`` reads it from the data (not private: an
+    infinite-epsilon event and a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`). ``epsilon=np.inf``
+    (non-private test mode) releases exact moments of the clipped data.
+
+    Clipping. ``fit`` clips to the range (documented, never signalled). With
+    ``clip=True`` (default) ``transform`` clips to the same range first, so
+    every output column lies in ``[(l_j - mean_j)/scale_j, (h_j - mean_j)/scale_j]``,
+    a public interval (``output_range_``) to declare to the estimator that follows.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float, default=1e-6
+        Choose it well below 1/n_samples.
+    x_range : tuple or array-like or None, default=None
+        Public per-column range ``(low, high)`` (floats or arrays of shape
+        ``(n_features,)``) or an array of shape ``(n_features, 2)``.
+    bounds : {'private', 'data'}, default='private'
+        How a missing ``x_range`` is found.
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on a missing range.
+    clip : bool, default=True
+        Clip to the range in ``transform`` too.
+    accountant : BudgetAccountant or None, default=None
+    random_state : ignored for noise
+        Noise always comes from fresh OS entropy.
+
+    Attributes
+    ----------
+    mean_, var_, scale_ : ndarray of shape (n_features,)
+        Released (noisy) means, variances and standard deviations.
+    x_range_ : tuple of ndarray
+        The range used (declared or privately released).
+    output_range_ : ndarray of shape (n_features, 2)
+        Public range of the transformed columns (with ``clip=True``).
+    n_samples_seen_ : int
+    privacy_spent_ : PrivacyLedger
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, if X had string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.preprocessing import PrivateStandardScaler
+    >>> X = np.random.default_rng(0).uniform(0, 10, size=(5000, 2))
+    >>> scaler = PrivateStandardScaler(epsilon=1.0, x_range=(0, 10)).fit(X)
+    >>> np.round(scaler.mean_, 0)
+    array([5., 5.])
+    """
+
+    _renamed_parameters = {"feature_bounds": "x_range"}
+
+    _parameter_constraints = {
+        **DPEstimatorMixin._privacy_parameter_constraints,
+        "x_range": ["array-like", tuple, None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
+        "clip": ["boolean"],
+    }
+
+    def __init__(self, *, epsilon=1.0, delta=1e-6, x_range=None, bounds="private",
+                 bounds_budget=0.1, clip=True, accountant=None, random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.x_range = x_range
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
+        self.clip = clip
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def _plan(self, n_features, private):
+        """``(ledger, bound epsilon or None, moments event)`` from public facts only."""
+        events = []
+        bound_epsilon = None
+        moments_epsilon = self.epsilon
+        if self.x_range is None and private:
+            if self.bounds == "private":
+                bound_epsilon = self.bounds_budget * self.epsilon
+                moments_epsilon = self.epsilon - bound_epsilon
+                events.append(PrivacyEvent("x_range", bound_epsilon, 0.0))
+            else:
+                events.append(PrivacyEvent("x_range", math.inf, 0.0))
+        moments = gaussian_event(
+            "moments", moment_sums_sensitivity(n_features), moments_epsilon, self.delta
+        )
+        events.append(moments)
+        return PrivacyLedger(events), bound_epsilon, moments
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Release private means and variances of ``X``.
+
+        Parameters
+        ----------
+        X : array-like or dask array of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : object
+        """
+        self._reset()
+        X = _validate_X(self, X, reset=True)
+        private = self._validate_privacy_params()
+        n, d = X.shape
+        declared = check_x_range(self.x_range, d)
+        ledger, bound_epsilon, moments = self._plan(d, private)
+        if bound_epsilon is not None:
+            check_private_bound_feasible(n, bound_epsilon, "x_range")
+        self._check_budget(ledger)
+        rngs = self._secret_rngs("bounds", "noise", spend=ledger)
+        check = is_dask_collection(X)
+
+        if declared is not None:
+            low, high = declared
+        elif self.bounds == "private" and private:
+            bins = bound_bins()
+            block = partial(_max_abs_counts_block, bins=bins, check=check)
+            (counts,) = sum_over_row_blocks(block, X)
+            bound, _ = private_norm_bound(counts, n, bound_epsilon, rngs["bounds"], name="x_range")
+            low, high = np.full(d, -bound), np.full(d, bound)
+        else:
+            maximum = sum_over_row_blocks(partial(_max_abs_block, check=check), X, combine=max)
+            bound, _ = data_norm_bound(float(maximum), name="x_range")
+            low, high = np.full(d, -bound), np.full(d, bound)
+
+        S1, S2 = sum_over_row_blocks(partial(_moment_block, low=low, high=high, check=check), X)
+        noisy = add_gaussian(np.concatenate([S1, S2]), moments.sigma, rngs["noise"])
+        self._settle(ledger)
+        mean_u, var_u = released_mean_variance(noisy[:d], noisy[d:], n, moments.sigma)
+        mid, half = (high + low) / 2.0, (high - low) / 2.0
+        self.mean_ = mid + half * mean_u
+        self.var_ = half**2 * var_u
+        self.scale_ = np.sqrt(self.var_)
+        self.x_range_ = (low, high)
+        self.output_range_ = np.column_stack(
+            [(low - self.mean_) / self.scale_, (high - self.mean_) / self.scale_]
+        )
+        self.n_samples_seen_ = int(n)
+        return self
+
+    def transform(self, X):
+        """Standardise with the released moments (clipping first if ``clip``)."""
+        check_is_fitted(self)
+        X = _validate_X(self, X, reset=False)
+        low, high = self.x_range_
+        mean, scale, clip = self.mean_, self.scale_, self.clip
+
+        def standardise(block):
+            block = np.asarray(block, dtype=np.float64)
+            if clip:
+                block = np.clip(block, low, high)
+            return (block - mean) / scale
+
+        return _apply(X, standardise)
+
+    def inverse_transform(self, X):
+        """Undo the standardisation (clipped values stay clipped)."""
+        check_is_fitted(self)
+        X = _validate_X(self, X, reset=False)
+        mean, scale = self.mean_, self.scale_
+        return _apply(X, lambda Z: np.asarray(Z, dtype=np.float64) * scale + mean)

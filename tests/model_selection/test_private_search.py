@@ -1,0 +1,290 @@
+"""PrivateGridSearchCV and the private-selection accounting (Papernot & Steinke 2022)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from sklearn.linear_model import Ridge
+from sklearn.preprocessing import StandardScaler
+
+from skprivreg import (
+    AdaSSPRegressor,
+    BoundedScaler,
+    BudgetAccountant,
+    BudgetExceededError,
+    ConfigurationError,
+    PrivateGridSearchCV,
+    make_private_pipeline,
+)
+from skprivreg.accounting import (
+    RDP_ORDERS,
+    laplace_rdp,
+    private_selection_rdp,
+    rdp_to_dp,
+    tnb_gamma_for_mean,
+    tnb_mean,
+    tnb_pmf,
+)
+
+
+def _data(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, 3))
+    return X, X @ np.array([1.0, 2.0, 3.0]) + 0.3 * rng.normal(size=n)
+
+
+def _search(**kw):
+    params = dict(estimator=AdaSSPRegressor(x_bound=2.0, y_bound=6.5),
+                  param_grid={"x_bound": [0.01, 2.0]}, epsilon=4.0, n_repetitions=3)
+    params.update(kw)
+    return PrivateGridSearchCV(**params)
+
+
+# -- the accounting, checked independently --------------------------------
+def _independent_total(mu, eps_score, eta, mean_k, delta):
+    """Papernot & Steinke (2022) Thm. 2 + Canonne-Kamath-Steinke conversion, optimised
+    over continuous orders, for Q = max(Gaussian mu-GDP, Laplace eps_score)."""
+
+    def q(lam):
+        lap = np.logaddexp(
+            math.log(lam / (2 * lam - 1)) + (lam - 1) * eps_score,
+            math.log((lam - 1) / (2 * lam - 1)) - lam * eps_score,
+        ) / (lam - 1)
+        return max(lam * mu**2 / 2, lap)
+
+    if eta == 1:
+        gamma = 1 / mean_k  # geometric: E[K] = 1/gamma
+    else:
+        gamma = tnb_gamma_for_mean(eta, mean_k)
+    inner = minimize_scalar(
+        lambda lh: (1 + eta) * (1 - 1 / lh) * q(lh) + (1 + eta) * math.log(1 / gamma) / lh,
+        bounds=(1.0, 2000.0), method="bounded", options={"xatol": 1e-9},
+    ).fun
+    inner = min(inner, (1 + eta) * math.log(1 / gamma))
+
+    def eps(lam):
+        rdp = q(lam) + inner + math.log(mean_k) / (lam - 1)
+        return rdp + math.log1p(-1 / lam) - (math.log(delta) + math.log(lam)) / (lam - 1)
+
+    return minimize_scalar(eps, bounds=(1.01, 2000.0), method="bounded",
+                           options={"xatol": 1e-9}).fun
+
+
+def test_recorded_total_matches_the_papers_bound_computed_independently():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-4)
+    search = _search(accountant=acc).fit(X, y)
+    assert acc.ledgers == [search.privacy_spent_]
+    recorded = search.privacy_spent_.epsilon
+    assert recorded <= 4.0 * (1 + 1e-9) and recorded > 3.9  # the bisection uses the budget
+    # The candidate's mu at the allotted per-run budget, from a real fit's ledger.
+    n_train = X.shape[0] - round(0.25 * X.shape[0])
+    run = AdaSSPRegressor(x_bound=2.0, y_bound=6.5, epsilon=search.candidate_epsilon_,
+                          delta=1e-6).fit(X[:n_train], y[:n_train])
+    # The cap on K costs at most a tenth of delta: the conversion runs at 0.9 delta or more.
+    lower = _independent_total(run.privacy_spent_.mu, search.candidate_epsilon_, 1.0, 3.0, 1e-6)
+    upper = _independent_total(run.privacy_spent_.mu, search.candidate_epsilon_, 1.0, 3.0, 0.9e-6)
+    # The discrete orders give a valid bound a little above the continuous optimum.
+    assert lower * (1 - 1e-6) <= recorded <= upper * 1.03
+
+
+def test_pure_dp_limit_is_liu_and_talwar_three_epsilon():
+    eps = 0.3
+    flat = np.full(len(RDP_ORDERS), eps)  # an eps-DP base algorithm
+    for eta in (0.0, 1.0, 2.0):
+        gamma = tnb_gamma_for_mean(eta, 10.0)
+        curve = private_selection_rdp(flat, eta, gamma)
+        # (2 + eta) eps plus terms vanishing as the orders grow.
+        assert curve[-1] == pytest.approx((2 + eta) * eps, abs=0.01)
+        assert np.all(curve >= (1 + 1 / 2) * eps)
+
+
+def test_bound_dominates_the_exact_renyi_divergence_of_best_of_k():
+    # Q: randomized response on a binary score, eps0-DP. A releases max of K draws,
+    # P[A = 1] = 1 - E[(1 - p)^K], computed exactly from the pmf of K.
+    eps0, eta = 0.5, 1.0
+    gamma = tnb_gamma_for_mean(eta, 8.0)
+    pmf = tnb_pmf(eta, gamma, 20000)
+    k = np.arange(1, pmf.size + 1)
+    p, p2 = math.exp(eps0) / (1 + math.exp(eps0)), 1 / (1 + math.exp(eps0))
+    a = 1 - np.sum(pmf * (1 - p) ** k)
+    b = 1 - np.sum(pmf * (1 - p2) ** k)
+    lam = RDP_ORDERS
+
+    def renyi(x, y):
+        return np.logaddexp(lam * math.log(x) + (1 - lam) * math.log(y),
+                            lam * math.log1p(-x) + (1 - lam) * math.log1p(-y)) / (lam - 1)
+
+    q = np.maximum(renyi(p, p2), renyi(p2, p))  # Q's exact curve
+    bound = private_selection_rdp(q, eta, gamma)
+    assert np.all(np.maximum(renyi(a, b), renyi(b, a)) <= bound + 1e-12)
+    assert math.log(max(a / b, b / a, (1 - a) / (1 - b), (1 - b) / (1 - a))) <= 3 * eps0
+
+
+def test_repetition_distribution_matches_its_stated_mean():
+    for eta in (0.0, 0.5, 1.0, 3.0):
+        gamma = tnb_gamma_for_mean(eta, 6.0)
+        pmf = tnb_pmf(eta, gamma, 5000)
+        assert pmf.sum() == pytest.approx(1.0, abs=1e-9)
+        assert np.sum(pmf * np.arange(1, 5001)) == pytest.approx(6.0, rel=1e-9)
+        assert tnb_mean(eta, gamma) == pytest.approx(6.0)
+    assert tnb_mean(1.0, 0.25) == pytest.approx(4.0)  # geometric: 1/gamma
+
+
+def test_laplace_rdp_is_the_closed_form_and_below_epsilon():
+    curve = laplace_rdp(1.0)
+    assert np.all(curve <= 1.0) and np.all(np.diff(curve) >= 0)
+    # A zero curve converts to the conversion's own floor, log(1/delta)/(lambda - 1) at the
+    # largest order: (13.8 - log 1024) / 1023 + log(1 - 1/1024) = 0.0057.
+    assert rdp_to_dp(np.full(len(RDP_ORDERS), 0.0), 1e-6) == pytest.approx(0.00575, abs=1e-4)
+
+
+# -- the estimator ----------------------------------------------------------
+def test_selection_picks_the_clear_winner_with_the_predicted_probability(monkeypatch):
+    # The winner wins whenever it is drawn: its validation MSE is ~0.1 against ~4.7,
+    # and the score's Laplace scale is 13^2 / (1000 * 1.5) ~ 0.11. With m = 2
+    # candidates, P(pick it) = 1 - E[(1/2)^K] for the capped K of the plan.
+    X, y = _data()
+    plans = {}
+    original = PrivateGridSearchCV._plan
+
+    def cached(self, candidates, prefix, shape):  # the plan is public and deterministic
+        if "plan" not in plans:
+            plans["plan"] = original(self, candidates, prefix, shape)
+        return plans["plan"]
+
+    monkeypatch.setattr(PrivateGridSearchCV, "_plan", cached)
+    trials = 80
+    wins = sum(_search().fit(X, y).best_params_["x_bound"] == 2.0 for _ in range(trials))
+    _, (_, gamma, cap, _, _, _) = plans["plan"]
+    pmf = tnb_pmf(1.0, gamma, cap)
+    pmf[-1] += 1 - pmf.sum()
+    expected = 1 - np.sum(pmf * 0.5 ** np.arange(1, cap + 1))
+    assert expected == pytest.approx(0.75, abs=1e-6)  # geometric, E[K] = 3
+    # Binomial sd sqrt(.75 * .25 / 80) = 0.048; 3.5 sd = 0.17 (K = 1 always gives 0.5).
+    assert abs(wins / trials - expected) < 0.17
+
+
+def test_results_hold_released_values_only():
+    X, y = _data()
+    search = _search(param_grid={"x_bound": [0.5, 2.0], "fit_intercept": [True, False]}).fit(X, y)
+    results = search.cv_results_
+    assert len(results["params"]) == 4
+    released = ~np.isnan(results["released_test_score"])
+    assert released.sum() == 1 and results["rank_test_score"].sum() == 1
+    assert results["released_test_score"][search.best_index_] == search.best_score_
+    assert results["params"][search.best_index_] == search.best_params_
+    assert search.best_estimator_.accountant is None
+    assert search.predict(X).shape == y.shape
+
+
+def test_pipelines_of_data_independent_steps_are_tuned():
+    X, y = _data()
+    pipe = make_private_pipeline(BoundedScaler(x_range=(-1.0, 1.0)),
+                                 AdaSSPRegressor(x_bound=2.0, y_bound=6.5))
+    search = PrivateGridSearchCV(estimator=pipe, epsilon=4.0, n_repetitions=3,
+                                 param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert search.privacy_spent_.epsilon <= 4.0 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    "kw, error, match",
+    [
+        ({"param_grid": {}}, ValueError, "empty"),
+        ({"param_grid": []}, ValueError, "empty"),
+        ({"estimator": Ridge(), "param_grid": {"alpha": [1.0]}}, ConfigurationError,
+         "skprivreg estimator"),
+        ({"estimator": make_private_pipeline(StandardScaler(), AdaSSPRegressor(y_bound=6.5)),
+          "param_grid": {"adasspregressor__x_bound": [1.0]}}, ConfigurationError,
+         "standardscaler"),
+        ({"param_grid": {"epsilon": [0.5, 1.0]}}, ValueError, "may not set 'epsilon'"),
+        ({"epsilon": 0.01, "n_repetitions": 50}, ConfigurationError,
+         "too small for one repetition"),
+        ({"estimator": AdaSSPRegressor(x_bound=2.0)}, ConfigurationError, "y_bound"),
+    ],
+    ids=["empty-dict", "empty-list", "not-skprivreg", "leaking-pipeline", "sets-epsilon",
+         "budget-too-small", "no-label-range"],
+)
+def test_bad_input_is_refused_before_any_spend(kw, error, match):
+    X, y = _data(n=1000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(error, match=match):
+        _search(accountant=acc, **kw).fit(X, y)
+    assert acc.n_spends == 0
+
+
+def test_budget_is_checked_before_any_run():
+    X, y = _data(n=1000)
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-3)
+    calls = []
+    original = AdaSSPRegressor.predict
+    with pytest.raises(BudgetExceededError):
+        _search(accountant=acc).fit(X, y)
+    assert acc.n_spends == 0 and calls == [] and AdaSSPRegressor.predict is original
+
+
+def test_keyword_only_and_fresh_noise():
+    with pytest.raises(TypeError, match="keyword"):
+        PrivateGridSearchCV(AdaSSPRegressor(), {"x_bound": [1.0]})
+    X, y = _data()
+    one, two = _search(random_state=0).fit(X, y), _search(random_state=0).fit(X, y)
+    assert one.best_score_ != two.best_score_
+
+
+def test_validation_score_noise_matches_its_sensitivity():
+    # Perfect predictions: the score is pure Laplace noise of scale (h - l)^2 / (n eps).
+    # E|noise| = scale; over 4000 draws the mean has sd scale / sqrt(4000) = 1.6% of it:
+    # 5 sd = 8% (halving the noise gives 50%).
+    from skprivreg.mechanisms import private_neg_mse
+
+    rng = np.random.default_rng(1)
+    y = np.linspace(-2.0, 2.0, 500)
+    draws = [private_neg_mse(y, y, y_low=-3.0, y_high=3.0, epsilon=0.5, rng=rng)
+             for _ in range(4000)]
+    scale = 36.0 / (500 * 0.5)
+    assert np.mean(np.abs(draws)) == pytest.approx(scale, rel=0.08)
+
+
+def test_privacy_spent_of_a_search_is_its_own_ledger():
+    from skprivreg import privacy_spent
+
+    X, y = _data()
+    search = _search().fit(X, y)
+    assert privacy_spent(search) == search.privacy_spent_.guarantee
+
+
+def test_refit_on_all_rows_composes_with_the_selection():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = _search(refit_budget=0.25, accountant=acc).fit(X, y)
+    selection, refit = search.privacy_spent_.events
+    assert selection.epsilon <= 3.0 * (1 + 1e-9) and selection.delta == pytest.approx(5e-7)
+    assert (refit.epsilon, refit.delta) == pytest.approx((1.0, 5e-7))
+    assert search.privacy_spent_.epsilon <= 4.0 * (1 + 1e-9)
+    assert acc.ledgers == [search.privacy_spent_]
+    model = search.best_estimator_
+    assert model.epsilon == pytest.approx(1.0) and model.accountant is None
+    assert model.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert search.candidate_epsilon_ < _search().fit(X, y).candidate_epsilon_
+
+
+@pytest.mark.parametrize("eta", [0.0, 1.0, 2.0])
+@pytest.mark.parametrize("mean", [3.0, 10.0])
+def test_selection_bound_matches_google_dp_accounting(eta, mean):
+    # dp-accounting's RepeatAndSelectDpEvent implements Papernot & Steinke (2022)
+    # independently; at the same orders our curve is never below its curve and
+    # the (epsilon, delta) conversions agree.
+    dp_event = pytest.importorskip("dp_accounting.dp_event")
+    rdp_accountant = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
+    from skprivreg.accounting import gaussian_rdp
+
+    mu = 0.5
+    acc = rdp_accountant.RdpAccountant(orders=list(RDP_ORDERS))
+    acc.compose(dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(1 / mu), mean, eta))
+    ours = private_selection_rdp(gaussian_rdp(mu), eta, tnb_gamma_for_mean(eta, mean))
+    assert np.all(ours >= acc._rdp * (1 - 1e-9))
+    assert rdp_to_dp(ours, 1e-6) == pytest.approx(acc.get_epsilon(1e-6), rel=1e-8)
+    laplace = rdp_accountant.RdpAccountant(orders=list(RDP_ORDERS))
+    laplace.compose(dp_event.LaplaceDpEvent(1 / 0.7))
+    np.testing.assert_allclose(laplace_rdp(0.7), laplace._rdp, rtol=1e-12)

@@ -1,0 +1,166 @@
+"""BoundedScaler and PrivateStandardScaler."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skprivreg import BudgetAccountant, BudgetExceededError, ConfigurationError, PrivacyLeakWarning
+from skprivreg.mechanisms import moment_sums_sensitivity
+from skprivreg.preprocessing import BoundedScaler, PrivateStandardScaler
+
+
+def _data(n=2000, d=3, seed=0):
+    return np.random.default_rng(seed).uniform(0.0, 10.0, size=(n, d))
+
+
+def _unreadable(n, d):
+    """A Dask array whose values raise when computed: shape is readable, values are not."""
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+
+    def read():
+        raise AssertionError("a data value was read")
+
+    return da.from_delayed(dask.delayed(read)(), shape=(n, d), dtype=np.float64)
+
+
+# -- BoundedScaler -------------------------------------------------------
+def test_bounded_scaler_maps_declared_ranges_and_clips():
+    X = np.array([[0.0, -5.0], [10.0, 5.0], [5.0, 0.0], [20.0, -50.0]])
+    scaler = BoundedScaler(x_range=([0.0, -5.0], [10.0, 5.0])).fit(X)
+    Z = scaler.transform(X)
+    np.testing.assert_allclose(Z, [[-1, -1], [1, 1], [0, 0], [1, -1]])
+    np.testing.assert_allclose(scaler.inverse_transform(Z[:3]), X[:3])
+    assert len(scaler.privacy_spent_) == 0 and scaler.privacy_spent_.epsilon == 0.0
+
+
+def test_bounded_scaler_fit_reads_only_the_shape():
+    scaler = BoundedScaler(x_range=(0.0, 1.0)).fit(_unreadable(100, 4))
+    assert scaler.n_features_in_ == 4
+    np.testing.assert_array_equal(scaler.data_min_, np.zeros(4))
+
+
+def test_bounded_scaler_needs_a_declared_range():
+    with pytest.raises(ValueError, match="declared x_range"):
+        BoundedScaler().fit(_data())
+    with pytest.raises(ValueError, match="x_range"):
+        BoundedScaler(x_range=(1.0, 0.0)).fit(_data())
+    with pytest.raises(TypeError):
+        BoundedScaler((0, 1))  # keyword-only
+
+
+# -- PrivateStandardScaler -------------------------------------------------
+def test_sensitivity_of_the_joint_moment_sums_by_brute_force():
+    # max over u, u' in [-1, 1] of ||(u - u', u^2 - u'^2)||, per column, times sqrt(d)
+    grid = np.linspace(-1, 1, 401)
+    u, v = np.meshgrid(grid, grid)
+    per_column = np.sqrt((u - v) ** 2 + (u**2 - v**2) ** 2).max()
+    for d in (1, 3, 7):
+        assert moment_sums_sensitivity(d) == pytest.approx(per_column * math.sqrt(d), rel=1e-9)
+
+
+def test_noise_matches_the_sigma_in_the_ledger():
+    # Rows at the midpoint map to u = 0: the released sums are pure noise, and
+    # n * (mean_ - mid) / half recovers each draw. Over N = K * d draws,
+    # sum z^2 / sigma^2 ~ chi2_N: its ratio to N has sd sqrt(2/N) = 0.041 at
+    # N = 1200; 5 sd = 0.2 (halving sigma gives 0.25).
+    n, d, K = 1000, 4, 300
+    X = np.full((n, d), 5.0)
+    scaler = PrivateStandardScaler(epsilon=1.0, delta=1e-6, x_range=(0.0, 10.0))
+    draws = []
+    for _ in range(K):
+        fitted = clone(scaler).fit(X)
+        draws.append(n * (fitted.mean_ - 5.0) / 5.0)
+    sigma = fitted.privacy_spent_.events[-1].sigma
+    assert sigma == pytest.approx(moment_sums_sensitivity(d) / fitted.privacy_spent_.mu)
+    ratio = np.mean(np.square(draws)) / sigma**2
+    assert abs(ratio - 1.0) < 5 * math.sqrt(2 / (K * d))
+
+
+def test_private_moments_are_accurate_and_outputs_stay_in_the_public_range():
+    X = _data(n=20000)
+    scaler = PrivateStandardScaler(epsilon=2.0, x_range=(0.0, 10.0)).fit(X)
+    np.testing.assert_allclose(scaler.mean_, X.mean(axis=0), atol=0.05)
+    np.testing.assert_allclose(scaler.scale_, X.std(axis=0), rtol=0.05)
+    Z = scaler.transform(np.vstack([X, [[-100.0, 50.0, 5.0]]]))
+    low, high = scaler.output_range_[:, 0], scaler.output_range_[:, 1]
+    assert np.all(Z >= low - 1e-12) and np.all(Z <= high + 1e-12)
+    np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(X)), X)
+
+
+def test_spend_reaches_the_accountant_and_the_budget_comes_first():
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-5)
+    scaler = PrivateStandardScaler(epsilon=1.0, x_range=(0.0, 10.0), accountant=acc).fit(_data())
+    assert acc.ledgers == [scaler.privacy_spent_]
+    assert scaler.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert scaler.privacy_spent_.delta == pytest.approx(1e-6)
+    with pytest.raises(BudgetExceededError):
+        clone(scaler).fit(_unreadable(2000, 3))  # refused before any value is read
+    assert acc.n_spends == 1
+
+
+def test_missing_range_is_estimated_privately_or_refused_before_any_spend():
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    scaler = PrivateStandardScaler(epsilon=1.0, accountant=acc).fit(_data(n=4000))
+    names = [event.name for event in scaler.privacy_spent_.events]
+    assert names == ["x_range", "moments"]
+    assert scaler.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert 8.0 < scaler.x_range_[1][0] < 12.0
+    with pytest.raises(ConfigurationError, match="samples"):
+        clone(scaler).fit(_data(n=100))
+    assert acc.n_spends == 1
+
+
+def test_bounds_from_data_warn_and_record_infinite_epsilon():
+    with pytest.warns(PrivacyLeakWarning, match="not differentially private"):
+        scaler = PrivateStandardScaler(bounds="data").fit(_data())
+    assert math.isinf(scaler.privacy_spent_.epsilon)
+
+
+def test_noise_is_fresh_whatever_the_random_state():
+    X = _data()
+    one = PrivateStandardScaler(x_range=(0.0, 10.0), random_state=0).fit(X)
+    two = clone(one).fit(X)
+    assert not np.array_equal(one.mean_, two.mean_)
+
+
+def test_set_output_feature_names_and_pickle():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(_data(), columns=["a", "b", "c"])
+    for scaler in (BoundedScaler(x_range=(0.0, 10.0)),
+                   PrivateStandardScaler(x_range=(0.0, 10.0))):
+        out = scaler.set_output(transform="pandas").fit_transform(frame)
+        assert list(out.columns) == ["a", "b", "c"]
+        assert list(scaler.get_feature_names_out()) == ["a", "b", "c"]
+        loaded = pickle.loads(pickle.dumps(scaler))
+        np.testing.assert_allclose(loaded.transform(frame).to_numpy(), out.to_numpy())
+
+
+def test_dask_input_gives_the_numpy_result(fixed_noise):
+    da = pytest.importorskip("dask.array")
+    X = _data(n=3000)
+    dX = da.from_array(X, chunks=(700, 3))
+    for make in (lambda: BoundedScaler(x_range=(0.0, 10.0)),
+                 lambda: PrivateStandardScaler(x_range=(0.0, 10.0), random_state=3),
+                 lambda: PrivateStandardScaler(random_state=3)):
+        a, b = make().fit(X), make().fit(dX)
+        Za, Zb = a.transform(X), b.transform(dX)
+        assert hasattr(Zb, "compute")
+        np.testing.assert_allclose(Zb.compute(), Za, rtol=1e-10, atol=1e-12)
+
+
+def test_private_scaler_validates_before_spending():
+    acc = BudgetAccountant(epsilon=10.0)
+    with pytest.raises(ValueError, match="x_range"):
+        PrivateStandardScaler(x_range=(1.0, 0.0), accountant=acc).fit(_data())
+    with pytest.raises(TypeError, match="sample_weight"):
+        PrivateStandardScaler(x_range=(0.0, 1.0)).fit(_data(), sample_weight=np.ones(2000))
+    assert acc.n_spends == 0
+
+
+def test_per_column_ranges_are_called_x_range():
+    with pytest.raises(TypeError, match="'x_range'"):
+        PrivateStandardScaler(feature_bounds=(0.0, 1.0))

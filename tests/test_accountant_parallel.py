@@ -1,0 +1,208 @@
+"""A BudgetAccountant(processes=True) shared with joblib's process workers (loky)."""
+
+import gc
+import os
+import pickle
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+
+import skprivreg.linear_model._ssp as ssp_module
+from skprivreg import AdaSSPRegressor, BudgetAccountant, BudgetExceededError
+from skprivreg.accounting import PrivacyEvent, PrivacyLedger
+
+cloudpickle = pytest.importorskip("cloudpickle")  # what loky pickles callables with
+
+# The worker functions below travel to loky's processes by value (the suite
+# imports test modules with importlib, so workers cannot import this module).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def _data(n=600, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, X @ np.arange(1.0, d + 1) + rng.normal(size=n)
+
+
+def _estimator(acc, **kw):
+    return AdaSSPRegressor(delta=1e-6, x_bound=5.0, y_bound=20.0, accountant=acc, **kw)
+
+
+def _search(acc, n_jobs):
+    X, y = _data()
+    search = GridSearchCV(_estimator(acc), {"epsilon": [0.5, 1.0, 2.0]}, cv=3, n_jobs=n_jobs)
+    search.fit(X, y)
+    return search
+
+
+def _spent_epsilons(acc):
+    """Epsilons of the cross-validation fits (sorted) and of the refit (spent last)."""
+    eps = [round(ledger.epsilon, 12) for ledger in acc.ledgers]
+    return sorted(eps[:-1]), eps[-1]
+
+
+def test_grid_search_with_loky_workers_records_what_one_process_records():
+    one = BudgetAccountant(epsilon=100.0, delta=1e-2, processes=True)
+    two = BudgetAccountant(epsilon=100.0, delta=1e-2, processes=True)
+    search_one = _search(one, n_jobs=1)
+    search_two = _search(two, n_jobs=2)  # joblib's default backend: loky processes
+    # 3 candidates x 3 folds + 1 refit, in both runs, charged to one budget.
+    assert one.n_spends == two.n_spends == 10
+    folds_one, refit_one = _spent_epsilons(one)
+    folds_two, refit_two = _spent_epsilons(two)
+    assert folds_one == folds_two == [0.5] * 3 + [1.0] * 3 + [2.0] * 3
+    # The noisy scores may pick different refits; each refit is the one selected.
+    assert refit_one == search_one.best_params_["epsilon"]
+    assert refit_two == search_two.best_params_["epsilon"]
+    assert two.total().delta == pytest.approx(one.total().delta, rel=1e-12)
+    assert two.total().epsilon == pytest.approx(3 * 3.5 + refit_two)
+    # The refit ran in this process with this very accountant.
+    assert search_two.best_estimator_.accountant is two
+
+
+def _fit_in_worker(acc, X, y):
+    """Fit in a worker; report whether the fit reached its data pass."""
+    reads = []
+    original = ssp_module.sum_over_row_blocks
+
+    def counting(*args, **kwargs):
+        reads.append(1)
+        return original(*args, **kwargs)
+
+    ssp_module.sum_over_row_blocks = counting
+    try:
+        _estimator(acc, epsilon=1.0).fit(X, y)
+        outcome = "spent"
+    except BudgetExceededError:
+        outcome = "refused"
+    finally:
+        ssp_module.sum_over_row_blocks = original
+    return outcome, len(reads), os.getpid()
+
+
+def test_workers_see_the_spends_of_other_processes_before_reading_data():
+    X, y = _data(n=200)
+    acc = BudgetAccountant(epsilon=3.0, delta=1e-3, processes=True)
+    acc.spend(2.5, 0.0)  # this process spends first: 0.5 is left, a fit needs 1.0
+    results = Parallel(n_jobs=2, backend="loky")(
+        delayed(_fit_in_worker)(acc, X, y) for _ in range(4)
+    )
+    assert [outcome for outcome, _, _ in results] == ["refused"] * 4
+    assert [reads for _, reads, _ in results] == [0] * 4  # refused before the data pass
+    assert all(pid != os.getpid() for _, _, pid in results)
+    assert acc.n_spends == 1
+
+
+def test_concurrent_workers_never_overspend():
+    X, y = _data(n=200)
+    acc = BudgetAccountant(epsilon=3.0, delta=1e-3, processes=True)
+    results = Parallel(n_jobs=2, backend="loky")(
+        delayed(_fit_in_worker)(acc, X, y) for _ in range(6)
+    )
+    outcomes = [outcome for outcome, _, _ in results]
+    # Room for exactly three fits of epsilon 1: the check-and-spend is atomic.
+    assert outcomes.count("spent") == 3 and outcomes.count("refused") == 3
+    assert acc.n_spends == 3
+    assert acc.total().epsilon == pytest.approx(3.0)
+    assert len({pid for _, _, pid in results}) >= 1
+
+
+def _spend_many(acc, k):
+    ledger = PrivacyLedger([PrivacyEvent("a", 0.1, 0.0)])
+    for _ in range(k):
+        acc.spend(ledger)
+    return os.getpid()
+
+
+def test_many_small_spends_from_two_processes_are_all_recorded():
+    acc = BudgetAccountant(epsilon=1000.0, processes=True)
+    pids = Parallel(n_jobs=2, backend="loky")(delayed(_spend_many)(acc, 100) for _ in range(4))
+    assert acc.n_spends == 400
+    assert acc.total().epsilon == pytest.approx(40.0)
+    assert os.getpid() not in pids
+
+
+def test_a_pickled_copy_charges_the_same_budget():
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-3, processes=True)
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy is not acc
+    copy.spend(1.5, 1e-4)
+    assert acc.n_spends == 1 and acc.total().epsilon == pytest.approx(1.5)
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        acc.spend(1.0, 0.0)
+    with pytest.raises(BudgetExceededError):
+        copy.spend(1.0, 0.0)
+    assert acc.n_spends == copy.n_spends == 1
+
+
+def test_amended_ledgers_replace_their_spend_in_every_process():
+    X, y = _data(n=3000)
+    acc = BudgetAccountant(epsilon=20.0, delta=1e-2, processes=True)
+    copy = pickle.loads(pickle.dumps(acc))
+    est = AdaSSPRegressor(epsilon=2.0, delta=1e-6, x_bound=5.0, accountant=copy)
+    est.fit(X, y)  # y_bound estimated privately: the plan is settled to the final ledger
+    assert acc.n_spends == 1
+    assert acc.ledgers[0].epsilon == pytest.approx(est.privacy_spent_.epsilon)
+    assert [e.name for e in acc.ledgers[0].events] == [
+        e.name for e in est.privacy_spent_.events
+    ]
+
+
+def test_estimators_pickle_with_the_handle_and_fitted_ones_without_it():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=20.0, delta=1e-2, processes=True)
+    est = _estimator(acc, epsilon=1.0)
+    unfitted = pickle.loads(pickle.dumps(est))  # what a worker receives
+    assert unfitted.accountant is not None and unfitted.accountant.processes
+    unfitted.fit(X, y)
+    assert acc.n_spends == 1
+    fitted = pickle.loads(pickle.dumps(unfitted))
+    assert fitted.accountant is None
+    assert fitted.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert clone(est).accountant is acc
+
+
+def test_the_default_accountant_still_refuses_to_be_pickled():
+    with pytest.raises(TypeError, match="processes=True"):
+        pickle.dumps(BudgetAccountant())
+
+
+def test_a_copy_outliving_its_budget_refuses_to_spend():
+    acc = BudgetAccountant(epsilon=2.0, processes=True)
+    blob = pickle.dumps(acc)
+    path = acc._store.path
+    del acc
+    gc.collect()
+    assert not os.path.exists(path)
+    with pytest.raises(FileNotFoundError, match="no longer exists"):
+        pickle.loads(blob)
+
+
+def test_grid_search_budget_runs_out_in_workers_with_a_clear_error():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-2, processes=True)
+    search = GridSearchCV(_estimator(acc), {"epsilon": [0.5, 1.0]}, cv=3, n_jobs=2,
+                          error_score="raise")
+    with warnings.catch_warnings(), pytest.raises(BudgetExceededError):
+        search.fit(X, y)
+    assert acc.total().epsilon <= 2.0 * (1 + 1e-9)
+
+
+def test_a_spend_waits_while_another_holder_has_the_file_lock():
+    # flock conflicts between two open file descriptions even in one process,
+    # so a copy (its own thread lock, its own handle) stands for another process.
+    acc = BudgetAccountant(epsilon=2.0, processes=True)
+    copy = pickle.loads(pickle.dumps(acc))
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (copy.spend(1.0, 0.0), done.set()))
+    with acc._store.locked():
+        worker.start()
+        assert not done.wait(0.5)  # blocked: check-and-spend is one atomic step
+    worker.join(5.0)
+    assert done.is_set() and acc.n_spends == 1

@@ -1,0 +1,156 @@
+"""Pipelines: composed accounting (privacy_spent) and the guard against leaking steps."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MinMaxScaler,
+    OneHotEncoder,
+    PolynomialFeatures,
+    StandardScaler,
+)
+
+from skprivreg import (
+    AdaSSPRegressor,
+    BoundedScaler,
+    BudgetAccountant,
+    ConfigurationError,
+    PrivacyLeakWarning,
+    PrivatePipeline,
+    PrivateStandardScaler,
+    leaking_steps,
+    make_private_pipeline,
+    privacy_ledgers,
+    privacy_spent,
+)
+from skprivreg.accounting import compose_ledgers
+
+
+def _data(n=3000, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(n, d))
+    return X, X @ np.arange(1.0, d + 1) + 0.1 * rng.normal(size=n)
+
+
+def _regressor(**kw):
+    return AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=7.0, **kw)
+
+
+def test_pipeline_guarantee_is_the_composition_of_its_steps():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    pipe = make_private_pipeline(
+        PrivateStandardScaler(epsilon=0.5, x_range=(-1.0, 1.0), accountant=acc),
+        _regressor(accountant=acc),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing leaks: no warning at all
+        pipe.fit(X, y)
+        total = privacy_spent(pipe)
+    steps = [pipe[0].privacy_spent_, pipe[-1].privacy_spent_]
+    assert total == compose_ledgers(steps)
+    assert total.epsilon == pytest.approx(1.5) and total.delta == pytest.approx(2e-6)
+    assert pipe.privacy_spent_ == total
+    assert tuple(acc.total()) == pytest.approx(tuple(total))
+    assert list(privacy_ledgers(pipe)) == ["privatestandardscaler", "adasspregressor"]
+
+
+def test_standard_scaler_before_a_private_step_warns_naming_it_and_its_replacement():
+    X, y = _data()
+    pipe = make_private_pipeline(StandardScaler(), _regressor())
+    named = r"'standardscaler' \(StandardScaler\).*BoundedScaler"
+    with pytest.warns(PrivacyLeakWarning, match=named):
+        pipe.fit(X, y)
+    # A plain scikit-learn Pipeline cannot be guarded at fit; privacy_spent
+    # still counts the leak: the total is infinite, never understated.
+    plain = make_pipeline(StandardScaler(), _regressor()).fit(X, y)
+    with pytest.warns(PrivacyLeakWarning, match="standardscaler"):
+        total = privacy_spent(plain)
+    assert math.isinf(total.epsilon)
+
+
+def test_data_independent_steps_pass_silently():
+    X, y = _data()
+    Xc = np.column_stack([X, np.arange(len(X)) % 3])
+    pipe = make_private_pipeline(
+        ColumnTransformer([
+            ("num", BoundedScaler(x_range=(-1.0, 1.0)), [0, 1, 2]),
+            ("cat", OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore"), [3]),
+        ]),
+        FunctionTransformer(np.tanh),
+        PolynomialFeatures(degree=1, include_bias=False),
+        _regressor(),
+    )
+    assert leaking_steps(pipe) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pipe.fit(Xc, y)
+        assert privacy_spent(pipe).epsilon == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "step, path",
+    [
+        (OneHotEncoder(), "onehotencoder"),  # categories read from the data
+        (OneHotEncoder(categories=[[0.0, 1.0]]), "onehotencoder"),  # raises on unknown ones
+        (MinMaxScaler(), "minmaxscaler"),
+        (FunctionTransformer(np.exp, inverse_func=np.log), "functiontransformer"),
+        (ColumnTransformer([("s", StandardScaler(), [0])], remainder="passthrough"),
+         "columntransformer__s"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else type(v).__name__,
+)
+def test_learning_steps_are_found_by_path(step, path):
+    pipe = make_private_pipeline(step, _regressor())
+    assert [found[0] for found in leaking_steps(pipe)] == [path]
+
+
+def test_target_transformer_that_learns_is_found():
+    ttr = TransformedTargetRegressor(regressor=_regressor(), transformer=StandardScaler())
+    assert [p for p, _, _ in leaking_steps(make_private_pipeline(ttr))] == [
+        "transformedtargetregressor__transformer"
+    ]
+    fixed = TransformedTargetRegressor(regressor=_regressor(), func=np.tanh,
+                                       inverse_func=np.arctanh, check_inverse=False)
+    assert leaking_steps(make_private_pipeline(fixed)) == []
+
+
+def test_strict_mode_refuses_before_any_step_is_fitted_or_any_budget_spent():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    pipe = make_private_pipeline(
+        PrivateStandardScaler(x_range=(-1.0, 1.0), accountant=acc), StandardScaler(),
+        _regressor(accountant=acc), strict=True,
+    )
+    with pytest.raises(ConfigurationError, match="'standardscaler'.*nothing was fitted"):
+        pipe.fit(X, y)
+    with pytest.raises(ConfigurationError):
+        pipe.fit_predict(X, y)
+    assert acc.n_spends == 0
+
+
+def test_the_guard_reads_no_data():
+    # Static: the same warnings whatever the data, raised before any step reads it.
+    pipe = make_private_pipeline(StandardScaler(), _regressor(), strict=True)
+    with pytest.raises(ConfigurationError):
+        pipe.fit(object(), object())
+
+
+def test_private_pipeline_clones_and_tunes_like_a_pipeline():
+    X, y = _data()
+    pipe = PrivatePipeline([("scale", BoundedScaler(x_range=(-1.0, 1.0))),
+                            ("reg", _regressor())], strict=True)
+    copy = clone(pipe)
+    assert copy.get_params()["strict"] is True
+    search = GridSearchCV(copy, {"reg__epsilon": [0.5, 1.0]}, cv=2).fit(X, y)
+    assert isinstance(search.best_estimator_, PrivatePipeline)
+    # sklearn's selection itself is not private: privacy_spent says so.
+    with pytest.warns(PrivacyLeakWarning, match="PrivateGridSearchCV"):
+        assert math.isinf(privacy_spent(search).epsilon)
