@@ -29,7 +29,7 @@ from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyLedger
 from .._random import secret_seed_sequence
 from ..base import DPEstimatorMixin
-from ..exceptions import ConfigurationError, PrivacyLeakWarning
+from ..exceptions import ConfigurationError
 from ..mechanisms import (
     symmetric_gaussian_matrix,
 )
@@ -227,7 +227,10 @@ class ReuseCovRegressor(
         Store the released association as ``noisy_xty_`` (p x l).
     accountant : BudgetAccountant or None, default=None
     random_state : None, int or numpy.random.Generator, default=None
-        A fixed seed reproduces the noise: never publish one used on private data.
+        Unused for the noise: every fit draws its noise (and the secret
+        subsample) from fresh OS entropy, whatever this is, so a reused
+        covariance and a new association never share noise. See
+        :mod:`skprivreg.testing` for reproducible noise in tests.
 
     Attributes
     ----------
@@ -479,15 +482,6 @@ class ReuseCovRegressor(
         _check_dask_feature_projection(Y, self.privacy, self.mechanism)
         if self.covariance is not None:
             self._check_covariance(self.covariance, n, d_eff)
-            if private and isinstance(self.random_state, Integral):
-                warnings.warn(
-                    "A fixed integer random_state with a reused covariance: if the "
-                    "covariance's own fit used the same seed, the association noise "
-                    "repeats and the difference of the two releases is not private. "
-                    "Use random_state=None for releases.",
-                    PrivacyLeakWarning,
-                    stacklevel=3,
-                )
 
         # Declared bounds now; missing ones are released inside _release,
         # after the budget check and the spend.
