@@ -9,10 +9,15 @@ outcomes too); only the association, whose sensitivity grows like
 can further be projected onto a public convex set that contains the truth
 (:mod:`._reusecov_projection`), which removes most of the growth in ``l``.
 
-The module is organised as pure functions (statistics over row blocks, noise
-planning, projection, the solve) and a thin estimator,
+The pure functions live beside this estimator: the pass over the rows in
+:mod:`._reusecov_stats`, planning from public numbers (and the public
+planner :func:`reusecov_plan`) in :mod:`._reusecov_plan`, the releases and
+the solve in :mod:`._reusecov_release`, the projections in
+:mod:`._reusecov_projection`, and reuse of a released covariance in
+:mod:`._reusecov_reuse`. This module holds the estimator,
 :class:`ReuseCovRegressor`.
 """
+
 import math
 import warnings
 from dataclasses import replace
