@@ -92,7 +92,7 @@ def estimators(selected, n_outcomes):
         # y - X beta - 1 ~ N(0, 1), |y| < 10 but for a few rows: sigma^2 >= 0.9
         # holds in every bag; n >= 2e6 is needed at (4, 1e-9).
         "lba": lambda: WeightedLBARegressor(
-            epsilon=4.0, delta=1e-9, label_bounds=(-10.0, 10.0), assumption="declared",
+            epsilon=4.0, delta=1e-9, y_bound=(-10.0, 10.0), assumption="declared",
             residual_var_lower_bound=0.9, random_state=0),
         # on_fail='zero' so a FAIL is recorded (ptr_passed) instead of aborting the run.
         "issp": lambda: ISSPRegressor(epsilon=8.0, delta=1e-9, on_fail="zero", random_state=0),

@@ -61,10 +61,12 @@ pygments_style = "sphinx"
 # guide's toctree only if its file exists (several are written by different
 # people at different times); to add an estimator, add its page name here.
 USER_GUIDE_PAGES = [
+    "workflow",
     "linear_regression",
     "adassp",
     "issp",
     "reusecov",
+    "label_dp_choice",
     "weighted_lba",
     "lasso_support",
 ]
@@ -78,6 +80,9 @@ API_MODULES = [
     "skprivreg.linear_model",
     "skprivreg.label_dp",
     "skprivreg.feature_selection",
+    "skprivreg.preprocessing",
+    "skprivreg.pipeline",
+    "skprivreg.model_selection",
     "skprivreg.datasets",
     "skprivreg.accounting",
     "skprivreg.mechanisms",

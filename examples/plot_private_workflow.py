@@ -1,7 +1,7 @@
 """
-================================================================
+==================================================================
 A private workflow: raw data to a published, privately tuned model
-================================================================
+==================================================================
 
 A model is only as private as every step that touched the data. This example
 runs the whole workflow on the 1988 Current Population Survey

@@ -16,7 +16,7 @@ from .feature_selection import (
     PrivateLassoSupportSelector,
     PrivateTopSSelector,
 )
-from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
+from .label_dp import GaussianLabelNoiseRegressor, RROnBinsRegressor, WeightedLBARegressor
 from .linear_model import (
     AdaSSPRegressor,
     BoostedAdaSSPRegressor,
@@ -48,6 +48,7 @@ __all__ = [
     "NoisyCovariance",
     "WeightedLBARegressor",
     "GaussianLabelNoiseRegressor",
+    "RROnBinsRegressor",
     "BudgetAccountant",
     "PrivacyEvent",
     "PrivacyLedger",

@@ -19,7 +19,7 @@ import numpy as np
 PLANNERS = {
     "adassp": "skprivreg.linear_model._commands:plan_adassp",
     "ssp": "skprivreg.linear_model._commands:plan_ssp",
-    "lba": "skprivreg.label_dp:plan_command",
+    "lba": "skprivreg.label_dp._cli_lba:plan_command",
     "reusecov": "skprivreg.linear_model._commands:plan_reusecov",
     "issp": "skprivreg.linear_model._issp_cli:plan_command",
     "lasso": "skprivreg.feature_selection._lasso_cli:plan_command",
@@ -29,7 +29,7 @@ PLANNERS = {
 DEMO_MODULES = [
     "skprivreg.linear_model._commands",
     "skprivreg.linear_model._issp_cli",
-    "skprivreg.label_dp",
+    "skprivreg.label_dp._cli_lba",
     "skprivreg.feature_selection._lasso_cli",
 ]
 

@@ -315,14 +315,29 @@ class PrivatePipeline(Pipeline):
             warnings.warn(message, PrivacyLeakWarning, stacklevel=4)
 
     def fit(self, X, y=None, **params):
+        """Run the leak guard, then fit every step as :class:`~sklearn.pipeline.Pipeline` does.
+
+        The guard reads only the steps' classes and parameters, before any
+        step sees the data (see the class docstring).
+        """
         self._guard()
         return super().fit(X, y, **params)
 
     def fit_transform(self, X, y=None, **params):
+        """Run the leak guard, then fit every step and transform as :class:`~sklearn.pipeline.Pipeline` does.
+
+        The guard reads only the steps' classes and parameters, before any
+        step sees the data (see the class docstring).
+        """
         self._guard()
         return super().fit_transform(X, y, **params)
 
     def fit_predict(self, X, y=None, **params):
+        """Run the leak guard, then fit every step and predict as :class:`~sklearn.pipeline.Pipeline` does.
+
+        The guard reads only the steps' classes and parameters, before any
+        step sees the data (see the class docstring).
+        """
         self._guard()
         return super().fit_predict(X, y, **params)
 

@@ -90,7 +90,6 @@ __all__ = [
     "subsample_budget",
     "group_privacy",
     # Renyi DP and private selection (Papernot & Steinke 2022; Liu & Talwar 2019)
-    "RDP_ORDERS",
     "gaussian_rdp",
     "laplace_rdp",
     "pure_dp_rdp",

@@ -69,6 +69,10 @@ __all__ = [
     "tukey_ptr_threshold",
     "tukey_ptr_test",
     "restricted_tukey_sample",
+    "histogram_laplace_scale",
+    "noisy_histogram",
+    "randomized_response_probabilities",
+    "randomized_response",
 ]
 
 
@@ -975,3 +979,76 @@ def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
 
 
 __all__ += ["clipped_squared_error_sensitivity", "private_neg_mse"]
+
+
+# Label histograms and randomised response (appended for RR on bins)
+# ---------------------------------------------------------------------------
+def histogram_laplace_scale(epsilon):
+    """Laplace scale ``2 / epsilon`` of an epsilon-DP histogram under replace-one.
+
+    Replacing one record moves it from one cell to another: two counts change
+    by one, so the L1-sensitivity of the count vector is 2 and Laplace noise
+    of scale :math:`2/\\varepsilon` on every count is epsilon-DP (Dwork &
+    Roth 2014, Thm. 3.6). Under add/remove the sensitivity would be 1.
+    ``epsilon=np.inf`` gives 0.
+    """
+    if not epsilon > 0:
+        raise ValueError("epsilon must be > 0.")
+    return 0.0 if math.isinf(epsilon) else 2.0 / float(epsilon)
+
+
+def noisy_histogram(counts, epsilon, rng):
+    """``counts + Laplace(0, 2/epsilon)`` per cell: epsilon-DP, replace-one.
+
+    The scale is :func:`histogram_laplace_scale`; the cells must be public
+    (fixed before the data is read).
+    """
+    return add_laplace(counts, histogram_laplace_scale(epsilon), rng)
+
+
+def randomized_response_probabilities(epsilon, n_outputs):
+    """``(p, q)`` of K-ary randomised response with ``K = n_outputs``.
+
+    .. math::
+        p = \\frac{e^{\\varepsilon}}{e^{\\varepsilon} + K - 1}, \\qquad
+        q = \\frac{1}{e^{\\varepsilon} + K - 1}:
+
+    the true value is kept with probability :math:`p` and each of the
+    :math:`K - 1` other values is reported with probability :math:`q`. The
+    ratio of the probabilities of any output under two inputs is at most
+    :math:`p / q = e^{\\varepsilon}`, so the randomiser is pure
+    epsilon-DP for its one input (Warner 1965; Kairouz, Oh & Viswanath 2016,
+    for K outputs). ``epsilon=np.inf`` gives ``(1, 0)``; ``K = 1`` gives
+    ``(1, 0)`` (a constant output reveals nothing).
+    """
+    if not epsilon > 0:
+        raise ValueError("epsilon must be > 0.")
+    n_outputs = int(n_outputs)
+    if n_outputs < 1:
+        raise ValueError("randomized response needs at least one output.")
+    if math.isinf(epsilon) or n_outputs == 1:
+        return 1.0, 0.0
+    # e^eps / (e^eps + K - 1) = 1 / (1 + (K - 1) e^-eps), stable for large eps.
+    q_over_p = math.exp(-float(epsilon))
+    p = 1.0 / (1.0 + (n_outputs - 1) * q_over_p)
+    return p, p * q_over_p
+
+
+def randomized_response(index, n_outputs, epsilon, rng):
+    """K-ary randomised response applied to each entry of ``index`` independently.
+
+    Each entry ``i`` in ``{0, ..., K-1}`` is kept with probability ``p`` and
+    otherwise replaced by one of the ``K - 1`` other values chosen uniformly
+    (:func:`randomized_response_probabilities`). Every output depends on its
+    own input only, so releasing the whole vector is epsilon-DP when inputs
+    differ in one entry (replace-one), and row blocks can be randomised
+    independently.
+    """
+    index = np.asarray(index, dtype=np.int64)
+    p, _ = randomized_response_probabilities(epsilon, n_outputs)
+    if p == 1.0:
+        return index.copy()
+    keep = rng.random(index.shape) < p
+    other = rng.integers(0, n_outputs - 1, size=index.shape)
+    other += other >= index  # uniform over the K - 1 values != index
+    return np.where(keep, index, other)

@@ -153,19 +153,19 @@ CASES = {
     "reusecov-label": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="label", y_bound=3.0),
                        _multi, _reusecov_points(label=True)),
     "label-noise": (
-        lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single,
+        lambda: GaussianLabelNoiseRegressor(epsilon=1.0, y_bound=(-3.0, 3.0)), _single,
         [("skprivreg.label_dp._baseline", "np", _ClipRaisingNumpy()),
          ("skprivreg.label_dp._baseline", "add_gaussian", None)]),
     "lba-ptr": (
-        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=200, label_bounds=(-10.0, 10.0)),
+        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=800, n_bags_min=4, y_bound=(-10.0, 10.0)),
         _labels, [("skprivreg.label_dp._lba", "run_aggregation", None)]),
     "lba-declared": (
-        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=50, label_bounds=(-10.0, 10.0),
+        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=50, y_bound=(-10.0, 10.0),
                                      assumption="declared", residual_var_lower_bound=1e4),
         _labels, [("skprivreg.label_dp._lba", "run_aggregation", None)]),
     "llp": (
         lambda: WeightedLBARegressor(epsilon=8.0, delta=1e-5, mode="llp", bag_size=10,
-                                     label_bounds=(-10.0, 10.0), noise_fraction=1.0,
+                                     y_bound=(-10.0, 10.0), noise_fraction=1.0,
                                      noise_scale=8.0),
         _labels, [("skprivreg.label_dp._lba", "run_aggregation", None)]),
     "issp-declared-residual": (

@@ -262,9 +262,9 @@ def _assert_same_dataset(lazy, ref):
 
 
 LBA_CONFIGS = {
-    "ptr": dict(epsilon=8.0, delta=1e-6, label_bounds=(0.0, 1.1),
+    "ptr": dict(epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.1),
                 expected_residual_var=1 / 12),
-    "declared": dict(epsilon=8.0, delta=1e-6, label_bounds=(0.0, 1.1),
+    "declared": dict(epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.1),
                      assumption="declared", residual_var_lower_bound=0.05),
     "none-no-intercept": dict(assumption="none", bag_size=200, fit_intercept=False),
 }
@@ -286,7 +286,7 @@ def test_lba_aggregates_on_dask_equal_numpy(client, label_data, name):
 
 def test_lba_clipping_is_silent_and_public_aggregate_on_dask(client, label_data, fixed_noise):
     X, y = label_data
-    kwargs = dict(epsilon=8.0, delta=1e-6, label_bounds=(0.0, 0.9),
+    kwargs = dict(epsilon=8.0, delta=1e-6, y_bound=(0.0, 0.9),
                   expected_residual_var=1 / 12, random_state=5)
     Xd, yd = _lazy(X, LBA_CHUNK), _lazy(y, LBA_CHUNK)
     with warnings.catch_warnings(record=True) as record:
@@ -308,8 +308,8 @@ def test_lba_ptr_failure_is_the_same_on_dask(client):
     outcomes = []
     for lazy in (False, True):
         acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-        est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, label_bounds=(0.0, 1.0),
-                                   bag_size=100, n_bags_min=2, accountant=acc,
+        est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, y_bound=(0.0, 1.0),
+                                   bag_size=1500, n_bags_min=1, accountant=acc,
                                    random_state=0)
         data = (da.from_array(X, chunks=(300, 1)), da.from_array(y, chunks=300)) if lazy \
             else (X, y)
@@ -324,7 +324,7 @@ def test_lba_rank_precheck_on_dask_fires_before_spending(client):
     X = rng.normal(size=(4000, 10))
     y = rng.uniform(0, 1, 4000)
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    est = WeightedLBARegressor(label_bounds=(0, 1), assumption="declared",
+    est = WeightedLBARegressor(y_bound=(0, 1), assumption="declared",
                                residual_var_lower_bound=1e7, bag_size=5, n_bags_min=1,
                                accountant=acc)
     with pytest.raises(PrivacyInfeasibleError, match="rank"):
@@ -332,7 +332,7 @@ def test_lba_rank_precheck_on_dask_fires_before_spending(client):
     assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")
     # Identical design rows: rank 1 < k, the pre-check passes as on NumPy.
     X_low = np.repeat(rng.normal(size=(1, 10)), 4000, axis=0)
-    fitted = _lba_quiet(WeightedLBARegressor(label_bounds=(0, 1), assumption="declared",
+    fitted = _lba_quiet(WeightedLBARegressor(y_bound=(0, 1), assumption="declared",
                                              residual_var_lower_bound=1e7, bag_size=5,
                                              n_bags_min=1, random_state=0).fit,
                         _lazy(X_low, 1_000), _lazy(y, LBA_CHUNK))
@@ -379,14 +379,14 @@ def test_lba_dask_dataframe_feature_names(client, label_data):
 # bit-identical, max relative difference 0 on y_agg, design and coef_).
 # RTOL_AGG (1e-12) only allows another einsum summation order; coef_ within
 # 1e-9 as for LBA.
-LLP_BASE = dict(mode="llp", epsilon=8.0, delta=1e-6, label_bounds=(0.0, 1.1))
+LLP_BASE = dict(mode="llp", epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.1))
 LLP_CONFIGS = {
     "per-bag": {},
     "global": dict(noise_allocation="global", noise_fraction=0.3),
-    "clipped-no-intercept": dict(label_bounds=(0.0, 0.9), fit_intercept=False,
+    "clipped-no-intercept": dict(y_bound=(0.0, 0.9), fit_intercept=False,
                                  noise_scale=0.5, bag_size=300),
     "ridge-bags-not-covering": dict(estimator="ridge", alpha=10.0, n_bags=150),
-    "none": dict(assumption="none", bag_size=120, label_bounds=None, noise_fraction=0.0),
+    "none": dict(assumption="none", bag_size=120, y_bound=None, noise_fraction=0.0),
 }
 
 

@@ -293,7 +293,7 @@ def test_gaussian_label_noise_matches_ledger(monkeypatch):
     noise = []
     with quiet():
         for _ in range(60):
-            est = GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6, label_bounds=bounds,
+            est = GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6, y_bound=bounds,
                                               estimator="ridge").fit(X, y)
             noise.append(captured[-1][0][1] - clipped)
     ledger = est.privacy_spent_
@@ -326,7 +326,7 @@ def test_lba_secret_weights_are_standard_normal():
     with quiet():
         for _ in range(12):
             est = WeightedLBARegressor(
-                epsilon=8.0, delta=1e-6, bag_size=k, label_bounds=(-10.0, 10.0),
+                epsilon=8.0, delta=1e-6, bag_size=k, y_bound=(-10.0, 10.0),
                 assumption="declared", residual_var_lower_bound=1e6,
             ).fit(X, y)
             agg = est.aggregated_
@@ -349,7 +349,7 @@ def test_llp_label_noise_matches_noise_scale():
     with quiet():
         for _ in range(4):
             est = WeightedLBARegressor(
-                epsilon=8.0, delta=1e-5, mode="llp", bag_size=10, label_bounds=(-10.0, 10.0),
+                epsilon=8.0, delta=1e-5, mode="llp", bag_size=10, y_bound=(-10.0, 10.0),
                 noise_fraction=1.0, noise_scale=scale,
             ).fit(X, y)
             agg = est.aggregated_
@@ -481,17 +481,17 @@ LEDGER_CASES = {
         lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0,
                                   neighbouring="zero-out"), _multi),
     "label-noise": (
-        lambda: GaussianLabelNoiseRegressor(epsilon=1.0, label_bounds=(-3.0, 3.0)), _single),
+        lambda: GaussianLabelNoiseRegressor(epsilon=1.0, y_bound=(-3.0, 3.0)), _single),
     "lba-declared": (
-        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=50, label_bounds=(-10.0, 10.0),
+        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=50, y_bound=(-10.0, 10.0),
                                      assumption="declared", residual_var_lower_bound=1e4),
         lambda: _lba_data(4000, 2)),
     "lba-ptr": (
-        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=200, label_bounds=(-10.0, 10.0)),
+        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=800, n_bags_min=4, y_bound=(-10.0, 10.0)),
         lambda: _lba_data(10_000, 2)),
     "llp": (
         lambda: WeightedLBARegressor(epsilon=8.0, delta=1e-5, mode="llp", bag_size=10,
-                                     label_bounds=(-10.0, 10.0), noise_fraction=1.0,
+                                     y_bound=(-10.0, 10.0), noise_fraction=1.0,
                                      noise_scale=8.0),
         lambda: _lba_data(2000, 2)),
     "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"), _single),

@@ -45,9 +45,9 @@ CONFIGS = [
     IndependentSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0,
                             random_state=0),
     ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0, random_state=0),
-    GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6, label_bounds=(-8.0, 8.0),
+    GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6, y_bound=(-8.0, 8.0),
                                 random_state=0),
-    WeightedLBARegressor(epsilon=8.0, delta=1e-6, label_bounds=(0.0, 1.0),
+    WeightedLBARegressor(epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.0),
                          assumption="declared", residual_var_lower_bound=0.05,
                          random_state=0),
 ]
@@ -197,13 +197,13 @@ def test_label_noise_baseline_never_reads_bounds_for_free():
     X, y = _data()
     est = GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6).fit(X, y)
     names = [e.name for e in est.privacy_spent_]
-    assert names == ["label_bound", "label_noise"]
+    assert names == ["y_bound", "label_noise"]
     assert est.privacy_spent_.epsilon == pytest.approx(1.0)
     assert est.privacy_spent_.notion == "label"
     with pytest.warns(PrivacyLeakWarning):
         leak = GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6, bounds="data").fit(X, y)
     assert math.isinf(leak.privacy_spent_.epsilon)
-    low, high = leak.label_bounds_
+    low, high = leak.y_bound_
     assert high > np.abs(y).max() and low == -high  # a public bin edge, not max |y|
     assert high not in (np.max(y), -np.min(y))
 
@@ -250,8 +250,8 @@ def test_a_failed_private_refit_leaves_no_fitted_attribute():
     X = rng.normal(size=(2000, 1))
     y_fit = 0.5 + 0.05 * X[:, 0] + 0.3 * rng.normal(size=2000)
     y_flat = 0.5 + 0.05 * X[:, 0]  # RSS = 0 in every bag: the private check refuses
-    est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, label_bounds=(-1.0, 2.0),
-                               bag_size=100, n_bags_min=2)
+    est = WeightedLBARegressor(epsilon=8.0, delta=1e-6, y_bound=(-1.0, 2.0),
+                               bag_size=1000, n_bags_min=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

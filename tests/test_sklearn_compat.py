@@ -24,6 +24,7 @@ from skprivreg import (
     ReuseCovRegressor,
     WeightedLBARegressor,
 )
+from skprivreg.label_dp import RROnBinsRegressor
 from skprivreg.linear_model import (
     BoostedAdaSSPRegressor,
     LinearRegression,
@@ -47,9 +48,10 @@ COMPAT_ESTIMATORS = [
     # A private LBA needs bags larger than p, which sklearn's tiny check data
     # cannot fill (the rank pre-check then rightly raises): bags of 2, no
     # assumption check, label bounds read from the data (PrivacyLeakWarning).
-    WeightedLBARegressor(assumption="none", bag_size=2, label_bounds=None, random_state=0),
+    WeightedLBARegressor(assumption="none", bag_size=2, y_bound=None, random_state=0),
     # label bounds read from the data (PrivacyLeakWarning)
-    GaussianLabelNoiseRegressor(label_bounds=(-100.0, 100.0), random_state=0),
+    GaussianLabelNoiseRegressor(y_bound=(-100.0, 100.0), random_state=0),
+    RROnBinsRegressor(y_bound=(-100.0, 100.0), random_state=0),
     # the non-private mode needs no bounds
     ReuseCovRegressor(epsilon=np.inf),
     ReuseCovRegressor(epsilon=np.inf, privacy="label", mechanism="proj"),
@@ -101,7 +103,7 @@ PIPELINE_ESTIMATORS = [
     AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=4.0, y_bound=20.0, random_state=0),
     SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=4.0, y_bound=20.0, random_state=0),
     GaussianLabelNoiseRegressor(
-        epsilon=8.0, delta=1e-5, label_bounds=(-20.0, 20.0), random_state=0
+        epsilon=8.0, delta=1e-5, y_bound=(-20.0, 20.0), random_state=0
     ),
 ]
 

@@ -3,8 +3,8 @@
 Everything here is a function of public quantities only (epsilon, delta,
 bag size, label range, declared variance floors); nothing touches data.
 
-Weighted LBA (spec §1.4)
-------------------------
+Weighted LBA
+------------
 For one bag with released design ``Z`` (k x p) and secret weights
 ``w ~ N(0, I_k)``, the feature aggregate ``Z^T w`` does not depend on the
 labels, and given it the label aggregate is ``N(xbar^T beta_hat, RSS)``
@@ -15,8 +15,8 @@ every bag has ``RSS >= s^2`` the worst case is the pure variance change
 ``N(0, 1)`` vs ``N(0, (1 - c)^2)`` with ``c = Delta / s``, whose privacy
 profile has the closed form of :func:`lba_privacy_profile`.
 
-Noisy weighted LLP (spec §1.7 with review erratum E1)
------------------------------------------------------
+Noisy weighted LLP
+------------------
 Bags and weights are released; given them, a bag's aggregate is a Gaussian
 mechanism with a random sensitivity ratio: Student-t for a target outside
 the noise set, ``sqrt(Beta(1/2, q/2))`` for a target inside it. The
@@ -38,12 +38,11 @@ __all__ = [
     "lba_min_bag_size",
     "lba_ptr_margin",
     "lba_ptr_bag_size",
+    "lba_ptr_pass_probability",
     "llp_privacy_profile",
     "llp_min_bag_size",
     "delta_for",
     "bag_size_for",
-    "paper_theorem_1_2_delta",
-    "paper_delta2_explicit",
     "LOG_DELTA_FLOOR",
 ]
 
@@ -123,7 +122,7 @@ def lba_log_privacy_profile(epsilon, c):
 def lba_privacy_profile(epsilon, c):
     """Exact per-bag delta of weighted LBA at ``epsilon`` for ``c = Delta / s``.
 
-    With ``lo = 1 - c`` and ``hi = 1 + c`` (spec §1.4):
+    With ``lo = 1 - c`` and ``hi = 1 + c``:
 
     .. math::
         \\delta_{LBA}(\\varepsilon; c) = \\max(\\delta_A, \\delta_B, \\delta_C, \\delta_D),
@@ -227,7 +226,7 @@ def _lba_bag_ok(epsilon, delta, label_range, residual_var_lower_bound, k):
 
 
 def lba_min_bag_size(epsilon, delta, label_range, residual_var_lower_bound, n_columns=None):
-    """Smallest bag size ``k`` of ``'declared'`` weighted LBA (spec §1.5).
+    """Smallest bag size ``k`` of ``'declared'`` weighted LBA.
 
     With a public per-point residual-variance floor ``alpha`` (every bag has
     ``RSS_j >= alpha k``), ``k = ceil((r / c*)^2)`` with ``r = Delta/sqrt(alpha)``
@@ -265,6 +264,36 @@ def lba_ptr_margin(epsilon_test, delta_test, target_failure):
     return cal_beta.half_width + cal_beta.tau
 
 
+def lba_ptr_pass_probability(margin, epsilon_test, delta_test):
+    """Probability that the private residual test PASSes at statistic ``L = margin``.
+
+    The test (:func:`lba_ptr_margin`) PASSes iff :math:`L \\ge A + Z` with
+    :math:`Z` Laplace of scale :math:`\\lambda = 1/\\varepsilon_{test}`
+    truncated to :math:`[-A, A]` (:func:`~skprivreg.mechanisms.ptr_calibration`),
+    so with :math:`z = L - A` and :math:`q = e^{-A/\\lambda}`
+
+    .. math::
+        P(\\text{PASS}) = F(z) = \\begin{cases}
+        0 & z < -A,\\\\
+        \\dfrac{e^{z/\\lambda} - q}{2(1 - q)} & -A \\le z \\le 0,\\\\
+        1 - \\dfrac{e^{-z/\\lambda} - q}{2(1 - q)} & 0 < z \\le A,\\\\
+        1 & z > A,
+        \\end{cases}
+
+    the distribution function of :math:`Z` (the inverse of the sampler
+    :func:`~skprivreg.mechanisms.truncated_laplace`). A function of public
+    quantities only; ``margin`` may be an array.
+    """
+    cal = ptr_calibration(1.0, epsilon_test, delta_test)
+    lam, half = cal.scale, cal.half_width
+    z = np.clip(np.asarray(margin, dtype=np.float64) - half, -half, half)
+    q = math.exp(-half / lam)
+    low = (np.exp(np.minimum(z, 0.0) / lam) - q) / (2.0 * (1.0 - q))
+    high = 1.0 - (np.exp(-np.maximum(z, 0.0) / lam) - q) / (2.0 * (1.0 - q))
+    prob = np.clip(np.where(z <= 0, low, high), 0.0, 1.0)
+    return float(prob) if prob.ndim == 0 else prob
+
+
 def lba_ptr_split(epsilon, delta, fraction=0.4):
     """``(eps_test, delta_test, eps_agg, delta_agg)`` of the ``'ptr'`` mode.
 
@@ -292,7 +321,7 @@ def lba_ptr_bag_size(
     ``c* = lba_c_star(eps_agg, delta_agg)``, ``M = lba_ptr_margin(...)`` and
     ``alpha_exp = safety * expected_residual_var * (1 - p/k)`` (a public
     *utility guess*, not a privacy assumption), iterated ``n_iter`` times
-    (spec §1.5). Also ``k >= 2p``.
+    Also ``k >= 2p``.
     """
     eps_test, delta_test, eps_agg, delta_agg = lba_ptr_split(epsilon, delta, fraction)
     c_star = lba_c_star(eps_agg, delta_agg)
@@ -451,7 +480,7 @@ def llp_privacy_profile(
     n_samples=None,
     allocation="per_bag",
 ):
-    """Exact delta of noisy weighted LLP at ``epsilon`` (spec §1.7, erratum E1).
+    """Exact delta of noisy weighted LLP at ``epsilon``.
 
     Given the released bags and weights, a bag's aggregate is
     ``N(sum_r w_r y_r, sigma_g^2 sum_{r in N} w_r^2)``; one label change by
@@ -472,7 +501,7 @@ def llp_privacy_profile(
 
     The expectations are integrals over ``log|T|`` and ``logit B`` on an
     adaptive grid in log space (plain quadrature underestimates the Beta
-    integral by orders of magnitude, review erratum E1).
+    integral by orders of magnitude near the origin of ``B``).
 
     Parameters
     ----------
@@ -589,7 +618,7 @@ def bag_size_for(
     n_samples=None,
     allocation="per_bag",
 ):
-    """The bag size ``bag_size='auto'`` would use (public planning, spec §1.5).
+    """The bag size ``bag_size='auto'`` would use (public planning).
 
     - ``mode='lba', assumption='declared'``: :func:`lba_min_bag_size` at
       ``delta - declared_failure_prob``;
@@ -635,7 +664,7 @@ def bag_size_for(
 # ---------------------------------------------------------------------------
 # The paper's bounds (reference only: NOT a guarantee)
 # ---------------------------------------------------------------------------
-def paper_theorem_1_2_delta(
+def _paper_theorem_1_2_delta(
     epsilon, k, m, d, gamma, lambda_star, B1, B2, constants=(1, 1, 1, 1, 1, 1)
 ):
     """The shape of Theorem 1.2's delta with user-chosen constants. NOT a guarantee.
@@ -658,8 +687,13 @@ def paper_theorem_1_2_delta(
     return min(delta1, 1.0) + (math.exp(exponent2) if exponent2 < 700 else math.inf)
 
 
-def paper_delta2_explicit(k, m, d, gamma, lambda_star, B1, B2):
-    """The paper's eq. (24) for delta_2 with the first exponent corrected (spec §6.4).
+def _paper_delta2_explicit(k, m, d, gamma, lambda_star, B1, B2):
+    """The paper's eq. (24) for delta_2 with the first exponent corrected.
+
+    The paper rewrites ``d' (2/e)^{k lambda*/(2 B2^2)}`` as
+    ``d exp(-k lambda* ln 2/(2 B2^2))``; the correct form is
+    ``d exp(-(1 - ln 2) k lambda*/(2 B2^2))`` (the paper's version overstates
+    the decay by a factor of about 2.3 in the exponent).
 
     ``m [d exp(-(1 - ln 2) k lambda*/(2 B2^2))
     + (192 B1^2 B2^2/(gamma lambda*))^d exp(-k lambda*^2 gamma^2/(128 B1^4 B2^4))]``:

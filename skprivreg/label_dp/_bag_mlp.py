@@ -1,7 +1,7 @@
 """A small numpy MLP trained on the weighted bag loss of noisy weighted LLP.
 
 scikit-learn's ``MLPRegressor`` cannot take a custom loss, and the LLP
-output only constrains weighted sums of predictions over a bag (spec §2.7):
+output only constrains weighted sums of predictions over a bag:
 
 .. math::
     J = \\frac{1}{2|B|}\\sum_{j\\in B}\\frac{1}{k} e_j^2
@@ -127,7 +127,7 @@ class _BagMLP:
         return grads_W, grads_b
 
     def _bag_loss_and_grads(self, Xb, Wb, yb):
-        """Objective ``J`` of one batch and its gradients (spec §2.7)."""
+        """Objective ``J`` of one batch and its gradients."""
         n_bags, k, d = Xb.shape
         activations = self._forward(Xb.reshape(-1, d))
         f = activations[-1].reshape(n_bags, k)

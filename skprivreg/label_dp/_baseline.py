@@ -26,9 +26,10 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..bounds import check_private_bound_feasible, data_norm_bound, private_norm_bound
+from ..bounds import check_private_bound_feasible, check_y_bound
 from ..linear_model._base import LinearPredictMixin
-from ..mechanisms import add_gaussian, bound_bins, counts_above, gaussian_event
+from ..mechanisms import add_gaussian, gaussian_event
+from ._label_bound import EVENT_NAME, data_label_bound, private_label_bound
 from ._lba import fit_on_aggregates
 
 __all__ = ["GaussianLabelNoiseRegressor"]
@@ -40,32 +41,38 @@ class GaussianLabelNoiseRegressor(
     """Label-DP regression by Gaussian noise on every label, then a linear fit.
 
     **Privacy notion.** Label-DP with public features, replace-one-label
-    neighbours, labels clipped to the public ``label_bounds`` (range
-    ``Delta``). One Gaussian release of the label vector with
+    neighbours, labels clipped to the public ``y_bound`` (range
+    ``Delta = high - low``). One Gaussian release of the label vector with
     L2-sensitivity ``Delta`` at ``(epsilon, delta)`` (analytic calibration,
     :func:`skprivreg.mechanisms.gaussian_event`); the fit is
     post-processing. No data-dependent test, no failure mode; accuracy
     improves as ``sigma^2 p / n``.
 
-    **Missing bounds.** Without ``label_bounds`` and with
-    ``bounds='private'`` (default), a share ``bounds_budget * epsilon`` is
-    spent on a private bound ``B`` on ``|y|`` (pure label-DP, exponential
-    mechanism on public geometric bins, :func:`skprivreg.bounds.private_norm_bound`)
-    and the labels are clipped to ``[-B, B]``; the rest of epsilon goes to the
-    Gaussian release. ``bounds='data'`` reads ``B`` from the labels (rounded
-    up to the public bin grid, never the exact extreme): not private, a
+    **Missing bounds.** Without ``y_bound`` and with ``bounds='private'``
+    (default), a share ``bounds_budget * epsilon`` is spent on a private bound
+    ``B`` on ``|y|`` (pure label-DP under replace-one neighbours, its own
+    event in ``privacy_spent_``; above-threshold on public geometric bins,
+    :func:`skprivreg.bounds.private_norm_bound`) and the labels are clipped to
+    ``[-B, B]``; the rest of epsilon goes to the Gaussian release. When
+    ``n_samples`` is too small for a useful private bound,
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
+    spend, naming the ``n_samples`` needed. ``bounds='data'`` reads ``B``
+    from the labels (rounded up to the public bin grid, never the exact
+    extreme): not private, a
     :class:`~skprivreg.exceptions.PrivacyLeakWarning` and an infinite-epsilon
-    event.
+    event. ``epsilon=inf`` (non-private mode) reads it from the data too.
 
     Parameters
     ----------
     epsilon : float, default=1.0
     delta : float, default=1e-6
-    label_bounds : tuple (a, b) or None, default=None
-        Public bounds; labels are clipped to them. ``None``: see *Missing
-        bounds*.
+        Choose it well below 1/n_samples.
+    y_bound : float, (low, high) or None, default=None
+        Public label range, chosen without looking at the labels: a float
+        ``B`` means ``[-B, B]``. Labels are clipped to it. ``None``: see
+        *Missing bounds*.
     bounds : {'private', 'data'}, default='private'
-        How missing ``label_bounds`` are obtained.
+        How a missing ``y_bound`` is obtained.
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on a private label bound.
     estimator : 'ols', 'ridge' or an sklearn linear regressor, default='ols'
@@ -81,8 +88,8 @@ class GaussianLabelNoiseRegressor(
     coef_, intercept_ : linear model
     noise_scale_ : float
         sigma (public: a function of epsilon, delta and the bounds).
-    label_bounds_ : tuple
-        The bounds used: declared, or ``(-B, B)`` with ``B`` released
+    y_bound_ : tuple (low, high)
+        The label range used: declared, or ``(-B, B)`` with ``B`` released
         privately (or, with ``bounds='data'``, a public bin edge).
     epsilon_, delta_ : float
     privacy_spent_ : PrivacyLedger
@@ -90,7 +97,7 @@ class GaussianLabelNoiseRegressor(
 
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
-        "label_bounds": ["array-like", None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "estimator": [StrOptions({"ols", "ridge"}), HasMethods(["fit"])],
@@ -98,12 +105,14 @@ class GaussianLabelNoiseRegressor(
         "fit_intercept": ["boolean"],
     }
 
+    _renamed_parameters = {"label_bounds": "y_bound"}
+
     def __init__(
         self,
         *,
         epsilon=1.0,
         delta=1e-6,
-        label_bounds=None,
+        y_bound=None,
         bounds="private",
         bounds_budget=0.1,
         estimator="ols",
@@ -114,7 +123,7 @@ class GaussianLabelNoiseRegressor(
     ):
         self.epsilon = epsilon
         self.delta = delta
-        self.label_bounds = label_bounds
+        self.y_bound = y_bound
         self.bounds = bounds
         self.bounds_budget = bounds_budget
         self.estimator = estimator
@@ -125,7 +134,7 @@ class GaussianLabelNoiseRegressor(
 
     def _bound_epsilon(self, private):
         """Epsilon of the label bound: 0 when declared, inf when read from data."""
-        if self.label_bounds is not None:
+        if self.y_bound is not None:
             return 0.0
         if not private or self.bounds == "data":
             return math.inf
@@ -135,7 +144,7 @@ class GaussianLabelNoiseRegressor(
         bound_eps = self._bound_epsilon(private)
         events = []
         if bound_eps > 0:
-            events.append(PrivacyEvent("label_bound", bound_eps, 0.0, notion="label"))
+            events.append(PrivacyEvent(EVENT_NAME, bound_eps, 0.0, notion="label"))
         eps_noise = self.epsilon - (bound_eps if math.isfinite(bound_eps) else 0.0)
         event = gaussian_event(
             "label_noise",
@@ -148,23 +157,13 @@ class GaussianLabelNoiseRegressor(
 
     def _resolve_bounds(self, y, private, rng):
         """Declared bounds, or a private bound on |y|, or a public bin above max |y|."""
-        if self.label_bounds is not None:
-            a, b = (float(v) for v in self.label_bounds)
+        if self.y_bound is not None:
+            a, b = check_y_bound(self.y_bound)
             return a, b, []
-        bins = bound_bins()
-        with np.errstate(all="ignore"):
-            counts = counts_above(np.abs(y), bins)
         if not private or self.bounds == "data":
-            if counts[-1] > 0:
-                raise ValueError(f"|y| above {bins[-1]:.3g} is not supported.")
-            bound, event = data_norm_bound(
-                bins[np.argmax(counts == 0)], name="label_bound", notion="label"
-            )
+            bound, event = data_label_bound(y)
         else:
-            bound, event = private_norm_bound(
-                counts, y.shape[0], self._bound_epsilon(private), rng,
-                name="label_bound", notion="label", bins=bins,
-            )
+            bound, event = private_label_bound(y, self._bound_epsilon(private), rng)
         return -bound, bound, [event]
 
     @fit_context(prefer_skip_nested_validation=True)
@@ -183,12 +182,10 @@ class GaussianLabelNoiseRegressor(
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         private = self._validate_privacy_params()
-        if self.label_bounds is not None:
-            a, b = (float(v) for v in self.label_bounds)
-            if not (math.isfinite(a) and math.isfinite(b) and a < b):
-                raise ValueError("label_bounds must be finite (a, b) with a < b.")
+        if self.y_bound is not None:
+            check_y_bound(self.y_bound)
         elif private and self.bounds == "private":
-            check_private_bound_feasible(X.shape[0], self._bound_epsilon(private), "label_bounds")
+            check_private_bound_feasible(X.shape[0], self._bound_epsilon(private), "y_bound")
         self._spend(self._planned_ledger(1.0, private)[0])
         rngs = self._secret_rngs("bounds", "noise")
         a, b, bound_events = self._resolve_bounds(y, private, rngs["bounds"])
@@ -210,7 +207,7 @@ class GaussianLabelNoiseRegressor(
         else:
             self.coef_, self.intercept_ = beta.copy(), 0.0
         self.noise_scale_ = float(event.sigma)
-        self.label_bounds_ = (a, b)
+        self.y_bound_ = (a, b)
         self.epsilon_ = float(ledger.epsilon)
         self.delta_ = float(ledger.delta)
         return self

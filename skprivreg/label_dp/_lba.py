@@ -20,13 +20,9 @@ from .._compat import (
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
-from ._aggregate import (
-    AggregatedDataset,
-    LLPDataset,
-    plan_aggregation,
-    plan_warnings,
-    run_aggregation,
-)
+from ._aggregate import resolve_y_bound, run_aggregation
+from ._datasets import AggregatedDataset, LLPDataset
+from ._planning import plan_aggregation, plan_warnings
 from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
 
 __all__ = ["WeightedLBARegressor", "fit_on_aggregates"]
@@ -92,8 +88,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     """Label-DP linear (or, for LLP, neural) regression from weighted bag aggregates.
 
     Brahmbhatt, Saket, Havaldar, Nasery & Raghuveer (2023), *Label
-    Differential Privacy via Aggregation* (arXiv:2310.10092), with the exact
-    per-bag accountant of the skprivreg spec (``weighted_lba.md`` §1.4, §1.7).
+    Differential Privacy via Aggregation* (arXiv:2310.10092), with exact
+    per-bag accountants (:func:`lba_privacy_profile`, :func:`llp_privacy_profile`)
+    in place of the paper's asymptotic bounds.
 
     **Mechanism** (``mode='lba'``, paper Fig. 1). The rows are split into
     ``m`` disjoint uniformly random bags of size ``k`` (public); each bag is
@@ -113,10 +110,30 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     (``estimator='mlp'``, trained on the bag loss) is fitted.
 
     **Privacy notion.** Label-DP (Chaudhuri & Hsu 2011): features are public,
-    neighbouring datasets differ in one label (replace-one, labels in the
-    public ``label_bounds``, range ``Delta = b - a``). Reported as
+    neighbouring datasets differ in one label (replace-one, labels clipped to
+    the label range ``y_bound = (a, b)``, width ``Delta = b - a``). Reported as
     ``epsilon_, delta_`` (never above the target ``epsilon, delta``) and
     ``privacy_spent_``.
+
+    **Missing label range.** Without ``y_bound`` and with
+    ``bounds='private'`` (default), ``bounds_budget * epsilon`` is spent on a
+    private bound ``B`` on ``|y|`` (pure label-DP under replace-one
+    neighbours, its own ``'y_bound'`` event; above-threshold over public
+    geometric bins, the same code as :class:`GaussianLabelNoiseRegressor`)
+    and the labels are clipped to ``[-B, B]``; the rest of epsilon is split as
+    below. The ``'ptr'`` guarantee does not depend on ``Delta`` (only the
+    residual threshold ``s = Delta / c*`` scales with it), so the estimate
+    fits there; ``mode='llp'``, ``assumption='declared'`` and
+    ``expected_residual_var`` are calibrated in label units and need a
+    declared ``y_bound``. When ``n_samples`` is too small for a useful private
+    bound, or the mode needs a declared range,
+    :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
+    spend (naming the ``n_samples`` needed). ``bounds='data'`` reads ``B``
+    from the labels (rounded up to a public bin): not private, an
+    infinite-epsilon event and a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`. ``epsilon=inf`` and
+    ``assumption='none'`` need no range (read from the labels, with a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`).
 
     **Guarantees** (``assumption``, LBA):
 
@@ -129,6 +146,20 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
       ``s = Delta / c*`` and ``c* = lba_c_star(eps_agg, delta/2)``. On
       failure :class:`PrivacyCheckFailedError` is raised after the budget is
       recorded; nothing is released.
+
+      Before any spend, the test's pass probability is computed from public
+      facts (:func:`lba_plan`): no bag's residual sum of squares exceeds
+      :math:`k\\Delta^2/4` (with an intercept), so the test passes with
+      probability at most
+      :math:`F(\\sqrt{k}/2 - 1/c^* - A)`, ``F`` the distribution function
+      of its truncated-Laplace noise on ``[-A, A]``
+      (:func:`lba_ptr_pass_probability`). With ``expected_residual_var``
+      declared, the prediction at :math:`RSS_j = (k - p)\\,\\sigma^2_{exp}` is
+      used instead. Below 5% :class:`~skprivreg.exceptions.InsufficientDataError`
+      is raised and nothing is spent; its message states which
+      ``n_samples``, ``epsilon`` or residual standard deviation would make the
+      test pass with probability 95% (and ``bag_size`` only when a larger
+      one is allowed).
     - ``'declared'`` (the paper's setting): the user asserts that every bag
       has ``RSS_j >= residual_var_lower_bound * k``; the guarantee is
       ``(epsilon, delta_LBA(epsilon; Delta/sqrt(alpha k)) + declared_failure_prob)``
@@ -142,7 +173,8 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     **Bag size.** ``bag_size='auto'`` solves the accountant for the smallest
     ``k`` (``'declared'``: :func:`lba_min_bag_size`; ``'ptr'``:
     :func:`lba_ptr_bag_size` from ``expected_residual_var``, a public utility
-    guess, else ``n // n_bags_min``; LLP: :func:`llp_min_bag_size`).
+    guess, capped at the largest allowed ``n // n_bags_min``, which is also
+    the default; LLP: :func:`llp_min_bag_size`).
     Roughly ``k ~ 4 Delta^2 ln^2(1/delta) / (alpha epsilon^2)``: meaningful
     privacy needs large ``n``, and ``m = n // k >= n_bags_min``
     (``max(20, 4p)``) bags, else :class:`InsufficientDataError` is raised
@@ -173,12 +205,19 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     ----------
     epsilon : float, default=1.0
     delta : float, default=1e-6
+        Choose it well below 1/n_samples.
     mode : {'lba', 'llp'}, default='lba'
     bag_size : int or 'auto', default='auto'
     n_bags : int or None, default=None
         ``None`` means ``n // bag_size``; leftover rows are dropped at random.
-    label_bounds : tuple (a, b) or None, default=None
-        Public label bounds; required unless ``assumption='none'``.
+    y_bound : float, (low, high) or None, default=None
+        Public label range chosen without looking at the labels (a float
+        ``B`` means ``[-B, B]``); labels are clipped to it. ``None``: see
+        *Missing label range*.
+    bounds : {'private', 'data'}, default='private'
+        How a missing ``y_bound`` is obtained.
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on a private label range.
     assumption : {'ptr', 'declared', 'none'}, default='ptr'
     residual_var_lower_bound : float or None
         alpha of ``'declared'``.
@@ -211,6 +250,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     intercept_ : float
     mlp_ : _BagMLP
         LLP with an MLP only.
+    y_bound_ : tuple (low, high)
+        The label range the labels were clipped to (declared, released
+        privately, or a public bin edge).
     bag_size_, n_bags_, n_samples_used_, n_dropped_ : int
     bag_indices_ : ndarray of int (n_bags_, bag_size_)
         The public partition.
@@ -230,7 +272,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(100_000, 3))
     >>> y = np.clip(X @ [1.0, -2.0, 0.5] + 3 * rng.normal(size=100_000), -10, 10)
-    >>> est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, label_bounds=(-10, 10),
+    >>> est = WeightedLBARegressor(epsilon=4.0, delta=1e-6, y_bound=10.0,
     ...                            assumption='declared', residual_var_lower_bound=6.0)
     >>> est.fit(X, y).bag_size_, est.n_bags_
     (2908, 34)
@@ -241,7 +283,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         "mode": [StrOptions({"lba", "llp"})],
         "bag_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_bags": [Interval(Integral, 1, None, closed="left"), None],
-        "label_bounds": ["array-like", None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "assumption": [StrOptions({"ptr", "declared", "none"})],
         "residual_var_lower_bound": [Interval(Real, 0, None, closed="neither"), None],
         "declared_failure_prob": [Interval(Real, 0, 1, closed="left")],
@@ -258,6 +302,8 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
     }
 
+    _renamed_parameters = {"label_bounds": "y_bound"}
+
     def __init__(
         self,
         *,
@@ -266,7 +312,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         mode="lba",
         bag_size="auto",
         n_bags=None,
-        label_bounds=None,
+        y_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
         assumption="ptr",
         residual_var_lower_bound=None,
         declared_failure_prob=0.0,
@@ -289,7 +337,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.mode = mode
         self.bag_size = bag_size
         self.n_bags = n_bags
-        self.label_bounds = label_bounds
+        self.y_bound = y_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.assumption = assumption
         self.residual_var_lower_bound = residual_var_lower_bound
         self.declared_failure_prob = declared_failure_prob
@@ -308,7 +358,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     # -- planning (public facts) ----------------------------------------
-    def _plan(self, n_samples, n_features):
+    def _plan(self, n_samples, n_features, y_bound=None, bounds_epsilon=0.0):
         if self.mode == "lba" and _is_mlp(self.estimator):
             raise ValueError(
                 "mode='lba' fits linear models only: a nonlinear model cannot be fitted "
@@ -325,7 +375,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             mode=self.mode,
             bag_size=self.bag_size,
             n_bags=self.n_bags,
-            label_bounds=None if self.label_bounds is None else tuple(self.label_bounds),
+            y_bound=y_bound,
             assumption=assumption,
             residual_var_lower_bound=self.residual_var_lower_bound,
             declared_failure_prob=self.declared_failure_prob,
@@ -337,6 +387,19 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             noise_scale=self.noise_scale,
             noise_allocation=self.noise_allocation,
             fit_intercept=self.fit_intercept,
+            bounds_epsilon=bounds_epsilon,
+        )
+
+    def _resolve_y_bound(self, X, y, private):
+        """``(y_bound, bounds_epsilon)`` before the plan (see :func:`resolve_y_bound`)."""
+        if self.assumption == "none":
+            private = False
+        return resolve_y_bound(
+            y, X.shape[0], y_bound=self.y_bound, bounds=self.bounds,
+            bounds_budget=self.bounds_budget, epsilon=self.epsilon, private=private,
+            plan=lambda y_bound, bounds_epsilon: self._plan(
+                X.shape[0], X.shape[1], y_bound, bounds_epsilon),
+            check_budget=self._check_budget,
         )
 
     # -- fit -----------------------------------------------------------
@@ -355,7 +418,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             cluster is trusted as the data owner's environment). With
             ``estimator='mlp'`` X must be a NumPy array.
         y : array-like of shape (n_samples,)
-            Private labels (clipped to ``label_bounds``).
+            Private labels (clipped to ``y_bound``).
 
         Returns
         -------
@@ -366,8 +429,10 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ValueError
             Bad or non-finite input, or ``estimator='mlp'`` with a Dask
             ``X``; before anything is spent.
-        InsufficientDataError, PrivacyInfeasibleError
-            From public facts, before any label is read; nothing spent.
+        ConfigurationError, InsufficientDataError, PrivacyInfeasibleError
+            From public facts (a missing range that cannot be estimated, too
+            few samples, a residual test that would pass with probability
+            below 5%, a bag design of full rank); nothing spent.
         PrivacyCheckFailedError
             The private residual check refused; the budget is spent
             (``privacy_spent_``).
@@ -376,16 +441,17 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.mode == "llp" and is_dask_collection(X):
             self._check_mlp_numpy_input()
         X, y = validate_blockwise_data(self, X, y, multi_output=False)
-        self._validate_privacy_params()
-        plan = self._plan(X.shape[0], X.shape[1])
+        private = self._validate_privacy_params()
+        y_bound, bounds_epsilon = self._resolve_y_bound(X, y, private)
+        plan = self._plan(X.shape[0], X.shape[1], y_bound, bounds_epsilon)
         plan_warnings(plan, self.random_state)
         ledger = plan.ledger()
         self._check_budget(ledger)
         # The partition is released; the spend is recorded before the first
-        # secret draw (PTR, weights, noise), after the label scan that may
-        # still refuse bad Dask input.
+        # secret draw (private label range, PTR, weights, noise), after the
+        # label scan that may still refuse bad Dask input.
         rngs = {**self._public_rngs("partition", "postprocess"),
-                **self._secret_rngs("weights", "ptr", "noise", spend=ledger)}
+                **self._secret_rngs("bounds", "weights", "ptr", "noise", spend=ledger)}
         dataset = run_aggregation(
             X, y, plan, rngs, feature_names=getattr(self, "feature_names_in_", None)
         )
@@ -455,6 +521,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     def _fit_dataset(self, dataset, X, rng):
         fit_intercept = dataset.fit_intercept
         self.aggregated_ = dataset
+        self.y_bound_ = None if dataset.label_bounds is None else tuple(dataset.label_bounds)
         self.privacy_report_ = dict(dataset.privacy)
         self.epsilon_ = float(dataset.privacy.get("epsilon", math.inf))
         self.delta_ = float(dataset.privacy.get("delta", 1.0))

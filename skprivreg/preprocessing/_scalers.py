@@ -6,7 +6,7 @@ from functools import partial
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
-from .._blockwise import (
+from .._rows import (
     _as_dask_array,
     check_block_finite,
     is_dask_collection,

@@ -18,10 +18,12 @@ from skprivreg.label_dp import (
     lba_ptr_bag_size,
     llp_min_bag_size,
     llp_privacy_profile,
-    paper_delta2_explicit,
-    paper_theorem_1_2_delta,
 )
-from skprivreg.label_dp._accountant import lba_ptr_margin
+from skprivreg.label_dp._accountant import (
+    _paper_delta2_explicit as paper_delta2_explicit,
+    _paper_theorem_1_2_delta as paper_theorem_1_2_delta,
+    lba_ptr_margin,
+)
 
 from ._gauss import configuration_delta, hs_gauss
 

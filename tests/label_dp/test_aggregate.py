@@ -13,7 +13,7 @@ from scipy import stats
 
 from skprivreg.exceptions import PrivacyLeakWarning
 from skprivreg.label_dp import AggregatedDataset, LLPDataset, aggregate, lba_privacy_profile
-from skprivreg.label_dp._aggregate import (
+from skprivreg.label_dp._bags import (
     bag_residual_norms,
     lba_aggregate,
     llp_noise_mask,
@@ -62,7 +62,7 @@ def test_weights_and_partition_do_not_depend_on_labels(fixed_noise):
     rng = np.random.default_rng(2)
     X = rng.normal(size=(600, 2))
     y = rng.uniform(0, 1, size=600)
-    kwargs = dict(assumption="none", bag_size=30, label_bounds=(0, 1), random_state=7)
+    kwargs = dict(assumption="none", bag_size=30, y_bound=(0, 1), random_state=7)
     ds1, _ = _quiet(X=X, y=y, **kwargs)
     ds2, _ = _quiet(X=X, y=rng.permutation(y), **kwargs)
     np.testing.assert_array_equal(ds1.bag_indices, ds2.bag_indices)
@@ -125,7 +125,7 @@ def test_llp_linear_fit_equals_ols_on_aggregates():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         est = WeightedLBARegressor(
-            mode="llp", assumption="none", bag_size=20, label_bounds=(-8, 8),
+            mode="llp", assumption="none", bag_size=20, y_bound=(-8, 8),
             noise_fraction=0.5, random_state=0,
         ).fit(X, y)
     ds = est.aggregated_
@@ -238,7 +238,7 @@ def test_release_contains_no_weights_and_loads_without_pickle(tmp_path):
     X = rng.normal(size=(n, 2))
     y = np.clip(X @ [1.0, 1.0] + 3 * rng.normal(size=n), -6, 6)
     ds, ledger = _quiet(
-        X=X, y=y, epsilon=8.0, delta=1e-6, label_bounds=(-6, 6), assumption="declared",
+        X=X, y=y, epsilon=8.0, delta=1e-6, y_bound=(-6, 6), assumption="declared",
         residual_var_lower_bound=4.0,
     )
     assert isinstance(ds, AggregatedDataset)
@@ -265,7 +265,7 @@ def test_llp_release_roundtrip(tmp_path):
     X = rng.normal(size=(500, 2))
     ds, ledger = _quiet(
         X=X, y=rng.uniform(0, 1, 500), mode="llp", assumption="none", bag_size=10,
-        label_bounds=(0, 1),
+        y_bound=(0, 1),
     )
     assert isinstance(ds, LLPDataset) and ds.weights.shape == (50, 10)
     assert math.isinf(ledger.epsilon)

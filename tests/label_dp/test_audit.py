@@ -15,7 +15,7 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from skprivreg.label_dp import lba_privacy_profile
-from skprivreg.label_dp._aggregate import lba_aggregate
+from skprivreg.label_dp._bags import lba_aggregate
 
 N_DRAWS = 200_000
 CHUNK = 20_000

@@ -25,9 +25,8 @@ from skprivreg.label_dp import (
     GaussianLabelNoiseRegressor,
     WeightedLBARegressor,
     aggregate,
-    demo_case,
-    plan_command,
 )
+from skprivreg.label_dp._cli_lba import demo_case, plan_command
 from skprivreg.label_dp._bag_mlp import _BagMLP
 from skprivreg.mechanisms import gaussian_sigma
 
@@ -166,7 +165,7 @@ def test_llp_mlp_estimator_and_mlpregressor_hyperparameters_are_copied_by_keywor
     y = np.clip(np.sin(X[:, 0]) + 0.1 * rng.normal(size=n), -2, 2)
     est = quiet_fit(
         WeightedLBARegressor(
-            mode="llp", assumption="none", bag_size=4, label_bounds=(-2, 2), noise_fraction=0.25,
+            mode="llp", assumption="none", bag_size=4, y_bound=(-2, 2), noise_fraction=0.25,
             noise_scale=0.05,
             estimator=MLPRegressor(hidden_layer_sizes=(32, 16), max_iter=25, early_stopping=False),
             random_state=0,
@@ -188,10 +187,12 @@ def test_ptr_refuses_exactly_linear_labels_and_records_the_budget():
     X = rng.normal(size=(2000, 1))
     y = 0.5 + 0.05 * X[:, 0]  # exactly in every bag's column space: RSS_j = 0
     failures = 0
+    # bag_size=1000 at epsilon=8: labels at the largest spread would pass (the
+    # public pass-probability check lets the fit run), these never do.
     for seed in range(200):
         acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
         est = WeightedLBARegressor(
-            epsilon=4.0, delta=1e-6, label_bounds=(0.0, 1.0), bag_size=100, n_bags_min=2,
+            epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.0), bag_size=1000, n_bags_min=2,
             accountant=acc, random_state=seed,
         )
         try:
@@ -199,8 +200,8 @@ def test_ptr_refuses_exactly_linear_labels_and_records_the_budget():
         except PrivacyCheckFailedError as exc:
             failures += 1
             assert isinstance(exc, PrivateTestFailed)
-            assert acc.total()[0] == pytest.approx(4.0)
-            assert est.privacy_spent_.epsilon == pytest.approx(4.0)
+            assert acc.total()[0] == pytest.approx(8.0)
+            assert est.privacy_spent_.epsilon == pytest.approx(8.0)
             assert not hasattr(est, "coef_")
     assert failures >= 198
 
@@ -213,7 +214,7 @@ def test_ptr_passes_with_large_residual_variance_and_planned_bags():
     passes = 0
     for seed in range(100):
         est = WeightedLBARegressor(
-            epsilon=8.0, delta=1e-6, label_bounds=(0.0, 1.1), expected_residual_var=1 / 12,
+            epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.1), expected_residual_var=1 / 12,
             random_state=seed,
         )
         try:
@@ -236,7 +237,7 @@ def test_no_released_object_contains_the_weights():
     X = rng.normal(size=(n, 2))
     y = np.clip(X @ [1.0, -1.0] + 3 * rng.normal(size=n), -6, 6)
     est = WeightedLBARegressor(
-        epsilon=8.0, delta=1e-6, label_bounds=(-6, 6), assumption="declared",
+        epsilon=8.0, delta=1e-6, y_bound=(-6, 6), assumption="declared",
         residual_var_lower_bound=5.0,
     ).fit(X, y)
     m, k = est.n_bags_, est.bag_size_
@@ -269,7 +270,7 @@ def test_same_seed_same_fit_different_seed_different_fit(fixed_noise):
 def test_insufficient_data_message_cites_public_numbers():
     X, y = load_diabetes(return_X_y=True)
     est = WeightedLBARegressor(
-        epsilon=1.0, label_bounds=(25, 346), assumption="declared", residual_var_lower_bound=1000
+        epsilon=1.0, y_bound=(25, 346), assumption="declared", residual_var_lower_bound=1000
     )
     with pytest.raises(InsufficientDataError, match=r"n_samples=442") as info:
         est.fit(X, y)
@@ -279,7 +280,7 @@ def test_insufficient_data_message_cites_public_numbers():
     X = rng.normal(size=(5000, 7))
     with pytest.raises(InsufficientDataError) as info:
         WeightedLBARegressor(
-            epsilon=1.0, label_bounds=(0, 52), assumption="declared",
+            epsilon=1.0, y_bound=(0, 52), assumption="declared",
             residual_var_lower_bound=200,
         ).fit(X, rng.uniform(0, 52, 5000))
     message = str(info.value)
@@ -293,7 +294,7 @@ def test_rank_precheck_fires_before_labels_whenever_a_bag_has_full_rank():
     y = rng.uniform(0, 1, 4000)
     for k in (2, 5, 11):
         est = WeightedLBARegressor(
-            label_bounds=(0, 1), assumption="declared", residual_var_lower_bound=1e7,
+            y_bound=(0, 1), assumption="declared", residual_var_lower_bound=1e7,
             bag_size=k, n_bags_min=1,
         )
         with warnings.catch_warnings():
@@ -306,7 +307,7 @@ def test_rank_precheck_fires_before_labels_whenever_a_bag_has_full_rank():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         est = WeightedLBARegressor(
-            label_bounds=(0, 1), assumption="declared", residual_var_lower_bound=1e7,
+            y_bound=(0, 1), assumption="declared", residual_var_lower_bound=1e7,
             bag_size=5, n_bags_min=1,
         ).fit(X_low, y)
     assert est.bag_size_ == 5
@@ -315,13 +316,13 @@ def test_rank_precheck_fires_before_labels_whenever_a_bag_has_full_rank():
 @pytest.mark.parametrize(
     "params,error",
     [
-        (dict(label_bounds=(1, 0)), ValueError),
-        (dict(label_bounds=None), ValueError),
-        (dict(label_bounds=(0, 1), bag_size=100, n_bags=50), ValueError),
-        (dict(label_bounds=(0, 1), mode="llp", noise_fraction=0.0), ValueError),
-        (dict(label_bounds=(0, 1), epsilon=0.0), ValueError),
-        (dict(label_bounds=(0, 1), delta=1.5), ValueError),
-        (dict(label_bounds=(0, 1), assumption="declared"), ValueError),
+        (dict(y_bound=(1, 0)), ValueError),
+        (dict(y_bound=None), ValueError),
+        (dict(y_bound=(0, 1), bag_size=100, n_bags=50), ValueError),
+        (dict(y_bound=(0, 1), mode="llp", noise_fraction=0.0), ValueError),
+        (dict(y_bound=(0, 1), epsilon=0.0), ValueError),
+        (dict(y_bound=(0, 1), delta=1.5), ValueError),
+        (dict(y_bound=(0, 1), assumption="declared"), ValueError),
         (dict(assumption="none"), ValueError),  # bag_size='auto' without a guarantee
     ],
 )
@@ -338,7 +339,7 @@ def test_privacy_warnings():
     n = 60_000
     X = rng.normal(size=(n, 1))
     y = rng.uniform(0, 1, n)
-    kwargs = dict(label_bounds=(0, 1), assumption="declared", residual_var_lower_bound=0.05)
+    kwargs = dict(y_bound=(0, 1), assumption="declared", residual_var_lower_bound=0.05)
     # random_state seeds only the released partition: no warning, fresh secrets.
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
@@ -348,8 +349,10 @@ def test_privacy_warnings():
     assert not np.array_equal(a.coef_, b.coef_)
     with pytest.warns(PrivacyLeakWarning, match="delta="):
         WeightedLBARegressor(epsilon=8.0, delta=1e-3, **kwargs).fit(X, y)
-    with pytest.warns(PrivacyLeakWarning, match="NOT label-DP"):
+    with pytest.warns(PrivacyLeakWarning) as record:
         WeightedLBARegressor(assumption="none", bag_size=10).fit(X, y)
+    messages = " | ".join(str(w.message) for w in record)
+    assert "NOT label-DP" in messages and "read from the labels" in messages
     with pytest.warns(PrivacyLeakWarning, match="2p"):
         aggregate(
             X, y, epsilon=8.0, bag_size=3, n_bags_min=1,
@@ -363,7 +366,7 @@ def test_fit_aggregated_on_a_released_dataset_reproduces_the_estimator(fixed_noi
     X = rng.normal(size=(n, 2))
     y = np.clip(X @ [1.0, -1.0] + 3 * rng.normal(size=n), -6, 6)
     kwargs = dict(
-        epsilon=8.0, delta=1e-6, label_bounds=(-6, 6), assumption="declared",
+        epsilon=8.0, delta=1e-6, y_bound=(-6, 6), assumption="declared",
         residual_var_lower_bound=5.0, random_state=9,
     )
     with warnings.catch_warnings():
@@ -380,12 +383,12 @@ def test_fit_aggregated_on_a_released_dataset_reproduces_the_estimator(fixed_noi
 
 def test_plan_command_and_demo_case(capsys):
     assert plan_command(
-        ["--n", "1000000", "--d", "7", "--epsilon", "4", "--label-bounds", "0", "52",
+        ["--n", "1000000", "--d", "7", "--epsilon", "4", "--y-bound", "0", "52",
          "--assumption", "declared", "--residual-var", "228"]
     ) == 0
     out = capsys.readouterr().out
     assert "bag_size k" in out and "Gaussian label noise" in out
-    assert plan_command(["--n", "500", "--d", "7", "--label-bounds", "0", "52",
+    assert plan_command(["--n", "500", "--d", "7", "--y-bound", "0", "52",
                          "--assumption", "declared", "--residual-var", "228"]) == 2
     assert "n_samples=500" in capsys.readouterr().out
     case = demo_case()
@@ -412,7 +415,7 @@ def test_gaussian_label_noise_baseline_noise_scale_and_ledger():
     stats = []
     for seed in range(200):
         est = GaussianLabelNoiseRegressor(
-            epsilon=1.0, delta=1e-5, label_bounds=(0, 1), random_state=seed
+            epsilon=1.0, delta=1e-5, y_bound=(0, 1), random_state=seed
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PrivacyLeakWarning)
@@ -436,7 +439,7 @@ def test_private_llp_fit_uses_the_exact_accountant():
     X = rng.normal(size=(n, 2))
     y = np.clip(X @ [1.0, -1.0] + rng.normal(size=n), -4, 4)
     est = WeightedLBARegressor(
-        mode="llp", epsilon=2.0, delta=1e-5, label_bounds=(-4, 4), noise_fraction=1.0,
+        mode="llp", epsilon=2.0, delta=1e-5, y_bound=(-4, 4), noise_fraction=1.0,
         noise_scale=4.0,
     ).fit(X, y)
     assert est.bag_size_ == llp_min_bag_size(2.0, 1e-5, 1.0, 8.0, 4.0)

@@ -1,17 +1,20 @@
-"""``python -m skprivreg plan lba ...`` and the demo case (public facts only)."""
+"""CLI adapter of ``python -m skprivreg plan lba`` and the label-DP demo case.
+
+Kept out of the estimator modules: the parser only maps options to
+:func:`~skprivreg.label_dp.lba_plan` and prints the returned plan. The
+command-line interface owns this module's two entry points.
+"""
 
 import argparse
 
 import numpy as np
 
-from ..mechanisms import gaussian_sigma
-from ._aggregate import plan_aggregation
+from ..exceptions import ConfigurationError
 from ._baseline import GaussianLabelNoiseRegressor
-from ..exceptions import InsufficientDataError
 from ._lba import WeightedLBARegressor
+from ._planner import lba_plan
 
 __all__ = ["plan_command", "demo_case", "build_parser"]
-
 
 def build_parser():
     parser = argparse.ArgumentParser(
@@ -29,8 +32,12 @@ def build_parser():
     parser.add_argument("--mode", choices=["lba", "llp"], default="lba")
     parser.add_argument("--assumption", choices=["ptr", "declared"], default="ptr")
     parser.add_argument(
-        "--label-bounds", type=float, nargs=2, required=True, metavar=("A", "B"),
-        help="public label bounds",
+        "--y-bound", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
+        help="declared label range (label units); default: estimated privately",
+    )
+    parser.add_argument(
+        "--bounds-budget", type=float, default=0.1,
+        help="share of epsilon for a private label range (without --y-bound)",
     )
     parser.add_argument(
         "--residual-var", type=float, default=None,
@@ -60,62 +67,34 @@ def plan_command(argv):
     Returns
     -------
     int
-        0 on success, 2 when the target is unreachable with ``--n`` samples.
+        0 on success, 2 when the estimator would refuse (too few samples, or a
+        private residual test that passes with probability below 5%).
     """
     args = build_parser().parse_args(argv)
     try:
-        plan = plan_aggregation(
-            args.n,
-            args.d,
+        plan = lba_plan(
+            n_samples=args.n,
+            n_features=args.d,
             epsilon=args.epsilon,
             delta=args.delta,
+            y_bound=None if args.y_bound is None else tuple(args.y_bound),
             mode=args.mode,
-            bag_size="auto" if args.bag_size is None else args.bag_size,
-            label_bounds=tuple(args.label_bounds),
             assumption=args.assumption,
+            bag_size="auto" if args.bag_size is None else args.bag_size,
             residual_var_lower_bound=args.residual_var,
             expected_residual_var=args.expected_residual_var,
             ptr_epsilon_fraction=args.ptr_fraction,
             noise_fraction=args.noise_fraction,
             noise_scale=args.noise_scale,
             noise_allocation=args.allocation,
+            bounds_budget=args.bounds_budget,
             fit_intercept=not args.no_intercept,
         )
-    except (InsufficientDataError, ValueError) as exc:
+    except (ConfigurationError, ValueError) as exc:
         print(f"infeasible: {exc}")
         return 2
-    p, m, k = plan.n_columns, plan.n_bags, plan.bag_size
-    label_range = plan.label_range
-    ledger = plan.ledger()
-    lines = [
-        f"mechanism            {plan.privacy_report()['mechanism']} "
-        f"(label-DP, replace-one label)",
-        f"assumption           {plan.assumption}",
-        f"n, d, p              {plan.n_samples}, {plan.n_features}, {p}",
-        f"bag_size k           {k}",
-        f"n_bags m             {m}  (uses {m * k} samples, drops {plan.n_samples - m * k})",
-        f"guarantee            epsilon={ledger.epsilon:.6g}, delta={ledger.delta:.3g}",
-    ]
-    if plan.mode == "lba":
-        lines.append(
-            f"per-bag c = Delta/s  {plan.c:.6g}  (requires every bag RSS >= "
-            f"{plan.rss_threshold:.6g})"
-        )
-        if plan.assumption == "ptr":
-            lines.append(
-                f"budget split         test eps={plan.epsilon_ptr:.4g} delta={plan.delta_ptr:.3g}; "
-                f"aggregation eps={plan.epsilon_aggregation:.4g} "
-                f"delta={plan.delta_aggregation:.3g}"
-            )
-    if m > p + 1:
-        lines.append(f"excess loss (OLS)    about {p / (m - p - 1):.3g} x residual variance")
-    sigma = gaussian_sigma(label_range, args.epsilon, args.delta)
-    lines.append(
-        f"baseline             Gaussian label noise sigma={sigma:.4g}; OLS excess loss about "
-        f"{sigma**2 * p / args.n:.4g} (absolute, label units^2)"
-    )
-    print("\n".join(lines))
-    return 0
+    print(plan)
+    return 2 if plan.refusal is not None else 0
 
 
 def demo_case():
@@ -139,7 +118,7 @@ def demo_case():
     estimator = WeightedLBARegressor(
         epsilon=4.0,
         delta=1e-6,
-        label_bounds=(-12.0, 12.0),
+        y_bound=(-12.0, 12.0),
         assumption="ptr",
         expected_residual_var=22.0,
     )
@@ -152,7 +131,7 @@ def demo_case():
         "X_test": X_test,
         "y_test": y_test,
         "baseline": GaussianLabelNoiseRegressor(
-            epsilon=4.0, delta=1e-6, label_bounds=(-12.0, 12.0)
+            epsilon=4.0, delta=1e-6, y_bound=(-12.0, 12.0)
         ),
         "notes": (
             "Weighted LBA needs r = label range / residual std small and n large; "

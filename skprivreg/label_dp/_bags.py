@@ -1,0 +1,273 @@
+"""Random bags and the per-bag arithmetic of weighted LBA and noisy weighted LLP.
+
+Pure functions of arrays (no accounting, no planning): the partition, the
+weights, the weighted aggregates, the feature-only rank check and the per-bag
+least-squares residual norms, plus the same computations on blocks of whole
+bags gathered from a Dask array (the per-block functions run on the workers).
+
+Weighted LBA (Brahmbhatt et al. 2023, Fig. 1):
+
+.. math::
+    \\bar z_j = \\sum_{r=1}^k w_{jr} z_{i_{jr}}, \\qquad
+    \\bar y_j = \\sum_{r=1}^k w_{jr} y_{i_{jr}}, \\qquad w_{jr} \\sim N(0, 1)
+    \\text{ i.i.d., secret},
+
+over ``m`` disjoint uniformly random bags ``S_j = {i_j1, ..., i_jk}``. With an
+intercept, ``z = [x, 1]`` and the last aggregate is the weight sum.
+"""
+
+import math
+
+import numpy as np
+
+from ..exceptions import PrivacyInfeasibleError
+
+__all__ = [
+    "sample_bags",
+    "sample_lba_weights",
+    "lba_aggregate",
+    "llp_noise_mask",
+    "bag_design_ranks",
+    "check_bag_ranks",
+    "bag_residual_norms",
+]
+
+
+def sample_bags(n_samples, bag_size, n_bags, rng):
+    """``m`` disjoint uniformly random bags of size ``k`` and the dropped rest.
+
+    The prefix of a uniform permutation: bag ``j`` is ``perm[j k:(j+1) k]``;
+    the ``n - m k`` remaining indices are dropped (their labels have no
+    influence on the output). Draws from ``rng`` only (a released stream).
+
+    Returns
+    -------
+    bags : ndarray of int, shape (m, k)
+    dropped : ndarray of int, shape (n - m k,)
+    """
+    if n_bags * bag_size > n_samples:
+        raise ValueError("n_bags * bag_size must be <= n_samples.")
+    perm = rng.permutation(n_samples)
+    used = n_bags * bag_size
+    return perm[:used].reshape(n_bags, bag_size), perm[used:]
+
+
+def sample_lba_weights(n_bags, bag_size, rng):
+    """The secret i.i.d. N(0, 1) weights, shape (m, k), from a secret stream."""
+    return rng.standard_normal((n_bags, bag_size))
+
+
+def lba_aggregate(Z, y, bags, weights):
+    """Weighted aggregates ``(Zbar, ybar)``: ``Zbar_j = sum_r W_jr Z[bags_jr]``.
+
+    Parameters
+    ----------
+    Z : ndarray (n, p)
+    y : ndarray (n,) or None
+    bags : ndarray of int (m, k)
+    weights : ndarray (m, k)
+
+    Returns
+    -------
+    Zbar : ndarray (m, p)
+    ybar : ndarray (m,) or None
+    """
+    Zbar = np.einsum("jr,jrc->jc", weights, Z[bags])
+    ybar = None if y is None else np.einsum("jr,jr->j", weights, y[bags])
+    return Zbar, ybar
+
+
+def llp_noise_mask(bags, n_samples, noise_fraction, allocation, rng):
+    """Boolean mask (n,) of the noise set N (secret stream).
+
+    ``'per_bag'``: exactly ``ceil(rho k)`` random members of every bag;
+    ``'global'``: a uniformly random ``floor(rho n)``-subset of all indices.
+    """
+    mask = np.zeros(n_samples, dtype=bool)
+    m, k = bags.shape
+    if allocation == "global":
+        size = math.floor(noise_fraction * n_samples)
+        mask[rng.choice(n_samples, size=size, replace=False)] = True
+        return mask
+    q0 = min(math.ceil(noise_fraction * k), k)
+    if q0 == 0:
+        return mask
+    # A random q0-subset of each bag: the q0 smallest of k i.i.d. uniform keys.
+    order = np.argsort(rng.random((m, k)), axis=1)[:, :q0]
+    mask[np.take_along_axis(bags, order, axis=1).ravel()] = True
+    return mask
+
+
+def _bag_svd(Z, bags):
+    return np.linalg.svd(Z[bags], full_matrices=False)
+
+
+def _rank_tolerance(singular_values):
+    # Stricter than numpy's default (max(k, p) * eps * s_max): near-zero
+    # directions count as present, so the rank is never under-counted.
+    return singular_values[..., :1] * np.finfo(np.float64).eps
+
+
+def bag_design_ranks(Z, bags):
+    """Numerical rank of every bag's released design ``Z[bags[j]]`` (features only)."""
+    s = np.linalg.svd(Z[bags], compute_uv=False)
+    return np.sum(s > _rank_tolerance(s), axis=1)
+
+
+def check_bag_ranks(Z, bags):
+    """Raise :class:`PrivacyInfeasibleError` if some bag has ``rank(Z_j) >= k``.
+
+    Public features only; run before any label is touched. A bag whose
+    design has rank ``k`` fits its labels exactly (RSS = 0) and its
+    aggregate reveals any label change (paper App. J). Only possible when
+    ``k <= p``.
+    """
+    k = bags.shape[1]
+    if k > Z.shape[1]:
+        return
+    if _some_bag_full_rank(Z, bags):
+        _raise_full_rank(k, Z.shape[1])
+
+
+def _some_bag_full_rank(Z, bags):
+    return bool(np.any(bag_design_ranks(Z, bags) >= bags.shape[1]))
+
+
+def _raise_full_rank(k, p):
+    raise PrivacyInfeasibleError(
+        f"bag_size={k} is at most the number of design columns p={p} and "
+        "some bag's design has rank equal to bag_size: its labels are fitted "
+        "exactly and weighted aggregation gives no privacy (paper App. J). Use "
+        f"bag_size well above p (at least 2p={2 * p})."
+    )
+
+
+def bag_residual_norms(Z, y, bags, label_bound=None):
+    """Conservative (lower) ``sqrt(RSS_j)`` of each bag's own least squares fit.
+
+    ``RSS_j = ||(I - H_j) y_j||^2``; the projection keeps every singular
+    direction above ``s_max * machine eps`` (a larger subspace than lstsq's
+    cut-off, so the residual is never overstated), and a
+    rounding allowance ``1e-12 sqrt(k) label_bound`` is subtracted. The
+    allowance is a constant (``label_bound`` bounds ``|y|``; default: the
+    data's maximum, for curator diagnostics only), so the result is exactly
+    1-Lipschitz in each label: the projection depends on the public
+    features only.
+
+    Curator-side only: the values are private and never released.
+    """
+    U, s, _ = _bag_svd(Z, bags)
+    keep = (s > _rank_tolerance(s))[:, None, :]
+    yb = y[bags]
+    coords = np.einsum("jkr,jk->jr", U, yb)
+    resid = yb - np.einsum("jkr,jr->jk", U * keep, coords)
+    if label_bound is None:
+        label_bound = float(np.max(np.abs(yb))) if yb.size else 0.0
+    allowance = 1e-12 * math.sqrt(bags.shape[1]) * label_bound
+    return np.maximum(np.linalg.norm(resid, axis=1) - allowance, 0.0)
+
+
+def _design(X, fit_intercept):
+    if fit_intercept:
+        return np.column_stack([X, np.ones(X.shape[0])])
+    return X
+
+
+def _design_width(n_features, fit_intercept):
+    return n_features + int(fit_intercept)
+
+
+def _local_bags(n_bags, bag_size):
+    return np.arange(n_bags * bag_size).reshape(n_bags, bag_size)
+
+
+def _bag_blocks(X, y, bags, chunk_rows=None):
+    """Delayed blocks of whole bags: rows ``bags.ravel()`` gathered on the workers.
+
+    Returns ``(x_blocks, y_blocks, bag_slices)``; block ``i`` holds the rows
+    of the bags ``bag_slices[i]`` in bag order (``k`` consecutive rows per
+    bag). Either ``X`` or ``y`` may be ``None`` (its blocks are then
+    ``None``): only what a pass needs is moved. A block holds about
+    ``chunk_rows`` rows (default: the largest row chunk of ``X``, else of
+    ``y``), so the same ``chunk_rows`` gives the same ``bag_slices``. The
+    partition is public; the gather moves rows between workers, never to
+    the driver.
+    """
+    m, k = bags.shape
+    if chunk_rows is None:
+        chunk_rows = max((X if X is not None else y).chunks[0])
+    per_block = max(1, -(-int(chunk_rows) // k))
+    bag_slices = [slice(a, min(a + per_block, m)) for a in range(0, m, per_block)]
+    rows = tuple(k * (g.stop - g.start) for g in bag_slices)
+    order = bags.ravel()
+    x_blocks = y_blocks = None
+    if X is not None:
+        x_blocks = X.rechunk({1: -1})[order].rechunk((rows, -1)).to_delayed().ravel()
+    if y is not None:
+        y_blocks = y[order].rechunk((rows,)).to_delayed().ravel()
+    return x_blocks, y_blocks, bag_slices
+
+
+def _compute(tasks):
+    import dask
+
+    return dask.compute(*tasks)
+
+
+def _group_full_rank(X_b, fit_intercept, n_bags, bag_size):
+    return _some_bag_full_rank(_design(X_b, fit_intercept), _local_bags(n_bags, bag_size))
+
+
+def _group_min_residual(X_b, y_b, fit_intercept, n_bags, bag_size, label_bounds, label_bound):
+    y_b = np.clip(np.asarray(y_b, dtype=np.float64), *label_bounds)
+    norms = bag_residual_norms(
+        _design(X_b, fit_intercept), y_b, _local_bags(n_bags, bag_size), label_bound
+    )
+    return float(np.min(norms))
+
+
+def _group_aggregates(X_b, y_b, weights, fit_intercept, label_bounds):
+    y_b = np.clip(np.asarray(y_b, dtype=np.float64), *label_bounds)
+    return lba_aggregate(
+        _design(X_b, fit_intercept), y_b, _local_bags(*weights.shape), weights
+    )
+
+
+def _group_design_sums(X_b, weights, fit_intercept):
+    """``Zbar`` of a block of whole bags (public features, released LLP weights)."""
+    return lba_aggregate(_design(X_b, fit_intercept), None, _local_bags(*weights.shape), weights)[0]
+
+
+def _group_llp_aggregates(y_b, weights, noise, label_bounds):
+    """LLP's ``ybar`` of a block of whole bags: ``sum_r w_jr (clip(y) + noise)``.
+
+    ``noise`` (g, k) is the secret per-slot noise, zero where a slot is not
+    in the noise set; the arithmetic is that of :func:`run_aggregation`.
+    """
+    y_b = np.clip(np.asarray(y_b, dtype=np.float64), *label_bounds)
+    noisy = y_b.reshape(weights.shape) + noise
+    return np.einsum("jr,jr->j", weights, noisy)
+
+
+def _llp_design_dask(X, bags, weights, fit_intercept):
+    """:meth:`LLPDataset.design` for a Dask array ``X``: ``Zbar`` (m, p) as NumPy.
+
+    The used rows are gathered on the workers into blocks of whole bags
+    (:func:`_bag_blocks`); only the ``(m, p)`` weighted sums come back.
+    Public features and released weights: no secret is involved.
+    """
+    import dask
+
+    if hasattr(X, "to_dask_array"):
+        X = X.to_dask_array(lengths=True)
+    if np.isnan(X.shape[0]):
+        raise ValueError(
+            "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
+        )
+    X = X.astype(np.float64)
+    x_blocks, _, groups = _bag_blocks(X, None, bags)
+    parts = _compute(
+        dask.delayed(_group_design_sums, pure=False)(xb, weights[g], fit_intercept)
+        for xb, g in zip(x_blocks, groups)
+    )
+    return np.concatenate(parts)
