@@ -43,12 +43,12 @@ def skprivreg_methods():
 
     declared = dict(x_bound=5.0, y_bound=10.0)
     return {
-        "AdaSSP (AGM, private bounds)": lambda e: AdaSSPRegressor(e, DELTA),
-        "AdaSSP (AGM, declared bounds)": lambda e: AdaSSPRegressor(e, DELTA, **declared),
+        "AdaSSP (AGM, private bounds)": lambda e: AdaSSPRegressor(epsilon=e, delta=DELTA),
+        "AdaSSP (AGM, declared bounds)": lambda e: AdaSSPRegressor(epsilon=e, delta=DELTA, **declared),
         "AdaSSP (published constants)": lambda e: AdaSSPRegressor(
-            e, DELTA, constants="paper", **declared
+            epsilon=e, delta=DELTA, constants="paper", **declared
         ),
-        "SSP (declared bounds)": lambda e: SSPRegressor(e, DELTA, **declared),
+        "SSP (declared bounds)": lambda e: SSPRegressor(epsilon=e, delta=DELTA, **declared),
     }
 
 

@@ -148,12 +148,12 @@ def methods(eps, bounds, label_bounds, d):
     xb = math.sqrt(d)
     return {
         "LinearRegression": lambda s: LinearRegression(
-            epsilon=eps, delta=DELTA, feature_bounds=bounds, label_bounds=label_bounds,
+            epsilon=eps, delta=DELTA, x_range=bounds, y_bound=label_bounds,
             random_state=s),
         "BoostedAdaSSP": lambda s: _Mapped(BoostedAdaSSPRegressor(
             epsilon=eps, delta=DELTA, x_bound=xb, y_bound=1.0, random_state=s),
             bounds, label_bounds),
-        "TukeyEM": lambda s: TukeyEMRegressor(epsilon=eps, delta=DELTA, on_failure="warn",
+        "TukeyEM": lambda s: TukeyEMRegressor(epsilon=eps, delta=DELTA, on_fail="zero",
                                               random_state=s),
         "SSP": lambda s: _Mapped(SSPRegressor(epsilon=eps, delta=DELTA, x_bound=xb,
                                               y_bound=1.0, random_state=s),

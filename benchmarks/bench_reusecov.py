@@ -1,9 +1,9 @@
 """Benchmark of ReuseCovRegressor (PRIMO) against its baselines.
 
-Two studies (reusecov spec §4):
+Two studies:
 
 1. Accuracy vs the number of outcomes ``l`` on
-   - ``genotype``: simulated haplotypes (msprime island model, the spec's
+   - ``genotype``: simulated haplotypes (msprime island model, a
      "1KG-like" G1 panel, n = 5008 haplotypes; d = 25 SNPs sampled per
      repetition, centred by column), outcomes ``y = X theta + N(0, 1)`` with
      ``theta ~ N(0, I_d / sqrt(d))``;
@@ -49,7 +49,7 @@ D = 25
 
 # ---------------------------------------------------------------- data
 def simulate_haplotypes(seed=11):
-    """Spec §4.2 G1: 5-deme island model with the 1KG super-population sizes."""
+    """A 5-deme island model with the 1000 Genomes super-population sizes."""
     import msprime
 
     demography = msprime.Demography.island_model([10_000] * 5, migration_rate=1.44e-4)
@@ -71,7 +71,7 @@ def simulate_haplotypes(seed=11):
 def genotype_design(H, rng):
     cols = rng.choice(H.shape[1], size=D, replace=False)
     X = H[:, cols].astype(np.float64)
-    return X - X.mean(axis=0)  # per-SNP centring (public convention, spec §4.2)
+    return X - X.mean(axis=0)  # per-SNP centring (a public convention)
 
 
 def gaussian_design(rng, n=5000):

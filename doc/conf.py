@@ -61,6 +61,7 @@ pygments_style = "sphinx"
 # guide's toctree only if its file exists (several are written by different
 # people at different times); to add an estimator, add its page name here.
 USER_GUIDE_PAGES = [
+    "bounds",
     "workflow",
     "linear_regression",
     "adassp",

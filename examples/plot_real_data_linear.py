@@ -78,7 +78,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     for eps in epsilons:
         results["LinearRegression"].append(np.median([
-            LinearRegression(epsilon=eps, feature_bounds=bounds, label_bounds=label_bounds,
+            LinearRegression(epsilon=eps, x_range=bounds, y_bound=label_bounds,
                              random_state=s).fit(X_train, y_train).score(X_test, y_test)
             for s in seeds]))
         results["AdaSSP (same scaling)"].append(np.median([adassp_r2(eps, s) for s in seeds]))

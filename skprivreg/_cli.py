@@ -45,10 +45,11 @@ def _rows(text):
     return int(value)
 
 
-def _common_options(parser, *, delta=True, intercept=True):
-    parser.add_argument("--n", type=_rows, required=True, metavar="ROWS",
+def _common_options(parser, *, delta=True, intercept=True, required=True):
+    parser.add_argument("--n", type=_rows, required=required, metavar="ROWS",
                         help="number of training rows, a public fact (1e7 is accepted)")
-    parser.add_argument("--d", type=int, required=True, metavar="COLUMNS",
+    parser.add_argument("--d", "--p", dest="d", type=int, required=required,
+                        metavar="COLUMNS",
                         help="number of feature columns, without the intercept")
     parser.add_argument("--epsilon", type=float, default=1.0,
                         help="total privacy budget epsilon of the fit (default: 1.0)")
@@ -103,36 +104,48 @@ def _planner(name, help):
     return register
 
 
+def _ssp_options(parser):
+    _common_options(parser)
+    _x_bound(parser)
+    _y_bound(parser)
+    _bounds_budget(parser)
+    parser.add_argument("--n-outputs", type=int, default=1, metavar="L",
+                        help="number of outcomes (columns of Y) (default: 1)")
+    parser.add_argument("--composition", choices=("gdp", "basic"), default="gdp",
+                        help="how the Gaussian releases share the budget: Gaussian DP "
+                             "(default) or basic composition")
+
+
 @_planner("ssp", "SSP: Gaussian sufficient statistics (full DP, replace-one)")
 def _plan_ssp(parser, args=None):
     if args is None:
-        _common_options(parser)
-        _x_bound(parser)
-        _y_bound(parser)
-        _bounds_budget(parser)
+        _ssp_options(parser)
         return None
     from .linear_model import ssp_plan
 
     return ssp_plan(n_samples=args.n, n_features=args.d, epsilon=args.epsilon,
                     delta=args.delta, x_bound=args.x_bound,
                     y_bound=_y_bound_value(args.y_bound), bounds_budget=args.bounds_budget,
-                    fit_intercept=not args.no_intercept)
+                    fit_intercept=not args.no_intercept, n_outputs=args.n_outputs,
+                    composition=args.composition)
 
 
 @_planner("adassp", "AdaSSP: adaptive private ridge (full DP, replace-one)")
 def _plan_adassp(parser, args=None):
     if args is None:
-        _common_options(parser)
-        _x_bound(parser)
-        _y_bound(parser)
-        _bounds_budget(parser)
+        _ssp_options(parser)
         return None
     from .linear_model import adassp_plan
 
     return adassp_plan(n_samples=args.n, n_features=args.d, epsilon=args.epsilon,
                        delta=args.delta, x_bound=args.x_bound,
                        y_bound=_y_bound_value(args.y_bound), bounds_budget=args.bounds_budget,
-                       fit_intercept=not args.no_intercept)
+                       fit_intercept=not args.no_intercept, n_outputs=args.n_outputs,
+                       composition=args.composition)
+
+
+def _float_or_auto(text):
+    return text if text == "auto" else float(text)
 
 
 @_planner("reusecov", "ReuseCov: many outcomes on one noisy covariance (full, label or "
@@ -140,23 +153,53 @@ def _plan_adassp(parser, args=None):
 def _plan_reusecov(parser, args=None):
     if args is None:
         _common_options(parser)
-        parser.add_argument("--outputs", type=int, default=1, metavar="L",
-                            help="number of outcomes (columns of Y) sharing the design "
-                                 "(default: 1)")
+        parser.add_argument("--outputs", "--l", dest="outputs", type=int, default=1,
+                            metavar="L", help="number of outcomes (columns of Y) sharing the "
+                                              "design (default: 1)")
         parser.add_argument("--privacy", choices=("full", "label", "feature"), default="full",
                             help="what is protected: whole rows, labels only, or features "
                                  "only (default: full)")
+        parser.add_argument("--mechanism", choices=("gauss", "proj"), default="gauss",
+                            help="Gaussian associations, or their projection when one side "
+                                 "is public (default: gauss)")
+        parser.add_argument("--composition", choices=("gdp", "paper"), default="gdp",
+                            help="Gaussian DP composition (default) or the paper's")
+        parser.add_argument("--neighbouring", choices=("replace-one", "zero-out"),
+                            default="replace-one", help="neighbouring relation "
+                                                        "(default: replace-one)")
         _x_bound(parser)
-        _y_bound(parser)
+        parser.add_argument("--y-bound", type=float, default=None, metavar="B",
+                            help="declared bound on |y_ij|, in the units of Y (full and "
+                                 "label DP); omitted: estimated privately")
         _bounds_budget(parser)
+        parser.add_argument("--x-max-norm", type=float, default=None, metavar="NORM",
+                            help="public largest row norm of X with the intercept column "
+                                 "(label DP)")
+        parser.add_argument("--y-max-norm", type=float, default=None, metavar="NORM",
+                            help="public largest row norm of Y (feature DP)")
+        parser.add_argument("--w-bound", type=float, default=None, metavar="NORM",
+                            help="scale of a coefficient vector's norm, for the ridge rule")
+        parser.add_argument("--cov-budget", type=_float_or_auto, default=0.5, metavar="SHARE",
+                            help="share of the budget for the covariance, or 'auto' "
+                                 "(default: 0.5)")
+        parser.add_argument("--ridge", type=_float_or_auto, default="auto",
+                            help="ridge on the normalised scale, or 'auto' (default)")
+        parser.add_argument("--cov-subsample", type=int, default=None, metavar="ROWS",
+                            help="rows of the secret covariance subsample")
+        parser.add_argument("--intercept-scaling", type=float, default=1.0, metavar="C",
+                            help="value of the intercept column (default: 1)")
         return None
     from .linear_model import reusecov_plan
 
-    return reusecov_plan(n_samples=args.n, n_features=args.d, n_outputs=args.outputs,
-                         epsilon=args.epsilon, delta=args.delta, privacy=args.privacy,
-                         x_bound=args.x_bound, y_bound=_y_bound_value(args.y_bound),
-                         bounds_budget=args.bounds_budget,
-                         fit_intercept=not args.no_intercept)
+    return reusecov_plan(
+        n_samples=args.n, n_features=args.d, n_outputs=args.outputs, epsilon=args.epsilon,
+        delta=args.delta, privacy=args.privacy, mechanism=args.mechanism,
+        composition=args.composition, neighbouring=args.neighbouring, x_bound=args.x_bound,
+        y_bound=args.y_bound, x_max_norm=args.x_max_norm, y_max_norm=args.y_max_norm,
+        w_bound=args.w_bound, bounds_budget=args.bounds_budget, cov_budget=args.cov_budget,
+        ridge=args.ridge, cov_subsample=args.cov_subsample,
+        fit_intercept=not args.no_intercept, intercept_scaling=args.intercept_scaling,
+    )
 
 
 def _issp_bound(text):
@@ -258,7 +301,7 @@ def _subsamples(text):
 @_planner("lasso", "Private Lasso support: subsample-and-aggregate stability (full DP)")
 def _plan_lasso(parser, args=None):
     if args is None:
-        _common_options(parser, intercept=False)
+        _common_options(parser, intercept=False, required=False)
         parser.add_argument("--s", type=int, default=None, metavar="COLUMNS",
                             help="target support size (max_features)")
         parser.add_argument("--sampling", choices=("poisson", "partition"), default="poisson",
@@ -304,18 +347,30 @@ def _add_plan_parsers(subparsers):
 # demo
 # ---------------------------------------------------------------------------
 def _score(case):
+    """One table row for ``case`` (a refusal before any spend is a row too)."""
     from sklearn.base import is_regressor
     from sklearn.linear_model import LinearRegression
+
+    from .exceptions import ConfigurationError
 
     estimator = case["estimator"]
     X_train, y_train = case["X_train"], case["y_train"]
     X_test, y_test = case["X_test"], case["y_test"]
+    reference = LinearRegression().fit(X_train, y_train).predict(X_test)
+    mse_ols = float(np.mean((y_test - reference) ** 2))
+    mse_mean = float(np.mean((y_test - np.mean(y_train, axis=0)) ** 2))
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        # The planner's public warnings (e.g. ISSP far below its minimum n)
-        # are part of the case's description.
-        warnings.simplefilter("ignore")
-        fitted = estimator.fit(X_train, y_train)
+    try:
+        with warnings.catch_warnings():
+            # The planner's public warnings (e.g. ISSP far below its minimum n)
+            # are part of the case's description.
+            warnings.simplefilter("ignore")
+            fitted = estimator.fit(X_train, y_train)
+    except ConfigurationError:
+        # Refused from public facts before any spend (e.g. n too small for a
+        # private bound): nothing was released.
+        return [case["data"], case["name"], case["notion"], "0", "0", "refused",
+                f"{mse_ols:.4g}", f"{mse_mean:.4g}", "-", "-"]
     seconds = time.perf_counter() - start
     if is_regressor(fitted):
         y_pred = fitted.predict(X_test)
@@ -323,14 +378,12 @@ def _score(case):
         Z_train, Z_test = fitted.transform(X_train), fitted.transform(X_test)
         y_pred = (LinearRegression().fit(Z_train, y_train).predict(Z_test)
                   if Z_train.shape[1] else np.full(y_test.shape, np.mean(y_train)))
-    reference = LinearRegression().fit(X_train, y_train).predict(X_test)
     mse = float(np.mean((y_test - y_pred) ** 2))
-    mse_mean = float(np.mean((y_test - np.mean(y_train, axis=0)) ** 2))
     ledger = fitted.privacy_spent_
     return [case["data"], case["name"], case["notion"], f"{ledger.epsilon:g}",
             f"{ledger.delta:.0e}" if ledger.delta else "0", f"{mse:.4g}",
-            f"{float(np.mean((y_test - reference) ** 2)):.4g}", f"{mse_mean:.4g}",
-            f"{1.0 - mse / mse_mean:.3f}", f"{seconds:.2f}"]
+            f"{mse_ols:.4g}", f"{mse_mean:.4g}", f"{1.0 - mse / mse_mean:.3f}",
+            f"{seconds:.2f}"]
 
 
 _DEMO_HEADER = ["data", "estimator", "notion", "epsilon", "delta", "test MSE",
@@ -343,7 +396,9 @@ R2:       1 - test MSE / mean MSE: 1 is perfect, 0 is no better than the mean,
           negative is worse than the mean. Multi-outcome rows average over outcomes.
 epsilon, delta: the totals recorded in each fit's privacy_spent_ (notion: what
           is protected: full rows, or labels only). Fresh noise in every run:
-          the numbers vary from run to run."""
+          the numbers vary from run to run.
+refused:  the fit refused from public facts (n too small for a private bound)
+          before spending anything; declare the bound or use more rows."""
 
 
 def _print_table(rows, header, file=sys.stdout):

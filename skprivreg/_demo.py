@@ -14,7 +14,7 @@ import numpy as np
 
 from .datasets import make_linear_regression
 from .feature_selection import PrivateLassoRegressor, PrivateTopSSelector
-from .label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
+from .label_dp import GaussianLabelNoiseRegressor, RROnBinsRegressor, WeightedLBARegressor
 from .linear_model import (
     AdaSSPRegressor,
     BoostedAdaSSPRegressor,
@@ -55,8 +55,8 @@ def _simulated_issp():
     X = rng.standard_normal((n + 20_000, d))
     y = X @ np.array([1.5, -2.0]) + 0.5 + rng.standard_normal(n + 20_000)
     yield {"name": "ISSP (no bounds; far below its minimum n)",
-           "estimator": ISSPRegressor(epsilon=8.0, residual_bound=5.5, on_fail="zero",
-                                      predicted_fail="spend"),
+           "estimator": ISSPRegressor(epsilon=8.0, delta=1e-5, residual_bound=5.5,
+                                      on_fail="zero", predicted_fail="spend"),
            **_split(X, y, n, "simulated n=2e6 d=2", "full")}
 
 
@@ -83,6 +83,8 @@ def _simulated_label():
     split = _split(X, y, 1_000_000, "simulated n=1e6 d=5", "label")
     yield {"name": "Gaussian label noise", "estimator":
            GaussianLabelNoiseRegressor(epsilon=4.0, y_bound=(-12.0, 12.0)), **split}
+    yield {"name": "RR on bins", "estimator":
+           RROnBinsRegressor(epsilon=4.0, y_bound=(-12.0, 12.0)), **split}
     yield {"name": "Weighted LBA (private residual check)",
            "estimator": WeightedLBARegressor(epsilon=4.0, y_bound=(-12.0, 12.0),
                                              expected_residual_var=22.0),
@@ -153,6 +155,9 @@ def _cps1988():
            "estimator": AdaSSPRegressor(epsilon=1.0), **split}
     yield {"name": "Gaussian label noise (label DP)",
            "estimator": GaussianLabelNoiseRegressor(epsilon=1.0, y_bound=(3.9, 9.9)),
+           **{**split, "notion": "label"}}
+    yield {"name": "RR on bins (label DP)",
+           "estimator": RROnBinsRegressor(epsilon=1.0, y_bound=(3.9, 9.9)),
            **{**split, "notion": "label"}}
 
 

@@ -119,7 +119,7 @@ def _reusecov_points(label=False):
     return [
         ("skprivreg.linear_model._reusecov", "sufficient_statistics",
          _reads_y(1) if label else None),
-        ("skprivreg.linear_model._reusecov", "sum_over_row_blocks",
+        ("skprivreg.linear_model._reusecov_stats", "sum_over_row_blocks",
          _reads_y(2) if label else None),
     ]
 

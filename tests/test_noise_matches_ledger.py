@@ -26,6 +26,7 @@ import skprivreg.label_dp._baseline as baseline_module
 import skprivreg.linear_model._adassp as adassp_module
 import skprivreg.linear_model._independent_ssp as issp_naive_module
 import skprivreg.linear_model._reusecov as reusecov_module
+import skprivreg.linear_model._reusecov_release as reusecov_release_module
 import skprivreg.linear_model._ssp as ssp_module
 from skprivreg import (
     AdaSSPRegressor,
@@ -242,7 +243,7 @@ def _capture_reusecov(monkeypatch):
         return np.zeros_like(G)
 
     monkeypatch.setattr(reusecov_module, "psd_factor", psd_factor)
-    monkeypatch.setattr(reusecov_module, "apply_factor", apply_factor)
+    monkeypatch.setattr(reusecov_release_module, "apply_factor", apply_factor)
     return record
 
 

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
@@ -13,9 +14,9 @@ from ..accounting import PrivacyEvent
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import add_gaussian
 from ._base import solve_psd_repaired
-from ._ssp import _BaseSSP, cross_sensitivity, gram_sensitivity
+from ._ssp import SSPPlan, _BaseSSP, _ssp_family_plan, cross_sensitivity, gram_sensitivity
 
-__all__ = ["AdaSSPRegressor", "adassp_ridge"]
+__all__ = ["AdaSSPRegressor", "AdaSSPPlan", "adassp_plan", "adassp_ridge"]
 
 
 def adassp_ridge(noisy_lambda_min, gram_sigma, n_columns, failure_prob):
@@ -83,16 +84,21 @@ class AdaSSPRegressor(_BaseSSP):
     ----------
     epsilon : float, default=1.0
         Total privacy budget; ``np.inf`` is the non-private test mode.
-    delta : float, default=1e-5
-        Total delta, in (0, 1).
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_bound : float or None, default=None
-        Public bound on the L2 norm of a row of X; rows above are clipped.
-    y_bound : float or None, default=None
-        Public bound on ``|y|``; labels above are clipped.
+        Public bound on the L2 norm of a raw row of X (without the intercept
+        column); rows above are scaled down to it.
+    y_bound : float, (low, high) or None, default=None
+        Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``. The sensitivity uses ``B = max(|low|, |high|)`` and
+        labels are clipped to ``[-B, B]`` (the range is not re-centred).
     bounds : {'private', 'data'}, default='private'
         How a missing bound is obtained: privately (spends
-        ``bounds_budget * epsilon``) or from the data (**not private**,
-        :class:`PrivacyLeakWarning`).
+        ``bounds_budget * epsilon``; if n is too small,
+        :class:`~skprivreg.exceptions.ConfigurationError` before any spend,
+        naming the n needed) or from the data (**not private**, an event of
+        infinite epsilon and a :class:`PrivacyLeakWarning`).
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon for the missing bounds.
         A private bound needs ``n >= 4 (6/epsilon_b) ln(2000)`` rows,
@@ -164,9 +170,9 @@ class AdaSSPRegressor(_BaseSSP):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
         *,
+        epsilon=1.0,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
         bounds="private",
@@ -265,3 +271,28 @@ class AdaSSPRegressor(_BaseSSP):
             shift = event.sigma * norm.ppf(1 - self.failure_prob / 3)
         noisy = float(add_gaussian(lambda_min, event.sigma, rng))
         return max(noisy - shift, 0.0)
+
+
+@dataclass(frozen=True)
+class AdaSSPPlan(SSPPlan):
+    """Public planning numbers of an :class:`AdaSSPRegressor` fit (see :class:`SSPPlan`).
+
+    ``str(plan)`` is the text ``python -m skprivreg plan adassp`` prints.
+    """
+
+
+def adassp_plan(*, n_samples, n_features, epsilon, delta=1e-6, n_outputs=1, x_bound=None,
+                y_bound=None, bounds_budget=0.1, fit_intercept=True, composition="gdp"):
+    """Noise scales of :class:`AdaSSPRegressor` for public numbers; reads no data.
+
+    Parameters are those of :func:`~skprivreg.linear_model.ssp_plan`.
+
+    Returns
+    -------
+    AdaSSPPlan
+    """
+    return _ssp_family_plan(
+        AdaSSPRegressor, AdaSSPPlan, n_samples=n_samples, n_features=n_features,
+        n_outputs=n_outputs, epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound,
+        bounds_budget=bounds_budget, fit_intercept=fit_intercept, composition=composition,
+    )

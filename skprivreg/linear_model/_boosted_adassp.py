@@ -10,15 +10,21 @@ from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._rows import check_block_finite, sum_over_row_blocks
-from .._compat import Interval, fit_context, validate_data
+from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import row_norms
-from ..exceptions import ConfigurationError
 from ..mechanisms import add_gaussian, gaussian_event_from_mu, symmetric_gaussian_matrix
 from ..mechanisms import gdp_split, intercept_gram_sensitivity, residual_gradient_sensitivity
 from ._adassp import adassp_ridge
 from ._base import LinearPredictMixin, solve_psd_repaired, split_intercept
+from ._private_bounds import (
+    bound_epsilons,
+    check_bounds_feasible,
+    label_magnitude,
+    planned_bound_events,
+    resolve_bounds,
+)
 
 __all__ = ["BoostedAdaSSPRegressor", "boosted_gradient_block", "clipped_design_block"]
 
@@ -77,19 +83,32 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
     budget; at ``T = 100`` and ``epsilon = 1`` that is ~10x too little noise
     per release). Without an intercept, ``c = 0``.
 
-    **Bounds.** ``x_bound`` and ``y_bound`` are public facts; without them
+    **Bounds.** A bound you do not declare is estimated privately with
+    ``bounds_budget * epsilon`` (split equally between the missing bounds;
+    pure DP, full notion, its own event in ``privacy_spent_``, composed with
+    the GDP part by basic composition) when n allows it; otherwise
     :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
-    spend (:class:`~skprivreg.linear_model.LinearRegression` estimates
-    missing ranges privately).
+    budget is spent, naming the n needed. ``bounds='data'`` reads it from
+    the data instead: not private, an event of infinite epsilon and a
+    :class:`~skprivreg.exceptions.PrivacyLeakWarning`. ``epsilon=np.inf``
+    needs no bounds (nothing is clipped).
 
     Parameters
     ----------
     epsilon : float, default=1.0
-    delta : float, default=1e-5
-    x_bound : float
-        Public bound on the L2 norm of a row of X (rows above are clipped).
-    y_bound : float
-        Public bound on ``|y|``; residuals are clipped to it in every round.
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
+    x_bound : float or None, default=None
+        Public bound on the L2 norm of a raw row of X (rows above are scaled
+        down to it).
+    y_bound : float, (low, high) or None, default=None
+        Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``. Residuals are clipped to ``[-B, B]`` in every round,
+        ``B = max(|low|, |high|)`` (the range is not re-centred).
+    bounds : {'private', 'data'}, default='private'
+        How a missing bound is obtained (see **Bounds**).
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on missing bounds.
     n_rounds : int >= 1, default=10
         Boosting rounds ``T``.
     shrinkage : float in (0, 1], default=1.0
@@ -105,6 +124,8 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     ridge_ : float
+    x_bound_, y_bound_ : float or None
+        The bounds used (declared, or released privately).
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -118,7 +139,9 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "shrinkage": [Interval(Real, 0, 1, closed="right")],
         "failure_prob": [Interval(Real, 0, 1, closed="neither")],
@@ -129,9 +152,11 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
         n_rounds=10,
         shrinkage=1.0,
         failure_prob=0.05,
@@ -143,6 +168,8 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         self.delta = delta
         self.x_bound = x_bound
         self.y_bound = y_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.n_rounds = n_rounds
         self.shrinkage = shrinkage
         self.failure_prob = failure_prob
@@ -150,23 +177,27 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         self.accountant = accountant
         self.random_state = random_state
 
-    def _events(self):
-        """The ``n_rounds + 2`` Gaussian events, from public facts only."""
+    def _events(self, x_bound, y_bound, epsilon, bound_events=()):
+        """The bound estimates, then the ``n_rounds + 2`` Gaussian events (public facts only).
+
+        ``epsilon`` is what the Gaussian releases share (the total minus the
+        bound estimates); their (epsilon, delta) does not depend on the bounds.
+        """
         private = not math.isinf(self.epsilon)
         c = 1.0 if self.fit_intercept else 0.0
-        B = float(self.x_bound)
+        B = float(x_bound)
         R = math.hypot(B, c)
         names = ["lambda_min", "XtX"] + [f"gradient_{t}" for t in range(self.n_rounds)]
         sens = [B**2 + c**2, intercept_gram_sensitivity(B, c)] + [
-            residual_gradient_sensitivity(R, self.y_bound)
+            residual_gradient_sensitivity(R, y_bound)
         ] * self.n_rounds
-        mu = gdp_mu(self.epsilon, self.delta) if private else math.inf
+        mu = gdp_mu(epsilon, self.delta) if private else math.inf
         mus = gdp_split(mu, [1.0] * len(names))
         share = self.delta / len(names)
         events = [gaussian_event_from_mu(nm, s, m, share) for nm, s, m in zip(names, sens, mus)]
         if not private:  # noiseless events of infinite epsilon
             return PrivacyLedger(events, composition="basic", delta=0.0)
-        return PrivacyLedger(events, composition="gdp", delta=self.delta)
+        return PrivacyLedger([*bound_events, *events], composition="gdp", delta=self.delta)
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -184,17 +215,32 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
                              y_numeric=True)
-        self._validate_privacy_params()
-        if self.x_bound is None or self.y_bound is None:
-            raise ConfigurationError(
-                "BoostedAdaSSPRegressor needs public x_bound and y_bound; nothing was spent. "
-                "LinearRegression estimates missing ranges privately."
-            )
-        ledger = self._events()
-        self._check_budget(ledger)
-        rng = self._secret_rngs("noise", spend=ledger)["noise"]
-        lam_event, gram_event, *grad_events = ledger.events
-        common = dict(x_bound=float(self.x_bound), fit_intercept=self.fit_intercept)
+        private = self._validate_privacy_params()
+        n = X.shape[0]
+        y_bound = label_magnitude(self.y_bound)  # an invalid y_bound is refused first
+        x_bound = self.x_bound
+        missing = [name for name, value in (("x_bound", x_bound), ("y_bound", y_bound))
+                   if value is None]
+        bound_eps = bound_epsilons(missing, private=private, bounds=self.bounds,
+                                   bounds_budget=self.bounds_budget, epsilon=self.epsilon)
+        check_bounds_feasible(n, bound_eps)
+        epsilon = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        planned = self._events(1.0, 1.0, epsilon, planned_bound_events(bound_eps))
+        self._check_budget(planned)
+        # The spend is recorded before the first secret draw.
+        rngs = self._secret_rngs("bounds", "noise", spend=planned)
+        rng = rngs["noise"]
+        estimated, bound_events = resolve_bounds(X, y[:, None], bound_eps, rngs["bounds"],
+                                                 n_samples=n)
+        x_bound = estimated.get("x_bound", x_bound)
+        y_bound = estimated.get("y_bound", y_bound)
+        # Non-private mode without bounds: nothing is clipped, no noise is added.
+        ledger = self._events(1.0 if x_bound is None else x_bound,
+                              1.0 if y_bound is None else y_bound, epsilon, bound_events)
+        x_clip = math.inf if x_bound is None else float(x_bound)
+        y_clip = math.inf if y_bound is None else float(y_bound)
+        lam_event, gram_event, *grad_events = ledger.events[len(bound_events):]
+        common = dict(x_bound=x_clip, fit_intercept=self.fit_intercept)
         (AtA,) = sum_over_row_blocks(partial(clipped_design_block, **common), X, y)
         p = AtA.shape[0]
         lam_min = float(linalg.eigvalsh(AtA, subset_by_index=[0, 0])[0])
@@ -210,12 +256,18 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         theta = np.zeros(p)
         for event in grad_events:
             (grad,) = sum_over_row_blocks(
-                partial(boosted_gradient_block, y_bound=float(self.y_bound), theta=theta,
+                partial(boosted_gradient_block, y_bound=y_clip, theta=theta,
                         **common), X, y)
             noisy_grad = add_gaussian(grad, event.sigma, rng)
             theta = theta + self.shrinkage * solve_psd_repaired(M, noisy_grad, floor)
         self._settle(ledger)
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         self.ridge_ = float(ridge)
+        self.x_bound_, self.y_bound_ = x_bound, y_bound
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
+        return tags

@@ -24,11 +24,19 @@ from ..mechanisms import (
     symmetric_gaussian_matrix,
 )
 from ._base import LinearPredictMixin, split_intercept
-from ._reusecov import (
+from ._private_bounds import (
+    bound_epsilons,
+    check_bounds_feasible,
+    count_bounds,
+    label_magnitude,
+    planned_bound_events,
+    release_bounds,
+)
+from ._reusecov_plan import theory_ridge
+from ._reusecov_stats import (
     association_sensitivity,
     covariance_sensitivity,
     sufficient_statistics,
-    theory_ridge,
 )
 
 __all__ = ["IndependentSSPRegressor"]
@@ -59,20 +67,37 @@ class IndependentSSPRegressor(
     Gaussian releases compose exactly to ``mu``. ``composition='basic'``:
     run ``j`` gets ``(epsilon/l, delta/l)``, split ``f``/``1-f``, analytic
     Gaussian calibration. Sensitivities per run (normalised): ``sqrt(2)
-    B^2/n`` and ``2 B y_bound/n``. Requires ``x_bound`` and ``y_bound``;
-    clipping as in :class:`ReuseCovRegressor`. No private test; never fails.
+    B^2/n`` and ``2 B y_bound/n``; clipping as in :class:`ReuseCovRegressor`.
+
+    **Bounds.** A bound you do not declare is estimated privately with
+    ``bounds_budget * epsilon`` (split equally between the missing bounds;
+    pure DP, full notion, its own event in ``privacy_spent_``) when n allows
+    it; otherwise :class:`~skprivreg.exceptions.ConfigurationError` is
+    raised before any budget is spent, naming the n needed.
+    ``bounds='data'`` reads it from the data instead: not private, an event
+    of infinite epsilon and a :class:`PrivacyLeakWarning`. ``epsilon=np.inf``
+    needs no bounds. No private test; never fails.
     Meant for comparisons: its covariance noise is ``sqrt(l)`` times larger
     than ReuseCov's.
 
     Parameters
     ----------
     epsilon : float, default=1.0
-    delta : float in (0, 1) or None, default=None
-        ``None`` means ``1/n^2``.
-    x_bound, y_bound : float or None
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
+    x_bound : float or None, default=None
+        Bound on the L2 norm of a raw row of X (rows above are scaled down).
+    y_bound : float, (low, high) or None, default=None
+        Label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``; entries are clipped to ``[-B, B]`` with
+        ``B = max(|low|, |high|)`` (the range is not re-centred).
     w_bound : float or None
+    bounds : {'private', 'data'}, default='private'
+        How a missing bound is obtained (see **Bounds**).
+    bounds_budget : float in (0, 1), default=0.1
+        Share of epsilon spent on missing bounds.
     ridge : float >= 0 or 'auto', default='auto'
-        Per run, :func:`~skprivreg.linear_model._reusecov.theory_ridge` with
+        Per run, :func:`~skprivreg.linear_model._reusecov_plan.theory_ridge` with
         that run's noise scales.
     cov_budget : float in (0, 1), default=0.5
     composition : {'gdp', 'basic'}, default='gdp'
@@ -91,18 +116,22 @@ class IndependentSSPRegressor(
         The per-run ridge (normalised scale; public).
     noise_std_ : dict
         Per-run ``{'covariance': sigma_1, 'association': sigma_2}``.
+    x_bound_, y_bound_ : float or None
+        The bounds used (declared, or released privately).
     privacy_spent_ : PrivacyLedger
-        Two events, each the composition of the ``l`` per-run releases.
+        The bound estimates (if any), then two events, each the composition
+        of the ``l`` per-run releases.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
     """
 
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
-        "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "w_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "bounds": [StrOptions({"private", "data"})],
+        "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "ridge": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "cov_budget": [Interval(Real, 0, 1, closed="neither")],
         "composition": [StrOptions({"gdp", "basic"})],
@@ -112,12 +141,14 @@ class IndependentSSPRegressor(
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=None,
         *,
+        epsilon=1.0,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
         w_bound=None,
+        bounds="private",
+        bounds_budget=0.1,
         ridge="auto",
         cov_budget=0.5,
         composition="gdp",
@@ -131,6 +162,8 @@ class IndependentSSPRegressor(
         self.x_bound = x_bound
         self.y_bound = y_bound
         self.w_bound = w_bound
+        self.bounds = bounds
+        self.bounds_budget = bounds_budget
         self.ridge = ridge
         self.cov_budget = cov_budget
         self.composition = composition
@@ -139,10 +172,12 @@ class IndependentSSPRegressor(
         self.accountant = accountant
         self.random_state = random_state
 
-    def _events(self, n, n_outputs, x_eff, epsilon, delta, private):
-        """Two events, each the composition of the l per-run releases of one kind."""
+    def _events(self, n, n_outputs, x_eff, y_bound, epsilon, delta, private,
+                bound_events=()):
+        """The bound estimates, then two events, each the composition of the l
+        per-run releases of one kind."""
         sens_cov = covariance_sensitivity(x_eff, n)
-        sens_assoc = association_sensitivity(x_eff, self.y_bound or 0.0, n)
+        sens_assoc = association_sensitivity(x_eff, y_bound or 0.0, n)
         f = float(self.cov_budget)
         root_l = math.sqrt(n_outputs)
         if not private:
@@ -162,7 +197,7 @@ class IndependentSSPRegressor(
                                          math.sqrt(f) * mu, f * delta)
             assoc = gaussian_event_from_mu("association x l", root_l * sens_assoc,
                                            math.sqrt(1 - f) * mu, (1 - f) * delta)
-            ledger = PrivacyLedger([cov, assoc], composition="gdp", delta=delta)
+            ledger = PrivacyLedger([*bound_events, cov, assoc], composition="gdp", delta=delta)
             return [cov, assoc], cov.sigma, assoc.sigma, ledger
         eps_run, delta_run = epsilon / n_outputs, delta / n_outputs
         sigma_cov = gaussian_sigma(sens_cov, f * eps_run, f * delta_run)
@@ -171,7 +206,7 @@ class IndependentSSPRegressor(
                            sensitivity=sens_cov, sigma=sigma_cov)
         assoc = PrivacyEvent("association x l", epsilon - f * epsilon,
                              delta - f * delta, sensitivity=sens_assoc, sigma=sigma_assoc)
-        ledger = PrivacyLedger([cov, assoc], composition="basic", delta=delta)
+        ledger = PrivacyLedger([*bound_events, cov, assoc], composition="basic", delta=delta)
         return [cov, assoc], sigma_cov, sigma_assoc, ledger
 
     @fit_context(prefer_skip_nested_validation=True)
@@ -196,30 +231,50 @@ class IndependentSSPRegressor(
         n, d = X.shape
         n_outputs = Y.shape[1]
         p = d + int(self.fit_intercept)
-        if private and (self.x_bound is None or self.y_bound is None):
-            raise ValueError("IndependentSSPRegressor needs x_bound and y_bound.")
-        delta = float(self.delta) if self.delta is not None else (
-            1.0 / n**2 if n > 1 else 0.5
-        )
-        x_eff = 0.0
-        if self.x_bound is not None:
-            x_eff = (math.hypot(self.x_bound, self.intercept_scaling)
-                     if self.fit_intercept else float(self.x_bound))
+        y_bound = label_magnitude(self.y_bound)  # invalid input refused before any spend
+        missing = [name for name, value in (("x_bound", self.x_bound), ("y_bound", y_bound))
+                   if value is None]
+        bound_eps = bound_epsilons(missing, private=private, bounds=self.bounds,
+                                   bounds_budget=self.bounds_budget, epsilon=self.epsilon)
+        check_bounds_feasible(n, bound_eps)
+        delta = float(self.delta)
         epsilon = float(self.epsilon) if private else math.inf
+        epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))
+        # The planned (epsilon, delta) does not depend on the bounds' values.
+        planned = self._events(n, n_outputs, 1.0, 1.0, epsilon, delta, private,
+                               planned_bound_events(bound_eps))[3]
+        self._check_budget(planned)
+        x_bound = self.x_bound
+        bound_events = []
+        if bound_eps:
+            counts = count_bounds(X, Y)  # releases nothing; refuses NaN
+            self._spend(planned)
+            rng_bounds = self._secret_rngs("bounds")["bounds"]
+            estimated, bound_events = release_bounds(counts, bound_eps, rng_bounds,
+                                                     n_samples=n)
+            x_bound = estimated.get("x_bound", x_bound)
+            y_bound = estimated.get("y_bound", y_bound)
+        x_eff = 0.0
+        if x_bound is not None:
+            x_eff = (math.hypot(x_bound, self.intercept_scaling)
+                     if self.fit_intercept else float(x_bound))
         _, sigma_cov, sigma_assoc, ledger = self._events(
-            n, n_outputs, x_eff, epsilon, delta, private
+            n, n_outputs, x_eff, y_bound, epsilon, delta, private, bound_events
         )
-        self._spend(ledger)
+        if bound_eps:
+            self._settle(ledger)
+        else:
+            self._spend(ledger)
 
         stats = sufficient_statistics(
-            X, Y, x_bound=self.x_bound, y_bound=self.y_bound,
+            X, Y, x_bound=x_bound, y_bound=y_bound,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
         )
         Sigma = stats.xtx / n
         G = stats.xty / n
         if self.ridge == "auto":
             w_scale = self.w_bound if self.w_bound is not None else (
-                (self.y_bound / x_eff) if (self.y_bound and x_eff) else 1.0
+                (y_bound / x_eff) if (y_bound and x_eff) else 1.0
             )
             lam = 0.0 if not private else theory_ridge(p, sigma_cov, sigma_assoc, w_scale)
         else:
@@ -251,10 +306,13 @@ class IndependentSSPRegressor(
         self.n_outputs_ = n_outputs
         self.ridge_ = lam
         self.noise_std_ = {"covariance": sigma_cov, "association": sigma_assoc}
+        self.x_bound_, self.y_bound_ = x_bound, y_bound
         return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags

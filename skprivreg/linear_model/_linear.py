@@ -18,15 +18,20 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._rows import check_block_finite, sum_over_row_blocks
-from .._compat import Interval, fit_context, validate_data
+from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import check_private_bound_feasible, private_norm_bound, row_norms
-from ..exceptions import ConfigurationError
+from ..bounds import (
+    check_private_bound_feasible,
+    check_x_range,
+    check_y_bound,
+    data_norm_bound,
+    private_norm_bound,
+    row_norms,
+)
 from ..mechanisms import (
     add_gaussian,
     bound_bins,
-    counts_above,
     gaussian_event_from_mu,
     symmetric_gaussian_matrix,
 )
@@ -36,6 +41,7 @@ from ..mechanisms import (
     residual_gradient_sensitivity,
 )
 from ._base import LinearPredictMixin, solve_psd_repaired
+from ._private_bounds import count_bounds
 
 __all__ = [
     "LinearRegression",
@@ -82,21 +88,7 @@ class RangeMap:
     clip_coordinates: bool
 
 
-def _check_pairs(bounds, n, name):
-    arr = np.asarray(bounds, dtype=np.float64)
-    if arr.shape == (2,):
-        arr = np.tile(arr, (n, 1))
-    if arr.shape != (n, 2):
-        raise ValueError(
-            f"{name} must be one (low, high) pair or one pair per column, shape ({n}, 2); "
-            f"got shape {arr.shape}."
-        )
-    if not np.isfinite(arr).all() or np.any(arr[:, 1] <= arr[:, 0]):
-        raise ValueError(f"{name}: every pair needs finite low < high.")
-    return arr
-
-
-def range_map(feature_bounds, label_bounds, n_features, fit_intercept=True):
+def range_map(x_range, y_bound, n_features, fit_intercept=True):
     """The public :class:`RangeMap` of declared ranges (no data access).
 
     With an intercept, each column's range is mapped to ``[-1, 1]`` (centre =
@@ -105,8 +97,9 @@ def range_map(feature_bounds, label_bounds, n_features, fit_intercept=True):
     intercept no centring is allowed (it would add one): columns and label are
     divided by their largest absolute bound.
     """
-    fb = _check_pairs(feature_bounds, n_features, "feature_bounds")
-    lb = _check_pairs(label_bounds, 1, "label_bounds")[0]
+    low, high = check_x_range(x_range, n_features)
+    fb = np.column_stack([low, high])
+    lb = np.asarray(check_y_bound(y_bound), dtype=np.float64)
     if fit_intercept:
         center, half = fb.mean(axis=1), (fb[:, 1] - fb[:, 0]) / 2.0
         y_center, y_half = float(lb.mean()), float((lb[1] - lb[0]) / 2.0)
@@ -223,15 +216,6 @@ def feature_sum_block(X_block, y_block, *, x_clip):
     return (X.sum(axis=0),)
 
 
-def bound_counts_block(X_block, y_block, *, bins):
-    """Counts of rows whose norm / |y| exceed each public bin (sensitivity 1 each)."""
-    X = np.asarray(X_block, dtype=np.float64)
-    check_block_finite(X, "X")
-    y = np.asarray(y_block, dtype=np.float64).ravel()
-    check_block_finite(y, "y")
-    return counts_above(row_norms(X), bins), counts_above(np.abs(y), bins)
-
-
 def solve_refinement(noisy_gram, ridge, rhs):
     """``(G~ + ridge I)^{-1} rhs`` with eigenvalues repaired at ``ridge`` (post-processing)."""
     if ridge > 0:
@@ -254,29 +238,37 @@ class _Plan:
 
 def _plan(est, n, d):
     private = not math.isinf(est.epsilon)
-    missing = [name for name, v in (("feature_bounds", est.feature_bounds),
-                                    ("label_bounds", est.label_bounds)) if v is None]
+    missing = [name for name, v in (("x_range", est.x_range),
+                                    ("y_bound", est.y_bound)) if v is None]
     bound_events = []
     eps_bounds = 0.0
-    if private and missing:
+    if private and missing and est.bounds == "data":
+        # Read from the data (an explicit opt-in): not private, infinite epsilon.
+        bound_events = [
+            PrivacyEvent(name="x_bound" if name == "x_range" else "y_bound",
+                         epsilon=math.inf, delta=0.0)
+            for name in missing
+        ]
+    elif private and missing:
         share = est.bounds_budget * est.epsilon / len(missing)
         for name in missing:
-            check_private_bound_feasible(n, share, "x_bound" if name == "feature_bounds"
-                                        else "y_bound")
+            check_private_bound_feasible(n, share, name)
             bound_events.append(PrivacyEvent(
-                name="x_bound" if name == "feature_bounds" else "y_bound",
+                name="x_bound" if name == "x_range" else "y_bound",
                 epsilon=share, delta=0.0))
         eps_bounds = share * len(missing)
-    elif not private and missing:
-        raise ConfigurationError(
-            "LinearRegression(epsilon=inf) needs feature_bounds and label_bounds: the "
-            "non-private mode reads nothing from the data to set them."
-        )
+    elif missing:
+        # Non-private mode: the ranges come from the data (nothing is private).
+        bound_events = [
+            PrivacyEvent(name="x_bound" if name == "x_range" else "y_bound",
+                         epsilon=math.inf, delta=0.0)
+            for name in missing
+        ]
     mu = gdp_mu(est.epsilon - eps_bounds, est.delta) if private else math.inf
     T = int(est.n_rounds)
     w_mean = mean_weight(n, mu)
     weights = {"label_moments": w_mean}
-    if est.feature_bounds is None:
+    if est.x_range is None:
         weights["feature_mean"] = 0.05
     rest = 1.0 - sum(weights.values())
     weights["XtX"] = 0.30 * rest
@@ -288,7 +280,7 @@ def _plan(est, n, d):
         for t in range(1, T):
             weights[f"gradient_{t}"] = 0.45 * rest / (T - 1)
     weights["selection"] = 0.07 * rest
-    row_bound = math.sqrt(d) if est.feature_bounds is not None else 1.0
+    row_bound = math.sqrt(d) if est.x_range is not None else 1.0
     return _Plan(private, mu, tuple(bound_events), weights, row_bound, T)
 
 
@@ -346,8 +338,8 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     added by basic composition.
 
     **Method.** Declared ranges are public facts: column ``j`` is mapped
-    affinely from ``feature_bounds[j]`` to ``[-1, 1]`` and the label is
-    centred at the midpoint of ``label_bounds`` and divided by its half-width
+    affinely from its range in ``x_range`` to ``[-1, 1]`` and the label is
+    centred at the public midpoint of ``y_bound`` and divided by its half-width
     (values outside a declared range are **clipped** to it: a fixed per-row
     map, so neighbours stay neighbours). A mapped row has
     ``||z|| <= B = sqrt(d)``; with the constant column ``c = 1``,
@@ -394,13 +386,13 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     the selection (with ``n_rounds=1``, :math:`g_0` gets 63%). ``epsilon'``
     is ``epsilon`` minus what missing ranges cost.
 
-    **Missing ranges.** If ``feature_bounds`` is None, ``bounds_budget *
+    **Missing ranges.** If ``x_range`` is None, ``bounds_budget *
     epsilon`` (split with a missing label range) buys a private bound
     ``B^`` on the row norms (pure DP, :func:`skprivreg.bounds.private_norm_bound`),
     rows are clipped to it, a private mean :math:`\\hat m` of the clipped rows
     is released in the GDP part (5% of :math:`\\mu^2`, sensitivity
     ``2 B^``), and rows are mapped to :math:`\\mathrm{clip}_1((x - \\hat m)/\\hat B)`
-    (``B = 1``). If ``label_bounds`` is None, a private bound ``Y^`` on
+    (``B = 1``). If ``y_bound`` is None, a private bound ``Y^`` on
     ``|y|`` is released and ``u = clip(y / Y^, -1, 1)`` (the intercept absorbs
     the offset). Too few rows for a private bound raise
     :class:`~skprivreg.exceptions.ConfigurationError` before any spend,
@@ -410,17 +402,25 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     ----------
     epsilon : float, default=1.0
         Total privacy budget; ``np.inf`` is the non-private test mode (ordinary
-        least squares on the range-clipped data; needs declared ranges).
-    delta : float, default=1e-5
-        Total delta, in (0, 1); should be well below ``1/n``.
-    feature_bounds : array-like of shape (n_features, 2) or (2,), default=None
-        Declared ``(low, high)`` of each column (or one pair for all). Public
-        facts (codebooks, instrument ranges), never read from the data.
-    label_bounds : (low, high), default=None
-        Declared range of ``y``.
+        least squares on the range-clipped data; ranges not declared are taken
+        from the data, which is private no longer).
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
+    x_range : (low, high) or array of shape (n_features, 2), default=None
+        Declared range of each column: ``low`` and ``high`` are floats (the
+        same range for every column) or arrays of shape ``(n_features,)``.
+        Public facts (codebooks, instrument ranges), never read from the data.
+    y_bound : float or (low, high), default=None
+        Declared label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``; labels are centred at its midpoint.
     fit_intercept : bool, default=True
     n_rounds : int >= 1, default=8
         Gradient releases (the first is ``A^T u``).
+    bounds : {'private', 'data'}, default='private'
+        How a missing range is obtained: privately (``bounds_budget *
+        epsilon``), or (``'data'``) from the data maximum, which is **not
+        private**: an event of infinite epsilon and a
+        :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on missing ranges.
     accountant : BudgetAccountant or None, default=None
@@ -438,6 +438,9 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         The ridge on the mapped scale (public).
     residual_clip_ : float or None
         The residual clip of the refinement rounds (released).
+    x_bound_, y_bound_ : float or None
+        Row-norm and ``|y|`` bounds estimated when ``x_range`` / ``y_bound``
+        is not declared (released); ``None`` for a declared range.
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -455,18 +458,21 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     >>> from skprivreg.linear_model import LinearRegression
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-1, 1, size=(20000, 3)); y = X @ [1.0, -2.0, 0.5] + 0.1
-    >>> est = LinearRegression(epsilon=1.0, feature_bounds=(-1, 1),
-    ...                        label_bounds=(-4, 4)).fit(X, y)
+    >>> est = LinearRegression(epsilon=1.0, x_range=(-1, 1),
+    ...                        y_bound=(-4, 4)).fit(X, y)
     >>> np.round(est.coef_, 1)
     array([ 1. , -2. ,  0.5])
     """
 
+    _renamed_parameters = {"feature_bounds": "x_range", "label_bounds": "y_bound"}
+
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
-        "feature_bounds": ["array-like", None],
-        "label_bounds": ["array-like", None],
+        "x_range": ["array-like", None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "fit_intercept": ["boolean"],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
     }
 
@@ -474,21 +480,23 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
-        feature_bounds=None,
-        label_bounds=None,
+        delta=1e-6,
+        x_range=None,
+        y_bound=None,
         fit_intercept=True,
         n_rounds=8,
+        bounds="private",
         bounds_budget=0.1,
         accountant=None,
         random_state=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
-        self.feature_bounds = feature_bounds
-        self.label_bounds = label_bounds
+        self.x_range = x_range
+        self.y_bound = y_bound
         self.fit_intercept = fit_intercept
         self.n_rounds = n_rounds
+        self.bounds = bounds
         self.bounds_budget = bounds_budget
         self.accountant = accountant
         self.random_state = random_state
@@ -513,10 +521,12 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
                              y_numeric=True)
         n, d = X.shape
         private = self._validate_privacy_params()
-        if self.feature_bounds is not None:
-            _check_pairs(self.feature_bounds, d, "feature_bounds")
-        if self.label_bounds is not None:
-            _check_pairs(self.label_bounds, 1, "label_bounds")
+        # Invalid ranges are refused before any spend.
+        try:
+            check_x_range(self.x_range, d)
+        except ValueError as error:
+            raise ValueError(f"x_range: {error}") from None
+        check_y_bound(self.y_bound)
         plan = _plan(self, n, d)
         assert plan.private == private
         ledger = planned_ledger(plan, self.delta, self.fit_intercept)
@@ -530,10 +540,13 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.mean_fallback_ = result["mean_fallback"]
         self.ridge_ = result["ridge"]
         self.residual_clip_ = result["residual_clip"]
+        self.x_bound_, self.y_bound_ = result["x_bound"], result["y_bound"]
         return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
         tags.target_tags.single_output = True
         tags.target_tags.multi_output = False
         return tags
@@ -547,6 +560,18 @@ _CAPTURE = None
 def _record(name, value, event):
     if _CAPTURE is not None:
         _CAPTURE.append((name, np.array(value, dtype=np.float64, copy=True), event))
+
+
+def _range_bound(counts, n, epsilon, rng, bins, name, private):
+    """A private bound, or (``epsilon=inf``) the smallest bin above every row.
+
+    The latter is read from the data: with a finite fit epsilon
+    (``bounds='data'``) it warns with a :class:`PrivacyLeakWarning`.
+    """
+    if math.isinf(epsilon):
+        maximum = float(bins[np.argmax(counts == 0)])
+        return data_norm_bound(maximum, name=name)[0] if private else maximum
+    return private_norm_bound(counts, n, epsilon, rng, name=name)[0]
 
 
 def _fit_private(X, y, plan, est, rngs):
@@ -566,32 +591,33 @@ def _fit_private(X, y, plan, est, rngs):
         return noisy
 
     # -- public map, or the private range path ------------------------------
-    x_clip = None
-    if est.feature_bounds is not None and est.label_bounds is not None:
-        rmap = range_map(est.feature_bounds, est.label_bounds, d, fit_intercept)
+    x_clip = y_estimate = None
+    if est.x_range is not None and est.y_bound is not None:
+        rmap = range_map(est.x_range, est.y_bound, d, fit_intercept)
     else:
         bins = bound_bins()
-        counts_x, counts_y = sum_over_row_blocks(partial(bound_counts_block, bins=bins), X, y)
+        counts = count_bounds(X, y[:, None])
+        counts_x, counts_y = counts["x_bound"], counts["y_bound"]
         bound_eps = {e.name: e.epsilon for e in plan.bound_events}
-        if est.feature_bounds is None:
-            x_clip, _ = private_norm_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"],
-                                           name="x_bound")
+        if est.x_range is None:
+            x_clip = _range_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"], bins,
+                                  "x_bound", plan.private)
             (x_sum,) = sum_over_row_blocks(partial(feature_sum_block, x_clip=x_clip), X)
             noisy_sum = release("feature_mean", x_sum, 2.0 * x_clip)
             center = noisy_sum / n if fit_intercept else np.zeros(d)
             half = np.full(d, x_clip)
         else:
-            fb = range_map(est.feature_bounds, (0.0, 1.0), d, fit_intercept)
+            fb = range_map(est.x_range, (0.0, 1.0), d, fit_intercept)
             center, half = fb.center, fb.half
-        if est.label_bounds is None:
-            y_bound, _ = private_norm_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"],
-                                            name="y_bound")
-            y_center, y_half = 0.0, y_bound
+        if est.y_bound is None:
+            y_estimate = _range_bound(counts_y, n, bound_eps["y_bound"], rngs["bounds"], bins,
+                                      "y_bound", plan.private)
+            y_center, y_half = 0.0, y_estimate
         else:
-            lb = range_map(np.zeros((d, 2)) + (0.0, 1.0), est.label_bounds, d, fit_intercept)
+            lb = range_map((0.0, 1.0), est.y_bound, d, fit_intercept)
             y_center, y_half = lb.y_center, lb.y_half
         rmap = RangeMap(center, half, y_center, y_half, plan.row_bound,
-                        est.feature_bounds is not None)
+                        est.x_range is not None)
 
     common = dict(rmap=rmap, fit_intercept=fit_intercept, x_clip=x_clip)
     R = math.hypot(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
@@ -654,5 +680,7 @@ def _fit_private(X, y, plan, est, rngs):
         "mean_fallback": not keep_model,
         "ridge": float(ridge),
         "residual_clip": clip,
+        "x_bound": x_clip,
+        "y_bound": y_estimate,
         "ledger": _ledger(plan, events, est.delta),
     }

@@ -6,7 +6,7 @@ and *declared* bounds only and that contains the true :math:`G`. The
 projection is post-processing, so it costs no privacy, and because
 :math:`G \\in K` it never moves :math:`\\tilde G` away from :math:`G`.
 
-Two sets are used (reusecov spec §2.5). With the thin SVD
+Two sets are used. With the thin SVD
 :math:`P = U\\,\\mathrm{diag}(s)\\,V^\\top` of the public matrix and
 :math:`\\kappa = s/n`:
 

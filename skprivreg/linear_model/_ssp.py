@@ -6,6 +6,7 @@ bounds, clipping, intercept augmentation, the replace-one sensitivities of
 """
 
 import math
+from dataclasses import dataclass
 from functools import partial
 from numbers import Real
 
@@ -14,19 +15,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._rows import check_block_finite, sum_over_row_blocks, validate_blockwise_data
 from .._compat import Interval, StrOptions, fit_context
-from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import (
-    check_private_bound_feasible,
-    clip_entries,
-    data_norm_bound,
-    private_norm_bound,
-    row_norms,
-)
+from ..bounds import clip_entries, min_samples_for_private_bound, row_norms
 from ..mechanisms import (
     add_gaussian,
-    bound_bins,
-    counts_above,
     gaussian_event,
     gaussian_event_from_mu,
     symmetric_gaussian_matrix,
@@ -36,9 +29,19 @@ from ._base import (
     solve_psd_repaired,
     split_intercept,
 )
+from ._private_bounds import (
+    bound_block_counts,
+    bound_epsilons,
+    check_bounds_feasible,
+    label_magnitude,
+    planned_bound_events,
+    resolve_bounds,
+)
 
 __all__ = [
     "SSPRegressor",
+    "SSPPlan",
+    "ssp_plan",
     "gram_sensitivity",
     "cross_sensitivity",
     "bound_block_counts",
@@ -63,21 +66,6 @@ def cross_sensitivity(x_bound_eff, y_bound, n_outputs=1):
     with equality at ``x' = -x``, ``y' = y``.
     """
     return 2.0 * x_bound_eff * math.sqrt(n_outputs) * y_bound
-
-
-def bound_block_counts(X_block, Y_block, bins):
-    """Block statistic of the private bounds: rows whose norm (max |y|) exceeds each bin.
-
-    One value per row, so replacing a row changes each count by at most 1.
-    Also checks the block for NaN or infinity (this is the first pass).
-    """
-    with np.errstate(all="ignore"):
-        check_block_finite(X_block, "X")
-        check_block_finite(Y_block, "y")
-        return (
-            counts_above(row_norms(X_block), bins),
-            counts_above(np.abs(Y_block).max(axis=1), bins),
-        )
 
 
 def clipped_gram_block(X_block, Y_block, x_bound, y_bound, intercept_scaling):
@@ -123,7 +111,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "x_bound": [Interval(Real, 0, None, closed="neither"), None],
-        "y_bound": [Interval(Real, 0, None, closed="neither"), None],
+        "y_bound": [Interval(Real, 0, None, closed="neither"), "array-like", None],
         "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "bounds_quantile": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
@@ -142,12 +130,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             for name, value in (("x_bound", self.x_bound), ("y_bound", self.y_bound))
             if value is None
         ]
-        if not private or not missing:
-            return {}
-        if self.bounds == "data":
-            return {name: math.inf for name in missing}
-        share = self.bounds_budget * self.epsilon / len(missing)
-        return {name: share for name in missing}
+        return bound_epsilons(missing, private=private, bounds=self.bounds,
+                              bounds_budget=self.bounds_budget, epsilon=self.epsilon)
 
     def _release_events(self, sensitivities, epsilon, delta):
         """One Gaussian event per release, calibrated at the total (epsilon, delta)."""
@@ -177,10 +161,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         """
         bound_eps = self._bound_epsilons(private)
         if bound_events is None:
-            bound_events = [
-                PrivacyEvent(name=name, epsilon=eps, delta=0.0)
-                for name, eps in bound_eps.items()
-            ]
+            bound_events = planned_bound_events(bound_eps)
         epsilon_ssp = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
         x_eff = self._x_bound_eff(x_bound)
         sensitivities = self._sensitivities(x_eff, y_bound, n_outputs)
@@ -218,9 +199,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         Y = y[:, None] if single_output else y
         n_outputs = Y.shape[1]
 
-        for name, eps in self._bound_epsilons(private).items():
-            if self.bounds_quantile == "auto" and math.isfinite(eps):
-                check_private_bound_feasible(X.shape[0], eps, name)
+        label_magnitude(self.y_bound)  # an invalid y_bound is refused before any spend
+        check_bounds_feasible(X.shape[0], self._bound_epsilons(private), self.bounds_quantile)
         planned = self._plan_ledger(private, n_outputs)
         self._check_budget(planned)
         # The spend is recorded before the first noise draw (after passes that
@@ -257,29 +237,12 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
     def _resolve_bounds(self, X, Y, private, rng):
         """Declared bounds, or private estimates (which spend), or data maxima (which leak)."""
-        resolved = {"x_bound": self.x_bound, "y_bound": self.y_bound}
-        bound_eps = self._bound_epsilons(private)
-        if not bound_eps:
-            return resolved["x_bound"], resolved["y_bound"], []
-        bins = bound_bins()
-        counts = dict(
-            zip(("x_bound", "y_bound"),
-                sum_over_row_blocks(partial(bound_block_counts, bins=bins), X, Y))
+        resolved = {"x_bound": self.x_bound, "y_bound": label_magnitude(self.y_bound)}
+        estimated, events = resolve_bounds(
+            X, Y, self._bound_epsilons(private), rng, n_samples=X.shape[0],
+            quantile=self.bounds_quantile,
         )
-        events = []
-        for name, eps in bound_eps.items():
-            if math.isinf(eps):
-                # the smallest public bin at or above the data maximum
-                if counts[name][-1] > 0:
-                    raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
-                bound, event = data_norm_bound(bins[np.argmax(counts[name] == 0)], name=name)
-            else:
-                bound, event = private_norm_bound(
-                    counts[name], X.shape[0], eps, rng, name=name,
-                    quantile=self.bounds_quantile, bins=bins,
-                )
-            resolved[name] = bound
-            events.append(event)
+        resolved.update(estimated)
         return resolved["x_bound"], resolved["y_bound"], events
 
     def _noisy_statistics(self, XtX, XtY, gram_event, cross_event, rng):
@@ -289,6 +252,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags
@@ -312,6 +277,15 @@ class SSPRegressor(_BaseSSP):
 
     **Guarantee.** Full DP (the whole row ``(x_i, y_i)`` is protected) under
     replace-one neighbouring (same n, one row replaced): ``(epsilon, delta)``-DP.
+
+    **Bounds.** A bound you do not declare is estimated privately with
+    ``bounds_budget * epsilon`` (its own event in ``privacy_spent_``) when n
+    allows it; otherwise :class:`~skprivreg.exceptions.ConfigurationError`
+    is raised before any budget is spent, naming the n needed.
+    ``bounds='data'`` reads it from the data instead: not private, recorded
+    as an event of infinite epsilon, with a :class:`PrivacyLeakWarning`.
+    ``epsilon=np.inf`` needs no bounds.
+
     Budget split: if a bound is missing and ``bounds='private'``, a share
     ``bounds_budget * epsilon`` is spent on the private bound estimates
     (pure DP, exponential mechanism on public geometric bins, split equally
@@ -337,12 +311,15 @@ class SSPRegressor(_BaseSSP):
     epsilon : float, default=1.0
         Total privacy budget; ``np.inf`` is the non-private test mode (no noise,
         no clipping when bounds are missing, :class:`PrivacyLeakWarning`).
-    delta : float, default=1e-5
-        Total delta, in (0, 1). Should be well below ``1/n``.
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_bound : float or None, default=None
-        Public bound on the L2 norm of a row of X. Rows above it are clipped.
-    y_bound : float or None, default=None
-        Public bound on ``|y|``. Labels above it are clipped.
+        Public bound on the L2 norm of a raw row of X (without the intercept
+        column). Rows above it are scaled down to it.
+    y_bound : float, (low, high) or None, default=None
+        Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
+        ``(low, high)``. The sensitivity uses ``B = max(|low|, |high|)`` and
+        labels are clipped to ``[-B, B]`` (the range is not re-centred).
     bounds : {'private', 'data'}, default='private'
         How a missing bound is obtained: a private estimate that spends
         ``bounds_budget * epsilon``, or (``'data'``) the data maximum, which
@@ -421,9 +398,9 @@ class SSPRegressor(_BaseSSP):
 
     def __init__(
         self,
-        epsilon=1.0,
-        delta=1e-5,
         *,
+        epsilon=1.0,
+        delta=1e-6,
         x_bound=None,
         y_bound=None,
         bounds="private",
@@ -474,3 +451,136 @@ class SSPRegressor(_BaseSSP):
         # noise scale itself (public); noiseless statistics get the
         # minimum-norm solution.
         return gram_sigma
+
+
+# ---------------------------------------------------------------------------
+# Public planner (shared with AdaSSP)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SSPPlan:
+    """Public planning numbers of an SSP-family fit (no data involved).
+
+    ``str(plan)`` is the text ``python -m skprivreg plan ssp`` prints.
+
+    Attributes
+    ----------
+    estimator : str
+        Class name of the planned estimator.
+    n_samples, n_features, n_outputs, n_columns : int
+        ``n_columns`` = ``p``, the design columns with the intercept.
+    epsilon, delta : float
+    x_bound, y_bound : float or None
+        The declared bounds (``y_bound`` as its magnitude ``B``); ``None``:
+        estimated privately in ``fit``, and the noise scales here are per
+        unit bound.
+    min_samples : int or None
+        Rows needed to estimate the missing bounds privately (``fit`` raises
+        :class:`~skprivreg.exceptions.ConfigurationError` below it).
+    ledger : PrivacyLedger
+        The planned releases, with their noise scales.
+    gram_noise_norm : float
+        High-probability operator norm ``2 sigma_XX sqrt(p)`` of the Gram noise.
+    n_isotropic : float
+        For isotropic rows of norm ``x_bound`` (``lambda_min(Sigma) =
+        x_bound^2 / d``), the n at which the Gram noise equals
+        ``n lambda_min``; useful fits need ``n`` well above it.
+    """
+
+    estimator: str
+    n_samples: int
+    n_features: int
+    n_outputs: int
+    n_columns: int
+    epsilon: float
+    delta: float
+    x_bound: float | None
+    y_bound: float | None
+    bounds_budget: float
+    min_samples: int | None
+    ledger: PrivacyLedger
+    gram_noise_norm: float
+    n_isotropic: float
+
+    def __str__(self):
+        lines = [
+            f"{self.estimator}: n={self.n_samples}, d={self.n_features} "
+            f"(p={self.n_columns} columns), epsilon={self.epsilon}, delta={self.delta}"
+        ]
+        if self.x_bound is None or self.y_bound is None:
+            lines.append(
+                f"  missing bounds are estimated privately with {self.bounds_budget:.0%} "
+                "of epsilon; scales below are for unit bounds"
+            )
+            if self.min_samples is not None and self.n_samples < self.min_samples:
+                lines.append(
+                    f"  fit refuses: a private bound needs n >= {self.min_samples} "
+                    "(declare the bounds, or raise bounds_budget)"
+                )
+        lines += [
+            str(self.ledger),
+            "",
+            f"  Gram noise operator norm ~ 2*sigma_XX*sqrt(p) = {self.gram_noise_norm:.4g}",
+            "  For isotropic rows of norm x_bound (lambda_min(Sigma) = x_bound^2/d), the "
+            f"Gram noise is\n  smaller than n*lambda_min once n >> {self.n_isotropic:.3g} "
+            f"(you have n/that = {self.n_samples / self.n_isotropic:.3g}).",
+        ]
+        return "\n".join(lines)
+
+
+def _ssp_family_plan(Estimator, plan_class, *, n_samples, n_features, n_outputs, **params):
+    """The plan of ``Estimator(**params)`` (public facts) for public shapes."""
+    estimator = Estimator(**params)
+    estimator._validate_params()
+    private = not math.isinf(estimator.epsilon)
+    x_bound = estimator.x_bound
+    y_bound = label_magnitude(estimator.y_bound)
+    ledger = estimator._plan_ledger(
+        private, n_outputs, 1.0 if x_bound is None else x_bound,
+        1.0 if y_bound is None else y_bound,
+    )
+    bound_eps = [eps for eps in estimator._bound_epsilons(private).values()
+                 if math.isfinite(eps)]
+    min_samples = max((min_samples_for_private_bound(eps) for eps in bound_eps),
+                      default=None)
+    p = n_features + int(estimator.fit_intercept)
+    gram = next(event for event in ledger.events if event.name == "XtX")
+    gram_norm = 2 * gram.sigma * math.sqrt(p)
+    unit = 1.0 if x_bound is None else x_bound
+    n_isotropic = gram_norm / (unit**2 / max(n_features, 1))
+    return plan_class(
+        estimator=type(estimator).__name__, n_samples=int(n_samples),
+        n_features=int(n_features), n_outputs=int(n_outputs), n_columns=p,
+        epsilon=float(estimator.epsilon), delta=float(estimator.delta), x_bound=x_bound,
+        y_bound=y_bound, bounds_budget=float(estimator.bounds_budget),
+        min_samples=min_samples, ledger=ledger, gram_noise_norm=gram_norm,
+        n_isotropic=n_isotropic,
+    )
+
+
+def ssp_plan(*, n_samples, n_features, epsilon, delta=1e-6, n_outputs=1, x_bound=None,
+             y_bound=None, bounds_budget=0.1, fit_intercept=True, composition="gdp"):
+    """Noise scales of :class:`SSPRegressor` for public numbers; reads no data.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    epsilon : float
+    delta : float, default=1e-6
+    n_outputs : int, default=1
+    x_bound : float or None
+        Bound on the L2 norm of a raw row of X; ``None``: estimated in ``fit``.
+    y_bound : float, (low, high) or None
+        Label range; ``None``: estimated in ``fit``.
+    bounds_budget : float, default=0.1
+    fit_intercept : bool, default=True
+    composition : {'gdp', 'basic'}, default='gdp'
+
+    Returns
+    -------
+    SSPPlan
+    """
+    return _ssp_family_plan(
+        SSPRegressor, SSPPlan, n_samples=n_samples, n_features=n_features,
+        n_outputs=n_outputs, epsilon=epsilon, delta=delta, x_bound=x_bound, y_bound=y_bound,
+        bounds_budget=bounds_budget, fit_intercept=fit_intercept, composition=composition,
+    )

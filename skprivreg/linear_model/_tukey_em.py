@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
-from ..exceptions import ConfigurationError, PrivateTestFailed
+from ..exceptions import ConfigurationError, PrivateTestFailed, PrivateTestFailedWarning
 from ..mechanisms import (
     restricted_tukey_sample,
     tukey_log_volumes,
@@ -82,9 +82,10 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     **Failure.** If the check FAILs, the whole budget is spent and recorded
     (on the accountant and on ``privacy_spent_``) and
     :class:`~skprivreg.exceptions.PrivateTestFailed` is raised
-    (``on_failure='raise'``). The check typically passes once
-    ``n >= ~1000 p``. The documented fallback ``on_failure='warn'`` instead
-    emits a ``UserWarning`` (it depends only on the released bit), sets
+    (``on_fail='raise'``). The check typically passes once
+    ``n >= ~1000 p``. The documented fallback ``on_fail='zero'`` instead
+    emits a :class:`~skprivreg.exceptions.PrivateTestFailedWarning` (it
+    depends only on the released bit), sets
     ``ptr_passed_ = False`` and fits the constant-zero predictor, which
     releases nothing more; use it only when a failed fit must still return an
     estimator (e.g. in a pipeline), and check ``ptr_passed_``.
@@ -92,14 +93,20 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     Parameters
     ----------
     epsilon : float, default=1.0
-        Total budget (finite: TukeyEM has no non-private mode).
-    delta : float, default=1e-5
+        Total budget. ``np.inf`` is the non-private test mode: ordinary least
+        squares on all rows (no partition into models, no check; works on any
+        n >= 1), with a :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
+    delta : float, default=1e-6
+        Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     n_models : int >= 8 or 'auto', default='auto'
         Number of models ``m``. ``'auto'``: ``min(1000, n // p)`` where ``p``
         counts the intercept (the paper's experiments use ``m`` in 1000-2000).
     fit_intercept : bool, default=True
         Append a constant column before fitting the models.
-    on_failure : {'raise', 'warn'}, default='raise'
+    on_fail : {'raise', 'zero'}, default='raise'
+        What a failed private check does: raise
+        :class:`~skprivreg.exceptions.PrivateTestFailed`, or fit the
+        constant-zero predictor with a warning (the budget is spent either way).
     accountant : BudgetAccountant or None, default=None
     random_state : None, int or numpy.random.Generator, default=None
 
@@ -128,17 +135,19 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         **DPEstimatorMixin._privacy_parameter_constraints,
         "n_models": [Interval(Integral, 8, None, closed="left"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
-        "on_failure": [StrOptions({"raise", "warn"})],
+        "on_fail": [StrOptions({"raise", "zero"})],
     }
+
+    _renamed_parameters = {"on_failure": "on_fail"}
 
     def __init__(
         self,
         *,
         epsilon=1.0,
-        delta=1e-5,
+        delta=1e-6,
         n_models="auto",
         fit_intercept=True,
-        on_failure="raise",
+        on_fail="raise",
         accountant=None,
         random_state=None,
     ):
@@ -146,7 +155,7 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.delta = delta
         self.n_models = n_models
         self.fit_intercept = fit_intercept
-        self.on_failure = on_failure
+        self.on_fail = on_fail
         self.accountant = accountant
         self.random_state = random_state
 
@@ -158,6 +167,20 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
                           delta=self.delta - delta_ptr)],
             composition="basic",
         )
+
+    def _fit_nonprivate(self, X, y):
+        """``epsilon=inf``: ordinary least squares on all rows (no partition, no test)."""
+        self._spend(PrivacyLedger(
+            [PrivacyEvent(name="ols", epsilon=math.inf, delta=0.0)],
+            composition="basic", delta=0.0,
+        ))
+        A = np.hstack([X, np.ones((X.shape[0], 1))]) if self.fit_intercept else X
+        theta = np.linalg.lstsq(A, y, rcond=None)[0]
+        self.n_models_ = 1
+        self.ptr_passed_ = True
+        self.sampled_depth_ = None
+        self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
+        return self
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -174,11 +197,10 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        if math.isinf(self.epsilon):
-            raise ConfigurationError(
-                "TukeyEMRegressor has no non-private mode; use a finite epsilon.")
         n, d = X.shape
         p = d + int(self.fit_intercept)
+        if not self._validate_privacy_params():
+            return self._fit_nonprivate(X, y)
         m = min(1000, n // p) if self.n_models == "auto" else int(self.n_models)
         if m < 8 or n < m * p:
             needed = max(8, m) * p
@@ -202,15 +224,15 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         if not passed:
             self._settle(ledger)
             self.ptr_passed_ = False
-            if self.on_failure == "raise":
+            if self.on_fail == "raise":
                 raise PrivateTestFailed(
                     "TukeyEM's private safety check failed: the budget is spent and nothing "
                     "else was released. More rows per column (n >= ~1000 p), a larger "
-                    "epsilon, or on_failure='warn' may help."
+                    "epsilon, or on_fail='zero' may help."
                 )
             warnings.warn(
                 "TukeyEM's private safety check failed; the fitted model predicts 0 "
-                "(on_failure='warn').", UserWarning, stacklevel=2)
+                "(on_fail='zero').", PrivateTestFailedWarning, stacklevel=2)
             self.coef_, self.intercept_ = np.zeros(d), 0.0
             self.sampled_depth_ = None
             return self
@@ -221,3 +243,8 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The non-private mode adds no noise: refits agree.
+        tags.non_deterministic = not math.isinf(self.epsilon)
+        return tags

@@ -27,7 +27,6 @@ from skprivreg.feature_selection import (
     stable_mode,
     subsample_plan,
 )
-from skprivreg.feature_selection._lasso_cli import demo_case, plan_command
 from skprivreg.feature_selection._perturbation import perturbation_distance, perturbation_scores
 from skprivreg.feature_selection._stability import (
     _capped_poisson_subsamples,
@@ -847,6 +846,18 @@ def test_stable_mode_chooses_a_hyperparameter():
     assert res.stable and res.value >= 3
     assert res.privacy_spent.delta == 5e-7
     assert not hasattr(res, "counts")
+
+
+from skprivreg import _cli, _demo
+
+
+def plan_command(argv):
+    """``skprivreg plan lasso ...``: the exit status; the plan is printed."""
+    return _cli.main(["plan", "lasso", *argv])
+
+
+def demo_case():
+    return next(case for case in _demo._simulated_sparse() if "Lasso" in case["name"])
 
 
 def test_plan_command(capsys):

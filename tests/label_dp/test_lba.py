@@ -26,7 +26,6 @@ from skprivreg.label_dp import (
     WeightedLBARegressor,
     aggregate,
 )
-from skprivreg.label_dp._cli_lba import demo_case, plan_command
 from skprivreg.label_dp._bag_mlp import _BagMLP
 from skprivreg.mechanisms import gaussian_sigma
 
@@ -381,6 +380,14 @@ def test_fit_aggregated_on_a_released_dataset_reproduces_the_estimator(fixed_noi
     assert analyst.predict(X[:5]).shape == (5,)
 
 
+from skprivreg import _cli, _demo
+
+
+def plan_command(argv):
+    """``skprivreg plan lba ...``: the exit status; the plan is printed."""
+    return _cli.main(["plan", "lba", *argv])
+
+
 def test_plan_command_and_demo_case(capsys):
     assert plan_command(
         ["--n", "1000000", "--d", "7", "--epsilon", "4", "--y-bound", "0", "52",
@@ -391,10 +398,11 @@ def test_plan_command_and_demo_case(capsys):
     assert plan_command(["--n", "500", "--d", "7", "--y-bound", "0", "52",
                          "--assumption", "declared", "--residual-var", "228"]) == 2
     assert "n_samples=500" in capsys.readouterr().out
-    case = demo_case()
+    cases = {case["name"]: case for case in _demo._simulated_label()}
+    case = cases["Weighted LBA (private residual check)"]
     assert case["notion"] == "label" and not hasattr(case["estimator"], "coef_")
     est = case["estimator"].fit(case["X_train"], case["y_train"])
-    base = case["baseline"].fit(case["X_train"], case["y_train"])
+    base = cases["Gaussian label noise"]["estimator"].fit(case["X_train"], case["y_train"])
     mse = np.mean((est.predict(case["X_test"]) - case["y_test"]) ** 2)
     mse_base = np.mean((base.predict(case["X_test"]) - case["y_test"]) ** 2)
     assert est.epsilon_ <= 4.0 and est.delta_ <= 1e-6

@@ -17,7 +17,13 @@ from skprivreg.exceptions import InsufficientDataError, PrivacyLeakWarning, Priv
 from skprivreg.label_dp import WeightedLBARegressor, lba_plan, lba_ptr_pass_probability
 from skprivreg.label_dp._aggregate import _ptr_decision
 from skprivreg.label_dp._bags import bag_residual_norms
-from skprivreg.label_dp._cli_lba import plan_command
+from skprivreg import _cli
+
+
+def plan_command(argv):
+    """``skprivreg plan lba ...``: the exit status; the plan is printed."""
+    return _cli.main(["plan", "lba", *argv])
+
 from skprivreg.label_dp._planning import plan_aggregation, ptr_pass_probability
 
 

@@ -25,7 +25,16 @@ from skprivreg.exceptions import (
 )
 from skprivreg.linear_model import ISSPRegressor, issp_plan
 from skprivreg.linear_model._issp import _issp_trace
-from skprivreg.linear_model._issp_cli import demo_case, plan_command
+from skprivreg import _cli, _demo
+
+
+def plan_command(argv):
+    """``skprivreg plan issp ...``: the exit status; the plan is printed."""
+    return _cli.main(["plan", "issp", *argv])
+
+
+def demo_case():
+    return next(_demo._simulated_issp())
 from skprivreg.linear_model._issp_filters import (
     leverage_thresholds,
     residual_thresholds,

@@ -32,7 +32,7 @@ def _data(n, d=3, seed=0, noise=0.1):
 
 
 def _fit(X, y, **params):
-    params = {"epsilon": 1.0, "delta": 1e-5, "feature_bounds": FB, "label_bounds": LB, **params}
+    params = {"epsilon": 1.0, "delta": 1e-5, "x_range": FB, "y_bound": LB, **params}
     return LinearRegression(**params).fit(X, y)
 
 
@@ -42,7 +42,7 @@ def test_ledger_composes_to_epsilon_in_gdp(declared):
     """The Gaussian mu's compose to gdp_mu(epsilon - range spend, delta); total = epsilon."""
     X, y = _data(20_000)
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    params = {} if declared else {"feature_bounds": None, "label_bounds": None}
+    params = {} if declared else {"x_range": None, "y_bound": None}
     est = _fit(X, y, accountant=acc, **params)
     ledger = est.privacy_spent_
     assert acc.ledgers == [ledger]
@@ -185,15 +185,15 @@ def test_infeasible_private_ranges_name_the_n_needed():
     X, y = _data(500)
     acc = BudgetAccountant(epsilon=5.0, delta=1e-4)
     with pytest.raises(ConfigurationError, match=r"needs at least \d+ samples"):
-        _fit(X, y, feature_bounds=None, label_bounds=None, accountant=acc)
+        _fit(X, y, x_range=None, y_bound=None, accountant=acc)
     assert acc.n_spends == 0
 
 
 @pytest.mark.parametrize("fb", [(1.0, -1.0), [(0, 1)] * 2, (0.0, np.inf)])
 def test_malformed_ranges_refused(fb):
     X, y = _data(200)
-    with pytest.raises(ValueError, match="feature_bounds"):
-        _fit(X, y, feature_bounds=fb)
+    with pytest.raises(ValueError, match="x_range"):
+        _fit(X, y, x_range=fb)
 
 
 def test_values_outside_declared_ranges_are_clipped(fixed_noise):
@@ -253,7 +253,7 @@ def test_too_few_rows_degrade_to_the_private_mean(fixed_noise):
 
 # -- scikit-learn compatibility ----------------------------------------------------
 @parametrize_with_checks(
-    [LinearRegression(epsilon=1.0, feature_bounds=(-10, 10), label_bounds=(-100, 100),
+    [LinearRegression(epsilon=1.0, x_range=(-10, 10), y_bound=(-100, 100),
                       random_state=0)]
 )
 def test_sklearn_compatible(estimator, check, fixed_noise):
@@ -269,8 +269,8 @@ def test_refits_draw_fresh_noise_with_default_seed():
 
 
 def test_planner_is_a_pure_function_of_public_facts():
-    est = LinearRegression(epsilon=1.0, feature_bounds=FB, label_bounds=LB)
+    est = LinearRegression(epsilon=1.0, x_range=FB, y_bound=LB)
     plan = lin._plan(est, 10_000, 3)
-    ledger = lin.planned_ledger(plan, 1e-5)
+    ledger = lin.planned_ledger(plan, 1e-6)
     assert ledger.epsilon == pytest.approx(1.0, rel=1e-9)
     assert partial(lin.mean_weight, 10_000)(plan.mu) == plan.weights["label_moments"]

@@ -1,5 +1,6 @@
 """Tests of ReuseCovRegressor (PRIMO) that can fail: reusecov spec §7."""
 
+import dataclasses
 import math
 import warnings
 
@@ -17,18 +18,24 @@ from skprivreg.exceptions import (
 )
 from skprivreg.linear_model._base import solve_psd_repaired
 from skprivreg.linear_model._independent_ssp import IndependentSSPRegressor
-from skprivreg.linear_model._reusecov import (
-    NoisyCovariance,
-    ReuseCovRegressor,
-    _reusecov_solve,
+from skprivreg.linear_model import NoisyCovariance, ReuseCovRegressor, reusecov_plan
+from skprivreg import _cli, _demo
+
+
+def plan_command(argv):
+    """``skprivreg plan reusecov ...``: the exit status; the plan is printed."""
+    return _cli.main(["plan", "reusecov", *argv])
+
+
+def demo_case():
+    return next(_demo._simulated_multi_output())
+from skprivreg.linear_model._reusecov_plan import plan_reusecov
+from skprivreg.linear_model._reusecov_release import _reusecov_solve, psd_factor
+from skprivreg.linear_model._reusecov_stats import (
     association_sensitivity,
     block_statistics,
     combine_statistics,
     covariance_sensitivity,
-    demo_case,
-    plan_command,
-    plan_reusecov,
-    psd_factor,
     sufficient_statistics,
 )
 from skprivreg.linear_model._reusecov_projection import (
@@ -837,19 +844,41 @@ def test_independent_ssp_budget_and_noise():
 
 
 # ---------------------------------------------------------------- CLI and demo
-def test_plan_command_prints_public_numbers(capsys):
+def test_planner_is_the_plan_of_fit_and_prints_it(capsys):
+    plan = reusecov_plan(n_samples=5008, n_features=25, n_outputs=101, epsilon=5.0,
+                         delta=1 / 5008**2, x_bound=5.0, y_bound=5.0, cov_budget="auto")
+    release = plan_reusecov(n=5008, d_eff=26, n_outputs=101, epsilon=5.0,
+                            delta=1 / 5008**2, x_scale=math.hypot(5, 1),
+                            y_row_scale=5 * math.sqrt(101), w_scale=5 / math.hypot(5, 1),
+                            cov_budget="auto")
+    assert plan.sigma_assoc == release.sigma_assoc and plan.sigma_cov == release.sigma_cov
+    assert plan.ledger.epsilon == pytest.approx(5.0, rel=1e-9)
+    text = str(plan)
+    assert "sigma_1" in text and "sigma_2" in text and f"{plan.sigma_assoc:.6g}" in text
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.ridge = 0.0
+    # the command prints the same plan
     assert plan_command(["--n", "5008", "--d", "25", "--l", "101", "--epsilon", "5",
-                         "--x-bound", "5", "--y-bound", "5", "--cov-budget", "auto"]) == 0
-    out = capsys.readouterr().out
-    assert "sigma_1" in out and "sigma_2" in out and "ridge" in out
-    plan = plan_reusecov(n=5008, d_eff=26, n_outputs=101, epsilon=5.0,
-                         delta=1 / 5008**2, x_scale=math.hypot(5, 1),
-                         y_row_scale=5 * math.sqrt(101), w_scale=5 / math.hypot(5, 1),
-                         cov_budget="auto")
-    assert f"{plan.sigma_assoc:.6g}" in out
+                         "--delta", str(1 / 5008**2), "--x-bound", "5", "--y-bound", "5",
+                         "--cov-budget", "auto"]) == 0
+    assert capsys.readouterr().out.strip() == text
+    with pytest.raises(ValueError, match="proj"):
+        reusecov_plan(n_samples=100, n_features=3, epsilon=1.0, mechanism="proj",
+                      x_bound=1.0, y_bound=1.0)
     with pytest.raises(SystemExit):
         plan_command(["--n", "100", "--d", "3", "--privacy", "full", "--mechanism",
                       "proj", "--x-bound", "1", "--y-bound", "1"])
+
+
+def test_planner_charges_missing_bounds_like_fit():
+    """A missing bound is planned as a private estimate with its notion (as fit does)."""
+    plan = reusecov_plan(n_samples=20_000, n_features=3, n_outputs=4, epsilon=1.0,
+                         privacy="label", bounds_budget=0.2, x_max_norm=2.0)
+    X, Y = _data(n=20_000, n_outputs=4)
+    est = ReuseCovRegressor(epsilon=1.0, privacy="label", bounds_budget=0.2).fit(X, Y)
+    assert [(e.name, e.notion, e.epsilon) for e in plan.ledger.events] == [
+        (e.name, e.notion, e.epsilon) for e in est.privacy_spent_.events]
+    assert plan.unit_scales == ("y_bound",)
 
 
 def test_demo_case_fits_and_beats_zero():
@@ -867,8 +896,9 @@ def test_plan_command_label_and_feature(capsys):
     assert "covariance share f         0.0000" in out
     assert plan_command(["--n", "5008", "--d", "25", "--l", "1000", "--privacy",
                          "feature", "--x-bound", "5", "--y-max-norm", "60"]) == 0
-    with pytest.raises(SystemExit):
-        plan_command(["--n", "100", "--d", "3", "--privacy", "label", "--y-bound", "1"])
+    # a public scale that is not given is taken as 1, and the plan says so
+    assert plan_command(["--n", "100", "--d", "3", "--privacy", "label", "--y-bound", "1"]) == 0
+    assert "taken as 1: x_max_norm" in capsys.readouterr().out
 
 
 def test_add_outcomes_label_and_proj_warning():

@@ -1,0 +1,167 @@
+"""Bounds the user did not declare, for the sufficient-statistics estimators.
+
+One rule for SSP, AdaSSP, IndependentSSP and ReuseCov: a missing bound is
+estimated privately with ``bounds_budget * epsilon`` (split equally between
+the missing bounds; a pure-DP event of the fit's notion and neighbouring
+relation) when n allows it, otherwise
+:class:`~skprivreg.exceptions.ConfigurationError` before any spend, naming
+the n needed. ``bounds='data'`` reads the bound from the data: an event of
+infinite epsilon and a :class:`~skprivreg.exceptions.PrivacyLeakWarning`.
+
+The functions are pure (public facts in, public facts or released values
+out) so each estimator calls them in the same order: plan the bound epsilons,
+check feasibility, check the budget, then one counting pass over row blocks.
+"""
+
+import math
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+
+from .._rows import check_block_finite, sum_over_row_blocks
+from ..accounting import PrivacyEvent
+from ..bounds import (
+    check_private_bound_feasible,
+    check_y_bound,
+    data_norm_bound,
+    private_norm_bound,
+    row_norms,
+)
+from ..mechanisms import bound_bins, counts_above
+
+__all__ = [
+    "label_magnitude",
+    "bound_epsilons",
+    "check_bounds_feasible",
+    "planned_bound_events",
+    "bound_block_counts",
+    "count_bounds",
+    "release_bounds",
+    "resolve_bounds",
+]
+
+BOUND_NAMES = ("x_bound", "y_bound")
+
+
+def label_magnitude(y_bound):
+    """``B = max(|low|, |high|)`` of a declared label range ``y_bound`` (None passes).
+
+    Labels in ``[low, high]`` satisfy ``|y| <= B``; the estimators whose
+    sensitivity needs a bound on ``|y|`` use this ``B``. Raises
+    ``ValueError`` for an invalid ``y_bound`` (before any spend).
+    """
+    pair = check_y_bound(y_bound)
+    if pair is None:
+        return None
+    return max(abs(pair[0]), abs(pair[1]))
+
+
+def bound_epsilons(missing, *, private, bounds, bounds_budget, epsilon):
+    """Epsilon of each missing bound: an equal share of ``bounds_budget * epsilon``.
+
+    ``inf`` for every missing bound when ``bounds='data'``; ``{}`` in the
+    non-private mode (no bound is needed) or when nothing is missing.
+    """
+    missing = list(missing)
+    if not private or not missing:
+        return {}
+    if bounds == "data":
+        return {name: math.inf for name in missing}
+    share = bounds_budget * epsilon / len(missing)
+    return {name: share for name in missing}
+
+
+def check_bounds_feasible(n_samples, bound_eps, quantile="auto"):
+    """:class:`ConfigurationError` (before any spend) when n is too small for a private bound."""
+    if quantile != "auto":
+        return
+    for name, eps in bound_eps.items():
+        if math.isfinite(eps):
+            check_private_bound_feasible(n_samples, eps, name)
+
+
+def planned_bound_events(bound_eps, *, notions=None, neighbouring="replace-one"):
+    """The pure-DP events of the planned bound estimates (data-free)."""
+    notions = notions or {}
+    return [
+        PrivacyEvent(name=name, epsilon=eps, delta=0.0, notion=notions.get(name, "full"),
+                     neighbouring=neighbouring)
+        for name, eps in bound_eps.items()
+    ]
+
+
+def bound_block_counts(X_block, Y_block, bins):
+    """Block statistic of the private bounds: rows whose norm (max |y|) exceeds each bin.
+
+    One value per row, so replacing a row (or zeroing it out) changes each
+    count by at most 1. Also checks the block for NaN or infinity (this is
+    the first pass).
+    """
+    with np.errstate(all="ignore"):
+        check_block_finite(X_block, "X")
+        check_block_finite(Y_block, "y")
+        return (
+            counts_above(row_norms(X_block), bins),
+            counts_above(np.abs(np.asarray(Y_block, dtype=np.float64)).max(axis=1), bins),
+        )
+
+
+def count_bounds(X, Y):
+    """One pass over the row blocks: the counts behind every private bound.
+
+    Releases nothing (the counts stay secret until :func:`release_bounds`
+    adds noise) and refuses NaN or infinity, so it may run before the spend.
+    Returns ``{'x_bound': counts of raw row norms of X, 'y_bound': counts of
+    max_j |y_ij|}`` over :func:`~skprivreg.mechanisms.bound_bins`.
+    """
+    bins = bound_bins()
+    return dict(
+        zip(BOUND_NAMES, sum_over_row_blocks(partial(bound_block_counts, bins=bins), X, Y))
+    )
+
+
+def release_bounds(counts, bound_eps, rng, *, n_samples, quantile="auto", notions=None,
+                   neighbouring="replace-one"):
+    """The missing bounds from :func:`count_bounds`: ``({name: bound}, [events])``.
+
+    A finite share of ``bound_eps`` gives a private estimate
+    (:func:`~skprivreg.bounds.private_norm_bound`); ``inf`` the smallest
+    public bin at or above the data maximum
+    (:func:`~skprivreg.bounds.data_norm_bound`, which warns). Each event
+    carries ``notions[name]`` (default ``'full'``) and ``neighbouring``.
+    """
+    notions = notions or {}
+    bins = bound_bins()
+    resolved, events = {}, []
+    for name, eps in bound_eps.items():
+        notion = notions.get(name, "full")
+        if math.isinf(eps):
+            if counts[name][-1] > 0:
+                raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
+            bound, event = data_norm_bound(
+                bins[np.argmax(counts[name] == 0)], name=name, notion=notion
+            )
+        else:
+            bound, event = private_norm_bound(
+                counts[name], n_samples, eps, rng, name=name, quantile=quantile,
+                notion=notion, bins=bins,
+            )
+        resolved[name] = bound
+        events.append(replace(event, neighbouring=neighbouring))
+    return resolved, events
+
+
+def resolve_bounds(X, Y, bound_eps, rng, *, n_samples, quantile="auto", notions=None,
+                   neighbouring="replace-one"):
+    """:func:`count_bounds` then :func:`release_bounds` (``({}, [])`` if nothing is missing).
+
+    ``x_bound`` bounds the raw row norm of X, ``y_bound`` the largest
+    ``|y_ij|`` of a row.
+    """
+    if not bound_eps:
+        return {}, []
+    return release_bounds(
+        count_bounds(X, Y), bound_eps, rng, n_samples=n_samples, quantile=quantile,
+        notions=notions, neighbouring=neighbouring,
+    )

@@ -1,0 +1,191 @@
+"""Reuse of a released covariance across fits: export it, check it, add outcomes.
+
+Mixed into :class:`~skprivreg.linear_model.ReuseCovRegressor`; the methods
+use its ``_release`` (which checks the budget and spends before reading the
+new outcomes) and its fitted attributes.
+"""
+
+import math
+import warnings
+
+import numpy as np
+
+from .._rows import is_dask_collection, set_dask_feature_names
+from .._compat import check_is_fitted, validate_data
+from ..accounting import PrivacyLedger
+from ..exceptions import PrivacyLeakWarning
+from ._reusecov_release import _both_dask, _check_dask_feature_projection
+
+__all__ = []
+
+
+class _CovarianceReuseMixin:
+    """``export_covariance``, ``add_outcomes`` and ``public_view`` of ReuseCov."""
+
+    def _check_covariance(self, cov, n, d_eff):
+        expected = (
+            ("n", n),
+            ("d_eff", d_eff),
+            ("fit_intercept", self.fit_intercept),
+            ("privacy", self.privacy),
+            ("neighbouring", self.neighbouring),
+        )
+        for name, value in expected:
+            if getattr(cov, name) != value:
+                raise ValueError(
+                    f"The reused covariance has {name}={getattr(cov, name)!r} but this "
+                    f"fit has {name}={value!r}."
+                )
+        if self.fit_intercept and not math.isclose(
+            cov.intercept_scaling, self.intercept_scaling, rel_tol=1e-12
+        ):
+            raise ValueError("The reused covariance has another intercept_scaling.")
+        mine = self._x_bound_eff(self.x_bound)
+        if mine is not None and (
+            cov.x_bound_eff is None or not math.isclose(cov.x_bound_eff, mine, rel_tol=1e-12)
+        ):
+            raise ValueError(
+                "The reused covariance was released with another x_bound: clipping "
+                "would differ between the releases."
+            )
+
+    # -- reuse across time ---------------------------------------------------
+    def export_covariance(self):
+        """The released covariance, for reuse by later fits on the same rows.
+
+        Returns
+        -------
+        NoisyCovariance
+        """
+        check_is_fitted(self)
+        return self.covariance_
+
+    def add_outcomes(self, X, Y_new, *, epsilon, delta):
+        """Release coefficients for new outcomes with the stored covariance.
+
+        Spends a fresh ``(epsilon, delta)`` entirely on the association of
+        ``Y_new`` (same privacy notion, mechanism, bounds and ridge rule) and
+        charges it to the accountant; the covariance is reused for free.
+        ``privacy_spent_`` becomes the composition of every release so far
+        (the covariance counted once). ``X`` must be the rows of ``fit`` in the
+        same order: only n and d can be checked (a hash of X would not be
+        private).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        Y_new : array-like of shape (n_samples,) or (n_samples, l_new)
+        epsilon : float > 0
+        delta : float in (0, 1)
+
+        Returns
+        -------
+        coef_new : ndarray of shape (l_new, n_features)
+        """
+        check_is_fitted(self)
+        if not epsilon > 0:
+            raise ValueError("epsilon must be > 0.")
+        if not 0 < delta < 1:
+            raise ValueError("delta must lie in (0, 1).")
+        if is_dask_collection(X) or is_dask_collection(Y_new):
+            X, Y_new = self._validate_dask_outcomes(X, Y_new)
+        else:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+            Y_new = np.asarray(Y_new, dtype=np.float64)
+            if Y_new.ndim == 1:
+                Y_new = Y_new[:, None]
+            if Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
+                raise ValueError("Y_new must have shape (n_samples, l_new).")
+            if not np.all(np.isfinite(Y_new)):
+                raise ValueError("Y_new contains NaN or infinity.")
+        _check_dask_feature_projection(Y_new, self.privacy, self.mechanism)
+        n = X.shape[0]
+        if n != self.covariance_.n:
+            raise ValueError(
+                f"add_outcomes needs the rows of fit: n={self.covariance_.n}, got {n}."
+            )
+        private = not math.isinf(epsilon)
+        if not private:
+            warnings.warn(
+                "add_outcomes(epsilon=inf) adds no noise: the new coefficients are "
+                "not differentially private.",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        if self.mechanism == "proj" and Y_new.shape[1] < 100:
+            warnings.warn(
+                "mechanism='proj' gains with the batch size l; batches of fewer than "
+                "100 outcomes lose most of the projection's advantage.",
+                UserWarning,
+                stacklevel=2,
+            )
+        reused = None if self.privacy == "label" else self.covariance_
+        if reused is not None:
+            self._check_covariance(reused, n, reused.d_eff)
+        index = len(self.association_releases_)
+        old = self.privacy_spent_
+        # _release spends the new association on the accountant before reading Y_new.
+        W, G_hat, release = self._release(
+            X, Y_new, epsilon=float(epsilon), delta=float(delta), private=private,
+            cov_rows=None, reused=reused, seed_index=2 + index,
+            association_name=f"association[{index}]",
+        )
+        new = release["ledger"]
+        self.privacy_spent_ = PrivacyLedger(
+            [*old.events, *new.events],
+            composition=old.composition if old.composition == new.composition else "basic",
+            delta=min(old.delta + new.delta, 1.0),
+        )
+        if self.fit_intercept:
+            coef_new, intercept_new = W[:-1].T, self.intercept_scaling * W[-1]
+        else:
+            coef_new, intercept_new = W.T, np.zeros(W.shape[1])
+        self.coef_ = np.vstack([np.atleast_2d(self.coef_), coef_new])
+        self.intercept_ = np.concatenate([np.atleast_1d(self.intercept_), intercept_new])
+        self.n_outputs_ = self.coef_.shape[0]
+        self.association_releases_.append(self._release_summary(release, W.shape[1]))
+        if self.keep_noisy_stats:
+            self.noisy_xty_ = np.hstack([self.noisy_xty_, G_hat])
+        return np.ascontiguousarray(coef_new)
+
+    def _validate_dask_outcomes(self, X, Y_new):
+        """Shape, dtype and feature-name checks of Dask input, without computing it.
+
+        Finiteness is checked on the workers by the statistics pass, before
+        any noise is drawn or budget spent.
+        """
+        with warnings.catch_warnings():
+            if hasattr(X, "columns"):
+                # sklearn does not read a Dask frame's names; they are checked
+                # by set_dask_feature_names instead.
+                warnings.filterwarnings("ignore", message="X does not have valid feature")
+            validate_data(self, X, skip_check_array=True, reset=False)
+        set_dask_feature_names(self, X, reset=False)
+        X, Y_new = _both_dask(X, Y_new)
+        if Y_new.ndim == 1:
+            Y_new = Y_new[:, None]
+        if X.ndim != 2 or Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
+            raise ValueError("Y_new must have shape (n_samples, l_new).")
+        if any(math.isnan(v.shape[0]) for v in (X, Y_new)):
+            raise ValueError(
+                "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
+            )
+        for name, value in (("X", X), ("Y_new", Y_new)):
+            if not np.issubdtype(value.dtype, np.number):
+                raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
+        return X.astype(np.float64), Y_new.astype(np.float64)
+
+    def public_view(self):
+        """The DP outputs of the fit (safe to publish together)."""
+        check_is_fitted(self)
+        return {
+            "coef_": self.coef_,
+            "intercept_": self.intercept_,
+            "covariance_": self.covariance_,
+            "ridge_": self.ridge_,
+            "cov_budget_": self.cov_budget_,
+            "noise_std_": dict(self.noise_std_),
+            "sensitivity_": dict(self.sensitivity_),
+            "proj_mu_": self.proj_mu_,
+            "privacy_spent_": self.privacy_spent_,
+        }

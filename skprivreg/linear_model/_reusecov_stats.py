@@ -1,0 +1,200 @@
+"""ReuseCov's pass over the rows: clipped, augmented sufficient statistics and their sensitivities.
+
+Pure functions over row blocks (:func:`block_statistics` and the associative
+:func:`combine_statistics`; a Dask backend maps and tree-reduces them), and
+the replace-one / zero-out sensitivities of :math:`X^\\top X / m` and
+:math:`X^\\top Y / n`. Shared by :class:`ReuseCovRegressor` and
+:class:`IndependentSSPRegressor`.
+"""
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from .._rows import (
+    check_block_finite,
+    sum_over_row_blocks,
+)
+from ..bounds import clip_entries, clip_rows, row_norms
+
+
+__all__ = [
+    "SufficientStats",
+    "block_statistics",
+    "combine_statistics",
+    "sufficient_statistics",
+    "covariance_sensitivity",
+    "association_sensitivity",
+]
+
+# Memory target (bytes) of one block of rows (X and Y) or of outcome columns.
+_ROW_BLOCK_BYTES = 64 * 2**20
+
+
+# ---------------------------------------------------------------------------
+# Sufficient statistics over row blocks (pure; a Dask backend can map/reduce)
+# ---------------------------------------------------------------------------
+@dataclass
+class SufficientStats:
+    """Sums over rows of the clipped, augmented data (associative; see :func:`combine_statistics`).
+
+    Attributes
+    ----------
+    n : int
+    xtx : ndarray (p, p) or None
+        :math:`\\sum_i x_i x_i^\\top` (augmented, clipped).
+    xty : ndarray (p, l) or None
+        :math:`\\sum_i x_i y_i^\\top`.
+    x_clipped, y_clipped : bool
+        Whether any row of X / entry of Y was clipped. Not private: for the
+        data curator only, never stored on an estimator.
+    x_max_norm, y_max_norm : float or None
+        Largest row norm of a *public* side (augmented X under label DP, Y
+        under feature DP); ``None`` for a private side.
+    y_abs_max : float or None
+        Largest ``|y_ij|`` of a public Y (feature DP), for the ridge heuristic.
+    """
+
+    n: int
+    xtx: np.ndarray | None = None
+    xty: np.ndarray | None = None
+    x_clipped: bool = False
+    y_clipped: bool = False
+    x_max_norm: float | None = None
+    y_max_norm: float | None = None
+    y_abs_max: float | None = None
+
+
+def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling):
+    """Clip rows to ``x_bound`` (if given) and append the intercept column."""
+    X_b = np.asarray(X_b, dtype=np.float64)
+    clipped = False
+    if x_bound is not None:
+        X_b, clipped = clip_rows(X_b, x_bound)
+    if fit_intercept:
+        X_b = np.hstack([X_b, np.full((X_b.shape[0], 1), float(intercept_scaling))])
+    return X_b, clipped
+
+
+def block_statistics(
+    X_b,
+    Y_b=None,
+    *,
+    x_bound=None,
+    y_bound=None,
+    fit_intercept=True,
+    intercept_scaling=1.0,
+    x_public=False,
+    y_public=False,
+    compute_xtx=True,
+):
+    """The :class:`SufficientStats` of one block of rows.
+
+    Private sides are clipped first (rows of X to L2 norm ``x_bound``,
+    entries of Y to ``[-y_bound, y_bound]``); ``None`` bounds mean no
+    clipping. Public sides report their largest row norm (and a public Y its
+    largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
+    input happens on the workers, before any noise is drawn.
+    """
+    # Floating-point warnings would depend on the data (an entry whose square
+    # overflows); finiteness is checked explicitly instead.
+    with np.errstate(all="ignore"):
+        check_block_finite(X_b, "X")
+        if Y_b is not None:
+            check_block_finite(Y_b, "y")
+        X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
+        stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
+        if x_public:
+            stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
+        if compute_xtx:
+            stats.xtx = X_b.T @ X_b
+        if Y_b is not None:
+            Y_b = np.asarray(Y_b, dtype=np.float64)
+            # Two reductions first: most blocks need no clipping, and then Y_b is
+            # used without a copy.
+            if y_bound is not None and Y_b.size and (
+                Y_b.max() > y_bound or Y_b.min() < -y_bound
+            ):
+                Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
+            if y_public:
+                stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
+                stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
+            stats.xty = X_b.T @ Y_b
+    return stats
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _max(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def combine_statistics(a, b):
+    """Merge the statistics of two disjoint row blocks (associative, commutative)."""
+    return SufficientStats(
+        n=a.n + b.n,
+        xtx=_add(a.xtx, b.xtx),
+        xty=_add(a.xty, b.xty),
+        x_clipped=a.x_clipped or b.x_clipped,
+        y_clipped=a.y_clipped or b.y_clipped,
+        x_max_norm=_max(a.x_max_norm, b.x_max_norm),
+        y_max_norm=_max(a.y_max_norm, b.y_max_norm),
+        y_abs_max=_max(a.y_abs_max, b.y_abs_max),
+    )
+
+
+def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
+    """:func:`block_statistics` accumulated over blocks of rows of X, Y.
+
+    ``row_block`` rows at a time (default: about 64 MB of X and Y per block),
+    so neither a clipped copy of X nor one of Y is ever held whole; Dask
+    arrays are reduced on their workers (:func:`~skprivreg._rows.sum_over_row_blocks`).
+    """
+    width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
+    step = row_block or max(1, _ROW_BLOCK_BYTES // (8 * width))
+    if X.shape[0] == 0:
+        return block_statistics(X, Y, **kwargs)
+    return sum_over_row_blocks(
+        partial(block_statistics, **kwargs), X, Y, block_rows=step, combine=combine_statistics
+    )
+
+
+# ---------------------------------------------------------------------------
+# Sensitivities, budget split, ridge (public numbers only)
+# ---------------------------------------------------------------------------
+def covariance_sensitivity(x_scale, n_rows, neighbouring="replace-one"):
+    """L2-sensitivity of the upper-triangle vector of :math:`X^\\top X / m`.
+
+    ``sqrt(2) B^2 / m`` for replace-one (equality at ``x = B e_1``,
+    ``x' = B e_2``), ``B^2 / m`` for zero-out, with ``B`` the row-norm
+    bound of the (augmented) design and ``m`` the number of rows averaged.
+    """
+    factor = math.sqrt(2.0) if neighbouring == "replace-one" else 1.0
+    return factor * x_scale**2 / n_rows
+
+
+def association_sensitivity(x_scale, y_row_scale, n_rows, neighbouring="replace-one"):
+    """Frobenius sensitivity of :math:`X^\\top Y / n`.
+
+    ``2 B_x B_y / n`` for replace-one (equality at ``x' = -x``, ``y' = y``),
+    ``B_x B_y / n`` for zero-out, where ``B_x`` bounds the row norm of the
+    design and ``B_y`` the norm of an outcome row: ``sqrt(l) y_bound`` when
+    Y is private, the public ``max_i ||y^i||`` under feature DP. Under label
+    DP ``B_x`` is the public ``max_i ||x_i||``.
+    """
+    factor = 2.0 if neighbouring == "replace-one" else 1.0
+    return factor * x_scale * y_row_scale / n_rows
+
+
