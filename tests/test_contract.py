@@ -21,7 +21,11 @@ from sklearn.preprocessing import FunctionTransformer
 
 from skprivreg import BudgetAccountant, PrivacyLeakWarning
 from skprivreg.feature_selection import PrivateTopSSelector
-from skprivreg.label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor
+from skprivreg.label_dp import (
+    GaussianLabelNoiseRegressor,
+    RROnBinsRegressor,
+    WeightedLBARegressor,
+)
 from skprivreg.linear_model import (
     AdaSSPRegressor,
     BoostedAdaSSPRegressor,
@@ -38,6 +42,9 @@ COEF = np.array([1.0, -2.0, 0.5, 1.5])
 
 def _data(n=N, n_targets=None, seed=0):
     rng = np.random.default_rng(seed)
+    if n_targets == "lba":  # 700,000 rows, 2 columns, unit residual variance
+        X = rng.normal(size=(700_000, 2))
+        return X[:, :], np.clip(X @ [1.0, 2.0] + rng.normal(size=700_000), -9.5, 9.5)
     X = np.clip(rng.normal(size=(n, D)), -3, 3)
     if n_targets is None:
         return X, X @ COEF + 0.3 * rng.normal(size=n)
@@ -69,10 +76,17 @@ CONFIGS = [
      lambda: ReuseCovRegressor(epsilon=4.0, privacy="feature", mechanism="proj", x_bound=6.0), 3),
     ("label-noise", lambda: GaussianLabelNoiseRegressor(epsilon=4.0, y_bound=(-20.0, 20.0)), None),
     ("label-noise-private-range", lambda: GaussianLabelNoiseRegressor(epsilon=4.0), None),
+    # Weighted LBA with a declared residual-variance floor needs ~2.7e5 rows
+    # per fit at these settings (its planner says so): it gets its own data.
     ("weighted-lba",
-     lambda: WeightedLBARegressor(epsilon=8.0, y_bound=(-20.0, 20.0), assumption="none"), None),
+     lambda: WeightedLBARegressor(epsilon=8.0, y_bound=(-10.0, 10.0), assumption="declared",
+                                  residual_var_lower_bound=0.5), "lba"),
     ("weighted-llp",
-     lambda: WeightedLBARegressor(epsilon=8.0, mode="llp", y_bound=(-20.0, 20.0)), None),
+     lambda: WeightedLBARegressor(epsilon=8.0, delta=1e-7, mode="llp", bag_size=40,
+                                  y_bound=(-10.0, 10.0), noise_fraction=1.0, noise_scale=8.0),
+     "lba"),
+    ("rr-on-bins", lambda: RROnBinsRegressor(epsilon=4.0, y_bound=(-20.0, 20.0)), None),
+    ("rr-on-bins-private-range", lambda: RROnBinsRegressor(epsilon=4.0), None),
     ("top-s",
      lambda: PrivateTopSSelector(epsilon=4.0, n_features_to_select=2, x_range=(-3.0, 3.0),
                                  y_bound=20.0), None),
@@ -107,7 +121,7 @@ def test_fit_releases_a_real_private_model(config):
         assert r2 > 0.5, r2
     else:
         assert est.get_support().sum() == est.n_features_to_select
-    assert est.n_features_in_ == D
+    assert est.n_features_in_ == X.shape[1]
 
 
 def test_clone_and_pickle(config):
