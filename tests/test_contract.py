@@ -74,7 +74,7 @@ CONFIGS = [
      lambda: ReuseCovRegressor(epsilon=4.0, privacy="label", y_bound=20.0), 3),
     ("reusecov-feature",
      lambda: ReuseCovRegressor(epsilon=4.0, privacy="feature", mechanism="proj", x_bound=6.0), 3),
-    ("label-noise", lambda: GaussianLabelNoiseRegressor(epsilon=4.0, y_bound=(-20.0, 20.0)), None),
+    ("label-noise", lambda: GaussianLabelNoiseRegressor(epsilon=8.0, y_bound=(-20.0, 20.0)), None),
     ("label-noise-private-range", lambda: GaussianLabelNoiseRegressor(epsilon=4.0), None),
     # Weighted LBA with a declared residual-variance floor needs ~2.7e5 rows
     # per fit at these settings (its planner says so): it gets its own data.
