@@ -382,8 +382,12 @@ def _score(case):
     ledger = fitted.privacy_spent_
     return [case["data"], case["name"], case["notion"], f"{ledger.epsilon:g}",
             f"{ledger.delta:.0e}" if ledger.delta else "0", f"{mse:.4g}",
-            f"{mse_ols:.4g}", f"{mse_mean:.4g}", f"{1.0 - mse / mse_mean:.3f}",
+            f"{mse_ols:.4g}", f"{mse_mean:.4g}", _r2_text(1.0 - mse / mse_mean),
             f"{seconds:.2f}"]
+
+
+def _r2_text(r2):
+    return f"{r2:.3f}" if r2 > -1000 else f"{r2:.1e}"
 
 
 _DEMO_HEADER = ["data", "estimator", "notion", "epsilon", "delta", "test MSE",

@@ -54,7 +54,9 @@ def _simulated_issp():
     n, d = 2_000_000, 2
     X = rng.standard_normal((n + 20_000, d))
     y = X @ np.array([1.5, -2.0]) + 0.5 + rng.standard_normal(n + 20_000)
-    yield {"name": "ISSP (no bounds; far below its minimum n)",
+    # ISSP needs ~1e9 rows with its proven constants: at 2e6 its private test
+    # passes but the noise it adds dominates (its planner says so in advance).
+    yield {"name": "ISSP (no bounds; noise dominates below ~1e9 rows)",
            "estimator": ISSPRegressor(epsilon=8.0, delta=1e-5, residual_bound=5.5,
                                       on_fail="zero", predicted_fail="spend"),
            **_split(X, y, n, "simulated n=2e6 d=2", "full")}

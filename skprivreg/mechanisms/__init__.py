@@ -1,0 +1,128 @@
+"""Every noise calibration and sampler of skprivreg, with its formula and reference.
+
+Estimators call these functions; they never calibrate noise inline. Calibration
+functions return :class:`~skprivreg.accounting.PrivacyEvent` objects (or plain
+numbers for planning), and samplers take the calibrated scale from them, so the
+event recorded in ``privacy_spent_`` is made from the same numbers that drove
+the noise.
+
+Floating point
+--------------
+Noise is float64 sampling from a :class:`numpy.random.Generator`. It is *not*
+hardened against floating-point precision attacks (Mironov 2012, "On
+significance of the least significant bits for differential privacy"); the
+guarantees hold in exact arithmetic. A hardened sampler is future work.
+
+References
+----------
+- Dwork & Roth (2014), *The Algorithmic Foundations of Differential Privacy*,
+  Thm. A.1 (classical Gaussian mechanism), Thm. 3.6 (Laplace), Thm. 3.10
+  (exponential mechanism, McSherry & Talwar 2007).
+- Balle & Wang (2018), *Improving the Gaussian mechanism for differential
+  privacy: analytical calibration and optimal denoising*, Thm. 8.
+- Dong, Roth & Su (2022), *Gaussian differential privacy*.
+- Geng, Ding, Guo & Kumar (2020), *Tight analysis of privacy and utility
+  tradeoff in approximate differential privacy* (truncated Laplace).
+- Karwa & Vadhan (2018), *Finite sample differentially private confidence
+  intervals*, Lemma 2.3 (stability histogram).
+"""
+
+from ._gaussian import (  # noqa: F401
+    gaussian_sigma,
+    gaussian_event,
+    gaussian_event_from_mu,
+    add_gaussian,
+    add_laplace,
+    symmetric_gaussian_matrix,
+)
+from ._ptr import (  # noqa: F401
+    truncated_laplace,
+    PTRCalibration,
+    ptr_calibration,
+    ptr_test,
+    stability_histogram,
+    stability_mode,
+)
+from ._selection import (  # noqa: F401
+    exponential_mechanism,
+    above_threshold,
+    bound_bins,
+    upper_bound_margin,
+    counts_above,
+    private_upper_bound,
+    laplace_distance_threshold,
+    laplace_distance_test,
+    laplace_release_probability,
+    gumbel_top_k,
+)
+from ._regression import (  # noqa: F401
+    primo_constant,
+    primo_gaussian_event,
+    subsampled_gaussian_event,
+    gaussian_precision_shaped,
+    intercept_gram_sensitivity,
+    residual_gradient_sensitivity,
+    gdp_split,
+    tukey_log_volumes,
+    tukey_safety_margin,
+    tukey_ptr_threshold,
+    tukey_ptr_test,
+    restricted_tukey_sample,
+)
+from ._moments import (  # noqa: F401
+    moment_sums_sensitivity,
+    moment_sums,
+    released_mean_variance,
+    clipped_squared_error_sensitivity,
+    private_neg_mse,
+    histogram_laplace_scale,
+    noisy_histogram,
+    randomized_response_probabilities,
+    randomized_response,
+)
+
+__all__ = [
+    "gaussian_sigma",
+    "gaussian_event",
+    "gaussian_event_from_mu",
+    "add_gaussian",
+    "add_laplace",
+    "symmetric_gaussian_matrix",
+    "truncated_laplace",
+    "PTRCalibration",
+    "ptr_calibration",
+    "ptr_test",
+    "stability_histogram",
+    "stability_mode",
+    "exponential_mechanism",
+    "above_threshold",
+    "bound_bins",
+    "upper_bound_margin",
+    "counts_above",
+    "private_upper_bound",
+    "laplace_distance_threshold",
+    "laplace_distance_test",
+    "laplace_release_probability",
+    "gumbel_top_k",
+    "primo_constant",
+    "primo_gaussian_event",
+    "subsampled_gaussian_event",
+    "gaussian_precision_shaped",
+    "intercept_gram_sensitivity",
+    "residual_gradient_sensitivity",
+    "gdp_split",
+    "tukey_log_volumes",
+    "tukey_safety_margin",
+    "tukey_ptr_threshold",
+    "tukey_ptr_test",
+    "restricted_tukey_sample",
+    "histogram_laplace_scale",
+    "noisy_histogram",
+    "randomized_response_probabilities",
+    "randomized_response",
+    "moment_sums_sensitivity",
+    "moment_sums",
+    "released_mean_variance",
+    "clipped_squared_error_sensitivity",
+    "private_neg_mse",
+]
