@@ -132,12 +132,22 @@ def test_residual_ladder_is_108_k_L0(k, L0, R0):
 
 
 def test_plan_blowup_and_sensitivity_use_the_108_ladder():
-    """c carries (2 R_{2k}/R0)^2 = 4 e^{432 k^2 L0}: 432 = 2 * 2 * 108; 3136 = 4 * 7^2 * 4^2."""
+    """c carries (2 R_{2k}/R0)^2 = 4 e^{432 k^2 L0}: 432 = 2 * 2 * 108; 784 = 7^2 * 4 * 2^2.
+
+    The location sensitivity is m^2 L R^2 (1 - mL)^{-3} with m = 7, L = 4 L0,
+    R = 2 R_{2k}; the published constant 4 m^2 L R^2 = 3136 L0 R_{2k}^2 stays
+    reachable with constants='paper'.
+    """
     plan = issp_plan(n_samples=10**8, n_features=5, epsilon=2.0, delta=1e-6, residual_bound=1.0)
     k, L0 = plan.k, plan.leverage_bound
     assert plan.log_blowup == pytest.approx(432 * k * k * L0, rel=1e-14)
     assert plan.sensitivity_per_r0 == pytest.approx(
-        math.sqrt(3136 * L0) * math.exp(216 * k * k * L0), rel=1e-13)
+        math.sqrt(784 * L0 / (1 - 28 * L0) ** 3) * math.exp(216 * k * k * L0), rel=1e-13)
+    paper = issp_plan(n_samples=10**8, n_features=5, epsilon=0.9, delta=1e-6,
+                      residual_bound=1.0, budget_split="paper", _constants="paper")
+    assert paper.sensitivity_per_r0 == pytest.approx(
+        math.sqrt(3136 * paper.leverage_bound)
+        * math.exp(216 * paper.k**2 * paper.leverage_bound), rel=1e-13)
     R = residual_thresholds(1.0, L0, k)
     assert plan.log_blowup == pytest.approx(2 * math.log(R[-1]), rel=1e-12)
 
