@@ -14,6 +14,7 @@ from scipy.stats import norm
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..exceptions import ConfigurationError
 from ..mechanisms import gaussian_sigma, ptr_calibration
+from ._issp_filters import ladder_log_ratio
 
 __all__ = ["ISSPPlan", "issp_plan", "issp_k", "r0_groups"]
 
@@ -30,7 +31,7 @@ WEIGHT_MASS = 7.0
 #: Shape-step shares of eps1 that budget_split='auto' tries (the rest after the PTR goes
 #: to the location step).
 AUTO_SHAPE_FRACTIONS = (0.005, 0.01, 0.02, 0.05)
-#: Largest 432 k^2 L0 allowed (the noise would overflow float64 beyond it).
+#: Largest log blow-up ln (R_{2k}/R0)^2 allowed (the noise would overflow float64 beyond it).
 MAX_LOG_BLOWUP = 700.0
 #: The covariance-shape bound holds for epsilon in the open interval (0, 1): cap at 0.999.
 SHAPE_EPSILON_CAP = 0.999
@@ -125,7 +126,7 @@ class ISSPPlan:
             f"  k = {self.k}",
             f"  L0 (leverage_bound) = {self.leverage_bound:.4g}  (clean path needs every "
             f"leverage <= L_base = {self.leverage_base:.4g})",
-            f"  residual blow-up e^(432 k^2 L0) = e^{self.log_blowup:.4g}",
+            f"  residual blow-up (R_2k/R0)^2 = e^{self.log_blowup:.4g}",
             f"  c / R0 = {self.noise_per_r0:.4g}",
             "  predicted noise relative to the OLS error c/sigma = "
             f"{self.predicted_noise_ratio:.4g}",
@@ -209,6 +210,28 @@ def weighted_ols_shift_bound(m, L, R):
     return m * m * L * R * R / (1.0 - m * L) ** 3
 
 
+def ladder_log_blowup(k, L0, constants="proven"):
+    """``ln (R_{2k}/R0)^2``: ``4 k g(k, L0)`` (:func:`ladder_log_ratio`); ``'paper'``: ``432 k^2 L0``."""
+    if constants == "paper":
+        return 432.0 * k * k * L0
+    return 4.0 * k * ladder_log_ratio(k, L0)
+
+
+def _ladder_L0_for(k, log_blowup):
+    """Largest ``L0 <= 1/(96k)`` with ``ladder_log_blowup(k, L0) <= log_blowup`` (bisection)."""
+    hi = 1.0 / (96.0 * k)
+    if ladder_log_blowup(k, hi) <= log_blowup:
+        return hi
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if ladder_log_blowup(k, mid) <= log_blowup:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def location_sensitivity_sq(L0, k, constants="proven"):
     """Squared location sensitivity per ``R0^2``: ``||S_v^{1/2}(b - b')||^2 / R0^2``.
 
@@ -217,10 +240,12 @@ def location_sensitivity_sq(L0, k, constants="proven"):
     normal-equation bound of the privacy analysis page; needs ``28 L0 < 1``).
     ``'paper'``: ``4 m^2 L (2 R_{2k}/R0)^2 = 3136 L0 e^{432 k^2 L0}`` (Brown et al.
     2024, Claim 18). The first is the smaller one whenever ``28 L0 <= 0.37``.
+    Here ``e^{432 k^2 L0}`` stands for ``(R_{2k}/R0)^2``, which with the exact
+    ladder (:func:`ladder_log_blowup`) is ``e^{4 k g(k, L0)}``.
     Returns the square as a logarithm-safe pair ``(log_factor, log_blowup)``
     so that huge blow-ups stay finite: the value is ``e^{log_factor + log_blowup}``.
     """
-    log_blowup = 432.0 * k * k * L0
+    log_blowup = ladder_log_blowup(k, L0, constants)
     mL = WEIGHT_MASS * 4.0 * L0
     if not L0 > 0:
         return -math.inf, log_blowup
@@ -260,7 +285,9 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     f_T, f_M, f_C = fractions
     eps_ptr, eps_loc, eps_shape = f_T * eps1, f_M * eps1, f_C * eps1
     k, cal = issp_k(eps_ptr, delta1 / 3.0, fail_prob)
-    cap_lev, cap_over = 1.0 / (96.0 * k), MAX_LOG_BLOWUP / (432.0 * k * k)
+    cap_lev = 1.0 / (96.0 * k)
+    cap_over = (MAX_LOG_BLOWUP / (432.0 * k * k) if constants == "paper"
+                else _ladder_L0_for(k, MAX_LOG_BLOWUP))
     wanted = (_auto_leverage_bound(n, p, k, slack, eta) if leverage_bound == "auto"
               else float(leverage_bound))
     # The shape step's delta_C is e^{-eps_M} small (weak triangle inequality),
@@ -479,7 +506,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
             )
         if L0 > cap_over:
             raise ConfigurationError(
-                f"leverage_bound={L0:.6g} gives 432 k^2 L0 > {MAX_LOG_BLOWUP:g} (k={k}): "
+                f"leverage_bound={L0:.6g} gives a residual blow-up ln (R_2k/R0)^2 > "
+                f"{MAX_LOG_BLOWUP:g} (k={k}): "
                 "the noise would overflow."
             )
         if not L0 > 0:
@@ -489,7 +517,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
     r0_per_sigma = _residual_bound_per_sigma(n, auto_r0, residual_slack, design_failure_prob)
     ratio = chosen["noise_per_r0"] * r0_per_sigma
     if leverage_bound == "auto":
-        L0_blowup = math.log(max_blowup) / (432.0 * k * k)
+        L0_blowup = (math.log(max_blowup) / (432.0 * k * k) if _constants == "paper"
+                     else _ladder_L0_for(k, math.log(max_blowup)))
         n_min = _min_n_for_clean_path(p, k, L0_blowup, leverage_slack, design_failure_prob)
         L0_max = min(chosen["caps"])
     else:
@@ -526,7 +555,7 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         )
     if chosen["log_blowup"] > math.log(max_blowup):
         notes.append(
-            f"Residual-ladder blow-up e^(432 k^2 L0) = e^{chosen['log_blowup']:.3g} exceeds "
+            f"Residual-ladder blow-up (R_2k/R0)^2 = e^{chosen['log_blowup']:.3g} exceeds "
             f"max_blowup={max_blowup:g}; predicted noise c/sigma = {ratio:.3g}. Rows needed "
             f"for blow-up <= {max_blowup:g}: about {n_min:.2g}."
         )

@@ -27,6 +27,7 @@ import pytest
 from scipy import stats
 
 from skprivreg.linear_model import issp_plan
+from skprivreg.linear_model._issp_filters import residual_thresholds
 from skprivreg.linear_model._issp_plan import (
     location_sensitivity_sq,
     weighted_ols_shift_bound,
@@ -116,7 +117,7 @@ def test_bound_holds_on_random_and_aligned_pairs(aligned):
 def test_planner_instantiates_the_bound():
     """m = ||v - v'||_1 + 2 <= 7, L = 4 L0 (v is (4 L0, 2 R_{2k})-good), R = 2 R_{2k}."""
     for L0, k in [(1e-6, 150), (5e-7, 60), (1e-4, 10)]:
-        R2k = math.exp(108 * k * L0 * 2 * k)
+        R2k = residual_thresholds(1.0, L0, k)[-1]
         log_factor, log_blowup = location_sensitivity_sq(L0, k)
         assert math.exp(log_factor + log_blowup) == pytest.approx(
             weighted_ols_shift_bound(7, 4 * L0, 2 * R2k), rel=1e-12)
@@ -143,3 +144,23 @@ def test_worst_location_shift_is_within_delta_loc(n, d, eps):
     mu = math.exp((log_factor + log_blowup) / 2) / plan.noise_per_r0
     assert agm_delta(mu, plan.eps_loc) <= plan.delta_loc * (1 + 1e-9)
     assert agm_delta(mu / 0.9, plan.eps_loc) > plan.delta_loc
+
+
+def test_ladder_ratio_is_the_unrelaxed_intertwining_product():
+    """g(k, L0) = ln(eta_1 eta_2) exactly, and never above the published 108 k L0.
+
+    eta_1 = 1 + 12 L0 and eta_2 = 1/(1 - 4 (2k+1) L_1), L_1 = 2 eta_1 L0, are
+    the factors of the intertwining proof before its relaxations; on the whole
+    proven range k L0 <= 1/96 the ratio g / (108 k L0) stays below 0.4.
+    """
+    from skprivreg.linear_model._issp_filters import ladder_log_ratio
+
+    worst = 0.0
+    for k in [1, 2, 5, 10, 50, 137, 320, 1000, 5000]:
+        for L0 in np.geomspace(1e-12, 1 / (96 * k), 40):
+            eta1 = 1 + 12 * L0
+            eta2 = 1 / (1 - 4 * (2 * k + 1) * 2 * eta1 * L0)
+            g = ladder_log_ratio(k, L0)
+            assert g == pytest.approx(math.log(eta1 * eta2), rel=1e-12)
+            worst = max(worst, g / (108 * k * L0))
+    assert worst < 0.4
