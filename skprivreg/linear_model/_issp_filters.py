@@ -70,7 +70,7 @@ def leverage_thresholds(L0, k, schedule="corrected"):
 
 
 def ladder_log_ratio(k, L0):
-    """Log-ratio ``g`` of consecutive residual thresholds, ``R_{j+1} = e^g R_j``.
+    r"""Log-ratio ``g`` of consecutive residual thresholds, ``R_{j+1} = e^g R_j``.
 
     .. math:: g(k, L_0) = \ln(1 + 12 L_0) - \ln\bigl(1 - 8 (2k + 1)(1 + 12 L_0) L_0\bigr).
 
