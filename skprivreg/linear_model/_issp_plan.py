@@ -120,7 +120,7 @@ class ISSPPlan:
             f"ISSP plan: n={self.n:.4g}, d={self.d}, p={self.p}, epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}",
             f"  budget: residual scale (eps, delta) = ({self.eps_r0:.4g}, {self.delta_r0:.3g}); "
-            f"split f_T/f_M/f_C = {f_T:.2f}/{f_M:.2f}/{f_C:.2f}",
+            f"split f_T/f_M/f_C = {f_T:.3g}/{f_M:.3g}/{f_C:.3g}",
             f"  PTR: eps={self.eps_ptr:.4g}, delta={self.delta_ptr:.3g}, "
             f"A={self.ptr_half_width:.4g}, tau={self.ptr_tau:.4g}",
             f"  k = {self.k}",
