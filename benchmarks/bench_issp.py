@@ -22,6 +22,13 @@ Parts
    demonstration of the condition-number independence, not a recommended
    privacy level.
 4. Public planning numbers from :func:`issp_plan`.
+5. ``--analysis``: the privacy analysis table (``doc/issp_analysis.rst``): c/sigma
+   before (published location constant 3136 L0 and relaxed ladder e^{108 k L0},
+   numbers measured with the planner before the change) and after, for n in
+   {1e6, 1e7, 1e8, 1e9}, d in {1, 10}, epsilon in {1, 4}, delta = 1e-6; and one
+   fit on clean Gaussian data comparing the realised privacy error
+   ||S^{1/2}(beta~ - beta_ols)||^2 / p with the planner's c^2. Writes
+   ``benchmarks/results/issp_analysis.{json,md}``.
 """
 
 import argparse
@@ -341,6 +348,111 @@ def planning():
     return rows
 
 
+#: c/sigma of the planner before the tighter analysis (published location constant,
+#: relaxed ladder, shape share fixed at 5%), measured with ``issp_plan`` at main a7ffef7.
+BEFORE = {
+    (10**6, 1, 1.0): 6.22e33, (10**6, 1, 4.0): 4.36e13, (10**6, 10, 1.0): 6.22e33,
+    (10**6, 10, 4.0): 4.36e13, (10**7, 1, 1.0): 6.58e33, (10**7, 1, 4.0): 1.19e8,
+    (10**7, 10, 1.0): 6.58e33, (10**7, 10, 4.0): 6.79e11, (10**8, 1, 1.0): 2.14e9,
+    (10**8, 1, 4.0): 41.5, (10**8, 10, 1.0): 2.53e13, (10**8, 10, 4.0): 158.0,
+    (10**9, 1, 1.0): 86.7, (10**9, 1, 4.0): 1.29, (10**9, 10, 1.0): 336.0,
+    (10**9, 10, 4.0): 2.0,
+}
+
+
+def analysis_table():
+    from skprivreg.linear_model import issp_plan
+
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for (n, d, eps), before in BEFORE.items():
+            plan = issp_plan(n_samples=n, n_features=d, epsilon=eps, delta=1e-6)
+            rows.append({"n": n, "d": d, "epsilon": eps, "before": before,
+                         "after": plan.predicted_noise_ratio, "k": plan.k,
+                         "L0": plan.leverage_bound, "log_blowup": plan.log_blowup,
+                         "split": list(plan.budget_split),
+                         "fail_predicted": plan.fail_predicted})
+    return rows
+
+
+def analysis_fit(n, d, eps, seed=0):
+    """One fit on clean Gaussian data: realised ||S^{1/2}(beta~ - beta_ols)||^2/(p c^2)."""
+    from skprivreg.linear_model import ISSPRegressor
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    beta = np.full(d, 0.5)
+    y = X @ beta + 1.0 + rng.standard_normal(n)
+    t0 = time.perf_counter()
+    est = ISSPRegressor(epsilon=eps, delta=1e-6).fit(X, y)
+    seconds = time.perf_counter() - t0
+    Xa = np.column_stack([X, np.ones(n)])
+    S = Xa.T @ Xa
+    b_ols = np.linalg.solve(S, Xa.T @ y)
+    diff = np.append(est.coef_, est.intercept_) - b_ols
+    p = d + 1
+    c = est.noise_scale_
+    stat = float(diff @ S @ diff / c**2)  # ~ chi^2_p on the clean path
+    lo, hi = stats.chi2.ppf([0.005, 0.995], p)
+    return {"n": n, "d": d, "epsilon": eps, "delta": 1e-6, "seconds": seconds,
+            "passed": bool(est.ptr_passed_), "noise_scale": c,
+            "predicted_c_over_sigma": est.planning_["predicted_noise_ratio"],
+            "realised_c_over_sigma": c / 1.0,
+            "chi2_stat": stat, "chi2_99_band": [float(lo), float(hi)],
+            "privacy_error_S_metric": math.sqrt(float(diff @ S @ diff)),
+            "ols_error_S_metric": math.sqrt(float((b_ols - np.append(beta, 1.0)) @ S
+                                                  @ (b_ols - np.append(beta, 1.0))))}
+
+
+def analysis_markdown(res):
+    lines = ["# ISSP privacy analysis: c/sigma before and after", "",
+             f"Command: `{res['command']}`; {res['date']} UTC.", "",
+             "delta = 1e-6, residual_bound='auto', budget_split='auto'. Before: published "
+             "location constant 3136 L0 and ladder e^{108 k L0} with a 5% shape share. "
+             "After: direct location bound 784 L0 (1 - 28 L0)^-3, the unrelaxed ladder "
+             "ratio, and the shape share chosen by the planner.", "",
+             "| n | d | eps | before | after | k | ln (R_2k/R0)^2 | split | FAIL predicted |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in res["table"]:
+        lines.append(f"| {r['n']:.0e} | {r['d']} | {r['epsilon']:g} | {r['before']:.3g} | "
+                     f"{r['after']:.3g} | {r['k']} | {r['log_blowup']:.3g} | "
+                     f"{'/'.join(f'{x:g}' for x in r['split'])} | "
+                     f"{'yes' if r['fail_predicted'] else 'no'} |")
+    fit = res.get("fit")
+    if fit:
+        lines += ["", "## One fit on clean Gaussian data", "",
+                  f"n = {fit['n']:.3g}, d = {fit['d']}, epsilon = {fit['epsilon']:g}, "
+                  f"delta = 1e-6, sigma = 1, {fit['seconds']:.0f} s. PASS: {fit['passed']}. "
+                  f"c = noise_scale_ = {fit['noise_scale']:.4g}; planner's predicted "
+                  f"c/sigma = {fit['predicted_c_over_sigma']:.4g}. "
+                  f"||S^(1/2)(beta~ - beta_ols)||^2 / c^2 = {fit['chi2_stat']:.3g} "
+                  f"(chi^2_p 99% band {fit['chi2_99_band'][0]:.3g}-"
+                  f"{fit['chi2_99_band'][1]:.3g}); privacy error "
+                  f"{fit['privacy_error_S_metric']:.3g} vs OLS error "
+                  f"{fit['ols_error_S_metric']:.3g} in the S-metric."]
+    return "\n".join(lines) + "\n"
+
+
+def analysis_main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--analysis", action="store_true")
+    parser.add_argument("--fit-n", type=float, default=0)
+    parser.add_argument("--fit-d", type=int, default=10)
+    parser.add_argument("--fit-eps", type=float, default=16.0)
+    args = parser.parse_args(argv)
+    res = {"command": "python benchmarks/bench_issp.py " + " ".join(argv),
+           "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+           "table": analysis_table()}
+    if args.fit_n:
+        res["fit"] = analysis_fit(int(args.fit_n), args.fit_d, args.fit_eps)
+        print("fit:", res["fit"])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "issp_analysis.json").write_text(json.dumps(res, indent=2))
+    (RESULTS / "issp_analysis.md").write_text(analysis_markdown(res))
+    print(analysis_markdown(res))
+
+
 def conditioning_markdown(c):
     def fmt(value):
         return "FAIL" if value is None else f"{value:.3g}"
@@ -468,7 +580,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--_worker":
+    if "--analysis" in sys.argv[1:]:
+        analysis_main(sys.argv[1:])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--_worker":
         _stream_worker(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
                        int(sys.argv[6]))
     else:

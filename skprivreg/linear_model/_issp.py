@@ -119,7 +119,13 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     the printed leverage schedule breaks Theorem 9, so the thresholds are
     ``L_j = e^{(j-2k)/k} L0/(1+2kL0)``; the covariance-shape step needs
     ``56 L0 <= min(eps_C, 0.999)/(3 ln(2/delta_C))``; the location step uses
-    the analytic Gaussian mechanism so any epsilon is allowed.
+    the analytic Gaussian mechanism so any epsilon is allowed. **Tighter
+    analysis**: the residual ladder is ``R_j = R0 e^{g j}`` with the unrelaxed
+    intertwining ratio ``e^g = (1 + 12 L0)/(1 - 8(2k+1)(1 + 12 L0) L0)``
+    (about ``e^{16 k L0}``; the paper relaxes it to ``e^{108 k L0}``), and the
+    location sensitivity is ``||S_v^{1/2}(b - b')||^2 <= 784 L0 (1 - 28 L0)^{-3}
+    R_{2k}^2`` (the paper's bound is ``3136 L0 R_{2k}^2``); so
+    ``c = sqrt(784 L0 (1 - 28 L0)^{-3}) R_{2k} sigma_AG(eps_M, delta_M)``.
 
     **Budget split inside fit.** ``r0_budget_fraction`` of (epsilon, delta)
     for the private residual scale (``residual_bound='auto'``, Karwa-Vadhan
@@ -132,8 +138,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     At large epsilon the location step spends only up to the epsilon at which
     the shape-step cap still admits L0; the rest is not spent
     (``planning_['eps_unused']``, and ``privacy_spent_`` says so).
-    ``budget_split='auto'`` picks f_T from public facts to minimise the
-    predicted noise.
+    ``budget_split='auto'`` picks f_T and f_C (shape share in
+    {0.5, 1, 2, 5}% of eps1, kept only where the shape-step cap admits L0)
+    from public facts to minimise the predicted noise.
 
     **Required bounds.** None. ``leverage_bound`` (L0) and ``residual_bound``
     (R0) are public tuning constants; ``'auto'`` uses a data-independent
@@ -151,11 +158,11 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     with :class:`PrivateTestFailedWarning` (``on_fail='zero'``). There is never a
     non-private fallback.
 
-    **Minimum sample size.** With the proven constants ISSP is practical only
-    for very large n: for d = 20, delta = 1e-6 (equal split, blow-up e) the
-    clean path needs about 7.8e8 / 3.4e10 / 1.2e11 rows at epsilon = 8 / 1 /
-    0.5. Below about 1e8 rows it FAILs or adds noise at least 1e3 times the
-    OLS error. ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
+    **Minimum sample size.** ISSP is practical only for large n: with d = 10,
+    delta = 1e-6 and the automatic split the predicted noise is at most 3 times
+    the OLS error from about n = 1.6e9 at epsilon = 1, 1.3e8 at epsilon = 4 and
+    4e7 at epsilon = 8. At n = 1e7 and epsilon = 1 it FAILs or adds noise
+    about 1e6 times the OLS error. ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
     (or :func:`issp_plan`) prints the numbers; ``planning_`` holds them.
 
     **Dask.** ``X`` and ``y`` may be a Dask array or Dask DataFrame/Series
@@ -212,7 +219,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     design_failure_prob : float in (0, 0.5), default=0.01
         Tail probabilities of the automatic rules.
     max_blowup : float >= 1, default=10.0
-        Planning-warning threshold on ``e^{432 k^2 L0}``.
+        Planning-warning threshold on the residual blow-up ``(R_{2k}/R0)^2``.
     on_fail : {'raise', 'zero'}, default='raise'
         Behaviour on a data-dependent FAIL.
     predicted_fail : {'refuse', 'spend'}, default='refuse'

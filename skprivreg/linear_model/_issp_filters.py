@@ -34,6 +34,7 @@ from ._issp_scan import scan_pass
 
 __all__ = [
     "leverage_thresholds",
+    "ladder_log_ratio",
     "residual_thresholds",
     "slf_engine",
     "srf_engine",
@@ -68,10 +69,34 @@ def leverage_thresholds(L0, k, schedule="corrected"):
     raise ValueError("schedule must be 'corrected' or 'printed'.")
 
 
+def ladder_log_ratio(k, L0):
+    r"""Log-ratio ``g`` of consecutive residual thresholds, ``R_{j+1} = e^g R_j``.
+
+    .. math:: g(k, L_0) = \ln(1 + 12 L_0) - \ln\bigl(1 - 8 (2k + 1)(1 + 12 L_0) L_0\bigr).
+
+    The intertwining argument (Brown et al. 2024, Claim 11) needs
+    ``R_{j+1}/R_j >= eta_1 eta_2`` with ``eta_1 = 1 + 12 L0`` and the exact
+    ``eta_2 = 1/(1 - 4 ||v||_1 L_1)`` of its Claim 8 at ``||v||_1 <= 2k + 1``,
+    ``L_1 = 2 eta_1 L0``; the paper then relaxes ``(1 - z)^{-1} <= 1 + 2z``,
+    ``16(2k+1)(1+12 L0) <= 96 k`` and ``1 + x <= e^x`` to ``e^{108 k L0}``.
+    ``g`` is that product without the relaxations: about ``16 k L0``, and
+    ``g <= 108 k L0`` whenever ``k L0 <= 1/96`` (the paper's chain). The
+    privacy proof needs ``k L0 <= 1/96``, which the planner enforces; outside
+    that range (hand-picked ``L0`` in engine tests, never a private fit) the
+    published ``108 k L0`` is returned, so the ladder stays finite.
+    """
+    relaxed = 108.0 * k * L0
+    z = 8.0 * (2 * k + 1) * (1.0 + 12.0 * L0) * L0
+    if not z < 1.0:
+        return relaxed
+    return min(math.log1p(12.0 * L0) - math.log1p(-z), relaxed)
+
+
 def residual_thresholds(R0, L0, k):
-    """Residual ladder :math:`R_j = R_0 e^{108 k L_0 j}`, ``j = 0..2k``."""
-    with np.errstate(over="ignore"):  # only hand-picked (non-private) L0 can overflow
-        return R0 * np.exp(108.0 * k * L0 * np.arange(2 * k + 1, dtype=np.float64))
+    """Residual ladder :math:`R_j = R_0 e^{g j}`, ``j = 0..2k``, ``g`` = :func:`ladder_log_ratio`."""
+    g = ladder_log_ratio(k, L0)
+    with np.errstate(over="ignore", invalid="ignore"):  # only hand-picked L0 can overflow
+        return R0 * np.exp(g * np.arange(2 * k + 1, dtype=np.float64))
 
 
 

@@ -14,14 +14,24 @@ from scipy.stats import norm
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..exceptions import ConfigurationError
 from ..mechanisms import gaussian_sigma, ptr_calibration
+from ._issp_filters import ladder_log_ratio
 
 __all__ = ["ISSPPlan", "issp_plan", "issp_k", "r0_groups"]
 
 #: Sensitivity of max(SCORE1, SCORE2) under replace-one neighbours.
 SCORE_SENSITIVITY = 4.0
-#: Sensitivity of the location step: ||S_v^{1/2}(b - b')||^2 <= 3136 e^{432 k^2 L0} L0 R0^2.
-LOCATION_SENSITIVITY_CONSTANT = 3136.0
-#: Largest 432 k^2 L0 allowed (the noise would overflow float64 beyond it).
+#: Sensitivity of the location step (proved in the ISSP privacy analysis page):
+#: ||S_v^{1/2}(b - b')||^2 <= m^2 L R^2 (1 - m L)^{-3} with m = 7, L = 4 L0, R = 2 R_{2k},
+#: i.e. 784 L0 (1 - 28 L0)^{-3} e^{432 k^2 L0} R0^2.
+LOCATION_SENSITIVITY_CONSTANT = 784.0
+#: The published bound 4 m^2 L R^2 (Brown et al. 2024, Claim 18): 3136 e^{432 k^2 L0} L0 R0^2.
+PAPER_LOCATION_SENSITIVITY_CONSTANT = 3136.0
+#: Mass bound m = ||v - v'||_1 + 2 on the union of two neighbouring datasets.
+WEIGHT_MASS = 7.0
+#: Shape-step shares of eps1 that budget_split='auto' tries (the rest after the PTR goes
+#: to the location step).
+AUTO_SHAPE_FRACTIONS = (0.005, 0.01, 0.02, 0.05)
+#: Largest log blow-up ln (R_{2k}/R0)^2 allowed (the noise would overflow float64 beyond it).
 MAX_LOG_BLOWUP = 700.0
 #: The covariance-shape bound holds for epsilon in the open interval (0, 1): cap at 0.999.
 SHAPE_EPSILON_CAP = 0.999
@@ -110,13 +120,13 @@ class ISSPPlan:
             f"ISSP plan: n={self.n:.4g}, d={self.d}, p={self.p}, epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}",
             f"  budget: residual scale (eps, delta) = ({self.eps_r0:.4g}, {self.delta_r0:.3g}); "
-            f"split f_T/f_M/f_C = {f_T:.2f}/{f_M:.2f}/{f_C:.2f}",
+            f"split f_T/f_M/f_C = {f_T:.3g}/{f_M:.3g}/{f_C:.3g}",
             f"  PTR: eps={self.eps_ptr:.4g}, delta={self.delta_ptr:.3g}, "
             f"A={self.ptr_half_width:.4g}, tau={self.ptr_tau:.4g}",
             f"  k = {self.k}",
             f"  L0 (leverage_bound) = {self.leverage_bound:.4g}  (clean path needs every "
             f"leverage <= L_base = {self.leverage_base:.4g})",
-            f"  residual blow-up e^(432 k^2 L0) = e^{self.log_blowup:.4g}",
+            f"  residual blow-up (R_2k/R0)^2 = e^{self.log_blowup:.4g}",
             f"  c / R0 = {self.noise_per_r0:.4g}",
             "  predicted noise relative to the OLS error c/sigma = "
             f"{self.predicted_noise_ratio:.4g}",
@@ -185,6 +195,70 @@ def _location_epsilon_cap(L0, delta1, eps_shape):
     return min(eps_shape, SHAPE_EPSILON_CAP) / (168.0 * L0) - math.log(4.0 / D)
 
 
+def weighted_ols_shift_bound(m, L, R):
+    """Bound on ``||S_v^{1/2}(beta_v - beta_w)||^2`` for (L, R)-good ``v, w``, ``||v - w||_1 <= m``.
+
+    ``m^2 L R^2 (1 - mL)^{-3}``, valid when ``mL < 1``; ``inf`` otherwise.
+    Proof (normal equations; the ISSP privacy analysis page): with
+    ``r^w = y - X beta_w`` and ``X^T W r^w = 0``,
+    ``S_v(beta_v - beta_w) = sum_i (v_i - w_i) x_i r^w_i``; each term has
+    ``||S_v^{-1/2} x_i|| <= sqrt(L/(1 - mL))`` and ``|r^w_i| <= R`` or
+    ``<= R + sqrt(L) E``, which solves to ``E <= m sqrt(L) R (1 - mL)^{-3/2}``.
+    """
+    if not m * L < 1.0:
+        return math.inf
+    return m * m * L * R * R / (1.0 - m * L) ** 3
+
+
+def ladder_log_blowup(k, L0, constants="proven"):
+    """``ln (R_{2k}/R0)^2``: ``4 k g(k, L0)`` (:func:`ladder_log_ratio`); ``'paper'``: ``432 k^2 L0``."""
+    if constants == "paper":
+        return 432.0 * k * k * L0
+    return 4.0 * k * ladder_log_ratio(k, L0)
+
+
+def _ladder_L0_for(k, log_blowup):
+    """Largest ``L0 <= 1/(96k)`` with ``ladder_log_blowup(k, L0) <= log_blowup`` (bisection)."""
+    hi = 1.0 / (96.0 * k)
+    if ladder_log_blowup(k, hi) <= log_blowup:
+        return hi
+    lo = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if ladder_log_blowup(k, mid) <= log_blowup:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def location_sensitivity_sq(L0, k, constants="proven"):
+    """Squared location sensitivity per ``R0^2``: ``||S_v^{1/2}(b - b')||^2 / R0^2``.
+
+    ``'proven'``: ``m^2 L (2 R_{2k}/R0)^2 (1 - mL)^{-3}`` with ``m = 7`` and
+    ``L = 4 L0``, that is ``784 L0 (1 - 28 L0)^{-3} e^{432 k^2 L0}`` (the direct
+    normal-equation bound of the privacy analysis page; needs ``28 L0 < 1``).
+    ``'paper'``: ``4 m^2 L (2 R_{2k}/R0)^2 = 3136 L0 e^{432 k^2 L0}`` (Brown et al.
+    2024, Claim 18). The first is the smaller one whenever ``28 L0 <= 0.37``.
+    Here ``e^{432 k^2 L0}`` stands for ``(R_{2k}/R0)^2``, which with the exact
+    ladder (:func:`ladder_log_blowup`) is ``e^{4 k g(k, L0)}``.
+    Returns the square as a logarithm-safe pair ``(log_factor, log_blowup)``
+    so that huge blow-ups stay finite: the value is ``e^{log_factor + log_blowup}``.
+    """
+    log_blowup = ladder_log_blowup(k, L0, constants)
+    mL = WEIGHT_MASS * 4.0 * L0
+    if not L0 > 0:
+        return -math.inf, log_blowup
+    if constants == "paper":
+        return math.log(PAPER_LOCATION_SENSITIVITY_CONSTANT * L0), log_blowup
+    if not mL < 1.0:
+        return math.inf, log_blowup
+    # weighted_ols_shift_bound(m=7, L=4 L0, R=2 R_{2k}) / R0^2 as a logarithm:
+    # 49 * 4 L0 * 4 e^{432 k^2 L0} / (1 - 28 L0)^3 = 784 L0 e^{432 k^2 L0} / (1 - 28 L0)^3.
+    proven = math.log(WEIGHT_MASS**2 * 4.0 * L0 * 4.0) - 3.0 * math.log1p(-mL)
+    return min(proven, math.log(PAPER_LOCATION_SENSITIVITY_CONSTANT * L0)), log_blowup
+
+
 def _leverage_quantile(n, p, eta):
     """Upper ``eta/n`` quantile of ``Beta(p/2, (n-p)/2)``: leverages of Gaussian rows."""
     return float(beta_dist.isf(eta / n, p / 2.0, (n - p) / 2.0))
@@ -211,7 +285,9 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     f_T, f_M, f_C = fractions
     eps_ptr, eps_loc, eps_shape = f_T * eps1, f_M * eps1, f_C * eps1
     k, cal = issp_k(eps_ptr, delta1 / 3.0, fail_prob)
-    cap_lev, cap_over = 1.0 / (96.0 * k), MAX_LOG_BLOWUP / (432.0 * k * k)
+    cap_lev = 1.0 / (96.0 * k)
+    cap_over = (MAX_LOG_BLOWUP / (432.0 * k * k) if constants == "paper"
+                else _ladder_L0_for(k, MAX_LOG_BLOWUP))
     wanted = (_auto_leverage_bound(n, p, k, slack, eta) if leverage_bound == "auto"
               else float(leverage_bound))
     # The shape step's delta_C is e^{-eps_M} small (weak triangle inequality),
@@ -233,9 +309,8 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     else:
         L0 = wanted
         feasible = L0 <= caps[0] and L0 <= caps[1] and L0 <= caps[2]
-    log_blowup = 432.0 * k * k * L0
-    sens = (math.sqrt(LOCATION_SENSITIVITY_CONSTANT * L0)
-            * math.exp(min(log_blowup, MAX_LOG_BLOWUP) / 2.0))
+    log_factor, log_blowup = location_sensitivity_sq(L0, k, constants)
+    sens = math.exp((log_factor + min(log_blowup, MAX_LOG_BLOWUP)) / 2.0)
     if constants == "paper":
         # c^2 = 56448 e^{432k^2 L0} L0 R0^2 ln(12/delta) / eps^2 (classical constant).
         noise = sens * math.sqrt(18.0 * math.log(12.0 / epsilon_paper[1])) / epsilon_paper[0]
@@ -388,13 +463,17 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
     notes = []
     if budget_split == "auto":
         best = None
-        for f_T in np.round(np.arange(0.10, 0.9001, 0.05), 2):
-            cand = plan_for((float(f_T), round(0.95 - float(f_T), 2), 0.05))
-            if not cand["feasible"]:
-                continue
-            objective = 2 * math.log(cand["noise_per_r0"])
-            if best is None or objective < best[0] - 1e-12:
-                best = (objective, cand)
+        # A public grid over the PTR share f_T and the shape share f_C; the
+        # location step gets the rest. A smaller f_C is kept only when the
+        # shape-step cap still admits the automatic L0 (``feasible``).
+        for f_C in AUTO_SHAPE_FRACTIONS:
+            for f_T in np.round(np.arange(0.10, 0.9001, 0.05), 2):
+                cand = plan_for((float(f_T), round(1.0 - f_C - float(f_T), 4), f_C))
+                if not cand["feasible"]:
+                    continue
+                objective = 2 * math.log(cand["noise_per_r0"])
+                if best is None or objective < best[0] - 1e-12:
+                    best = (objective, cand)
         if best is None:
             chosen = plan_for((0.90, 0.05, 0.05))
             notes.append(
@@ -427,7 +506,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
             )
         if L0 > cap_over:
             raise ConfigurationError(
-                f"leverage_bound={L0:.6g} gives 432 k^2 L0 > {MAX_LOG_BLOWUP:g} (k={k}): "
+                f"leverage_bound={L0:.6g} gives a residual blow-up ln (R_2k/R0)^2 > "
+                f"{MAX_LOG_BLOWUP:g} (k={k}): "
                 "the noise would overflow."
             )
         if not L0 > 0:
@@ -437,7 +517,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
     r0_per_sigma = _residual_bound_per_sigma(n, auto_r0, residual_slack, design_failure_prob)
     ratio = chosen["noise_per_r0"] * r0_per_sigma
     if leverage_bound == "auto":
-        L0_blowup = math.log(max_blowup) / (432.0 * k * k)
+        L0_blowup = (math.log(max_blowup) / (432.0 * k * k) if _constants == "paper"
+                     else _ladder_L0_for(k, math.log(max_blowup)))
         n_min = _min_n_for_clean_path(p, k, L0_blowup, leverage_slack, design_failure_prob)
         L0_max = min(chosen["caps"])
     else:
@@ -474,7 +555,7 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         )
     if chosen["log_blowup"] > math.log(max_blowup):
         notes.append(
-            f"Residual-ladder blow-up e^(432 k^2 L0) = e^{chosen['log_blowup']:.3g} exceeds "
+            f"Residual-ladder blow-up (R_2k/R0)^2 = e^{chosen['log_blowup']:.3g} exceeds "
             f"max_blowup={max_blowup:g}; predicted noise c/sigma = {ratio:.3g}. Rows needed "
             f"for blow-up <= {max_blowup:g}: about {n_min:.2g}."
         )

@@ -131,19 +131,37 @@ def test_plan_reproduces_table_p_e():
         # (D - delta_C) e^{-1/3}) with delta_C = (D/2) e^{-1/3}: about 0.7% less noise.
         D = 2e-6 / 3
         delta_M = min(D / 2, (D - D / 2 * math.exp(-1 / 3)) * math.exp(-1 / 3))
-        sens = math.sqrt(3136 * L0) * math.exp(216 * k * k * L0)
+        # The location sensitivity is the direct bound 784 L0 (1 - 28 L0)^{-3}
+        # (the published 3136 L0 is 4x larger), and the ladder's blow-up is the
+        # exact (R_2k/R0)^2 = e^{4kg} (e^{0.149} here, where e^{432 k^2 L0} = e):
+        # c is 0.0568 where the spec table has 0.175.
+        g = math.log((1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0))
+        sens = math.sqrt(784 * L0 / (1 - 28 * L0) ** 3) * math.exp(2 * k * g)
         assert plan.noise_per_r0 == pytest.approx(sens / gdp_mu(1 / 3, delta_M), rel=1e-9)
-        assert plan.noise_per_r0 == pytest.approx(0.175, rel=0.01)
+        assert plan.noise_per_r0 == pytest.approx(0.175 / 2 * math.exp((4 * k * g - 1) / 2),
+                                                  rel=0.01)
     plan = _plan(int(n_min[20]), 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0,
                      budget_split="paper", leverage_bound=L0, leverage_slack=1.0)
-    assert plan.predicted_noise_ratio == pytest.approx(1.27, abs=0.01)
+    assert plan.predicted_noise_ratio == pytest.approx(
+        1.27 / 2 * math.exp((4 * k * g - 1) / 2), abs=0.01)
 
 
 def test_auto_split_matches_spec_table():
-    plan = _plan(10**10, 20, 1.0, 1e-6, fit_intercept=False, residual_bound=1.0)
-    assert plan.budget_split[0] == pytest.approx(0.55)
-    assert plan.k == 203
-    assert plan.predicted_noise_ratio == pytest.approx(3.0, rel=0.05)
+    # The spec table's auto split (0.55 to the PTR, 5% to the shape step, k = 203)
+    # had c/sigma = 3.0 with the published location constant 3136 and the relaxed
+    # ladder e^{108 k L0}; the direct bound (784 L0 (1 - 28 L0)^{-3}) and the
+    # exact ladder give 0.72 at that split. The planner's grid then moves budget
+    # from the PTR and the shape step to the location step (the exact ladder
+    # makes a larger k cheap): 0.54.
+    kw = dict(fit_intercept=False, residual_bound=1.0)
+    old_split = _plan(10**10, 20, 1.0, 1e-6, budget_split=(0.55, 0.40, 0.05), **kw)
+    assert old_split.k == 203
+    assert old_split.predicted_noise_ratio == pytest.approx(0.723, rel=0.01)
+    plan = _plan(10**10, 20, 1.0, 1e-6, **kw)
+    assert plan.budget_split == pytest.approx((0.35, 0.645, 0.005))
+    assert plan.k == 306
+    assert plan.predicted_noise_ratio == pytest.approx(0.539, rel=0.01)
+    assert plan.predicted_noise_ratio < old_split.predicted_noise_ratio
     assert plan.warnings == ()
 
 
@@ -192,12 +210,19 @@ def test_claim19_cap_and_overflow_and_sizes():
         1.0 - less.eps_unused)
     with pytest.raises(ConfigurationError, match="shape-step cap"):
         _plan(10**6, 3, 1.0, 1e-6, leverage_bound=cap_at(0.0) * (1 + 1e-9), **kw)
-    # k = 320 > 155: 1/(96k) passes the first cap but overflows 432 k^2 L0 <= 700
+    # k = 320: the exact ladder admits L0 = 1/(96k) (ln (R_2k/R0)^2 = 4k g ~ 234,
+    # where the relaxed e^{432 k^2 L0} would be e^{4.5}... e^{1406} and overflow).
+    ok = _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
+               leverage_bound=1 / (96 * 320))
+    assert ok.k == 320 and 200 < ok.log_blowup < 260
+    # k in the thousands (epsilon = 0.1): 1/(96k) passes the first cap but
+    # overflows ln (R_2k/R0)^2 <= 700.
+    big = _plan(10**6, 3, 0.1, 1e-6, residual_bound=1.0, budget_split="paper",
+                leverage_bound=1e-9)
+    assert 4 * big.k * 0.18 > 700
     with pytest.raises(ConfigurationError, match="overflow"):
-        _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
-                  leverage_bound=1 / (96 * 320))
-    _plan(10**6, 3, 1.0, 1e-6, residual_bound=1.0, budget_split="paper",
-              leverage_bound=700 / (432 * 320**2))
+        _plan(10**6, 3, 0.1, 1e-6, residual_bound=1.0, budget_split="paper",
+              leverage_bound=1 / (96 * big.k))
     with pytest.raises(ConfigurationError):
         issp_plan(n_samples=5, n_features=3, epsilon=1.0, delta=1e-6)  # n = p + 1
     with pytest.raises(ConfigurationError, match="groups"):
@@ -445,7 +470,9 @@ def test_neighbour_sensitivities_random_pairs():
                 if a.passed and b.passed:
                     # Claim 18 and Claim 17, checked directly
                     diff = a.precision_factor.T @ (a.beta_hat - b.beta_hat)
-                    bound18 = 3136 * math.exp(432 * k * k * L0) * L0 * R0**2
+                    # Location bound 784 L0 (1 - 28 L0)^{-3} (Claim 18 published: 3136 L0)
+                    bound18 = (784 * math.exp(432 * k * k * L0) * L0 * R0**2
+                               / (1 - 28 * L0) ** 3)
                     ratios["claim18"] = max(ratios["claim18"], diff @ diff / bound18)
                     Sa = a.precision_factor @ a.precision_factor.T
                     Sb = b.precision_factor @ b.precision_factor.T

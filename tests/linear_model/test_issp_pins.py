@@ -125,19 +125,36 @@ def test_a_row_between_two_levels_leaves_at_the_lower_one(leverage_case):
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("k, L0, R0", [(1, 1e-3, 1.0), (4, 1e-3, 2.5), (51, 1e-5, 6.5),
                                        (320, 2e-8, 1e-3)])
-def test_residual_ladder_is_108_k_L0(k, L0, R0):
-    """Break caught: 108 replaced by 54 (the ladder is the proof's Claim 11 ratio)."""
-    expected = np.array([R0 * math.exp(108 * k * L0 * j) for j in range(2 * k + 1)])
-    np.testing.assert_allclose(residual_thresholds(R0, L0, k), expected, rtol=1e-13, atol=0)
+def test_residual_ladder_is_the_exact_intertwining_ratio(k, L0, R0):
+    """R_{j+1}/R_j = eta_1 eta_2 = (1 + 12 L0)/(1 - 8(2k+1)(1 + 12 L0) L0), never above e^{108 k L0}.
+
+    Break caught: the ratio's 8 replaced by 7 (the ladder is the intertwining ratio).
+    """
+    eta = (1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0)
+    expected = np.array([R0 * eta**j for j in range(2 * k + 1)])
+    np.testing.assert_allclose(residual_thresholds(R0, L0, k), expected, rtol=1e-12, atol=0)
+    assert eta <= math.exp(108 * k * L0)
 
 
-def test_plan_blowup_and_sensitivity_use_the_108_ladder():
-    """c carries (2 R_{2k}/R0)^2 = 4 e^{432 k^2 L0}: 432 = 2 * 2 * 108; 3136 = 4 * 7^2 * 4^2."""
+def test_plan_blowup_and_sensitivity_use_the_exact_ladder():
+    """c carries (2 R_{2k}/R0)^2 = 4 e^{4 k g}, g = ln(R_{j+1}/R_j); 784 = 7^2 * 4 * 2^2.
+
+    The location sensitivity is m^2 L R^2 (1 - mL)^{-3} with m = 7, L = 4 L0,
+    R = 2 R_{2k}; the published constant 4 m^2 L R^2 = 3136 L0 R_{2k}^2 stays
+    reachable with constants='paper'.
+    """
     plan = issp_plan(n_samples=10**8, n_features=5, epsilon=2.0, delta=1e-6, residual_bound=1.0)
     k, L0 = plan.k, plan.leverage_bound
-    assert plan.log_blowup == pytest.approx(432 * k * k * L0, rel=1e-14)
+    g = math.log((1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0))
+    assert plan.log_blowup == pytest.approx(4 * k * g, rel=1e-12)
+    assert plan.log_blowup < 432 * k * k * L0
     assert plan.sensitivity_per_r0 == pytest.approx(
-        math.sqrt(3136 * L0) * math.exp(216 * k * k * L0), rel=1e-13)
+        math.sqrt(784 * L0 / (1 - 28 * L0) ** 3) * math.exp(2 * k * g), rel=1e-12)
+    paper = issp_plan(n_samples=10**8, n_features=5, epsilon=0.9, delta=1e-6,
+                      residual_bound=1.0, budget_split="paper", _constants="paper")
+    assert paper.sensitivity_per_r0 == pytest.approx(
+        math.sqrt(3136 * paper.leverage_bound)
+        * math.exp(216 * paper.k**2 * paper.leverage_bound), rel=1e-13)
     R = residual_thresholds(1.0, L0, k)
     assert plan.log_blowup == pytest.approx(2 * math.log(R[-1]), rel=1e-12)
 
@@ -145,7 +162,7 @@ def test_plan_blowup_and_sensitivity_use_the_108_ladder():
 def test_a_residual_between_two_rungs_is_removed_at_the_lower_one():
     """Production engine (Algorithm 4): R_{j0} < |r_i| < R_{j0+1} -> removed at level j0.
 
-    With 54 in place of 108 the same residual exceeds the top rung: removed at 2k (v_i = 0).
+    With a ratio half as large the same residual exceeds the top rung: removed at 2k (v_i = 0).
     """
     rng = np.random.default_rng(43)
     n, p, k, L0 = 3000, 2, 4, 1e-3
@@ -153,7 +170,8 @@ def test_a_residual_between_two_rungs_is_removed_at_the_lower_one():
     y = X @ np.array([1.0, -1.0]) + 0.1 * rng.standard_normal(n)
     i = 17
     R0 = 1.0
-    R = [R0 * math.exp(108 * k * L0 * j) for j in range(2 * k + 1)]
+    eta = (1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0)
+    R = [R0 * eta**j for j in range(2 * k + 1)]
     j0 = k + 2
     # residual of row i under the fit on all rows = (1 - h_i) * (y_i - x_i^T beta_{-i})
     keep = np.arange(n) != i
