@@ -60,6 +60,7 @@ from ._reusecov_release import (
 )
 from ._reusecov_reuse import _CovarianceReuseMixin
 from ._reusecov_stats import sufficient_statistics
+from ._ridge_rule import released_ridge
 
 
 __all__ = ["ReuseCovRegressor"]
@@ -368,8 +369,6 @@ class ReuseCovRegressor(
             raise ConfigurationError(
                 "neighbouring='zero-out' is supported with privacy='full' only."
             )
-        if self.ridge == "theory" and self.w_bound is None:
-            raise ConfigurationError("ridge='theory' needs w_bound.")
         if self.covariance is not None and self.privacy == "label":
             raise ConfigurationError(
                 "Under label DP the covariance is exact and public: there is no "
@@ -672,15 +671,30 @@ class ReuseCovRegressor(
                 PrivacyLedger(cov_events, composition="basic",
                               delta=sum(e.delta for e in cov_events)),
             )
-        M = self.covariance_.matrix + plan.ridge * np.eye(d_eff)
-        eigvecs, inv = psd_factor(M, plan.ridge, self.covariance_.sigma > 0, self.psd)
+        cov = self.covariance_.matrix
+        noisy_cov = self.covariance_.sigma > 0
+        chosen = {"ridge": plan.ridge}
+        if self._uses_risk_rule(private):
+            eigvecs = inv = None
+
+            def choose_factor(G_hat):
+                # Post-processing: the released covariance and association and
+                # the public noise scales only.
+                lam = released_ridge(cov, G_hat, self.covariance_.sigma, plan.sigma_assoc)
+                chosen["ridge"] = lam
+                return psd_factor(cov + lam * np.eye(d_eff), lam, noisy_cov, self.psd)
+        else:
+            choose_factor = None
+            M = cov + plan.ridge * np.eye(d_eff)
+            eigvecs, inv = psd_factor(M, plan.ridge, noisy_cov, self.psd)
         W, G_hat, mu = release_associations(
             stats.xty / n, plan.sigma_assoc, _child_seed(seq, seed_index), eigvecs, inv,
             projection=proj, block_size=self.block_size, keep=self.keep_noisy_stats,
+            choose_factor=choose_factor,
         )
         info = {
             "ledger": self.privacy_spent_,
-            "ridge": plan.ridge,
+            "ridge": chosen["ridge"],
             "cov_budget": plan.cov_budget,
             "sigma_assoc": plan.sigma_assoc,
             "sens_cov": None if plan.cov_event is None else plan.sens_cov,
@@ -688,6 +702,10 @@ class ReuseCovRegressor(
             "proj_mu": float(mu),
         }
         return W, G_hat, info
+
+    def _uses_risk_rule(self, private):
+        """``ridge='auto'`` on a Gaussian association release: the risk rule."""
+        return self.ridge == "auto" and self.mechanism == "gauss" and private
 
     def _set_coefficients(self, W, single_output):
         if self.fit_intercept:

@@ -865,9 +865,9 @@ def test_planner_is_the_plan_of_fit_and_prints_it(capsys):
     with pytest.raises(ValueError, match="proj"):
         reusecov_plan(n_samples=100, n_features=3, epsilon=1.0, mechanism="proj",
                       x_bound=1.0, y_bound=1.0)
-    with pytest.raises(SystemExit):
-        plan_command(["--n", "100", "--d", "3", "--privacy", "full", "--mechanism",
-                      "proj", "--x-bound", "1", "--y-bound", "1"])
+    # a refusal exits with status 2
+    assert plan_command(["--n", "100", "--d", "3", "--privacy", "full", "--mechanism",
+                         "proj", "--x-bound", "1", "--y-bound", "1"]) == 2
 
 
 def test_planner_charges_missing_bounds_like_fit():
