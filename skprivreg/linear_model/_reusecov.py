@@ -203,15 +203,39 @@ class ReuseCovRegressor(
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on missing bounds.
     w_bound : float or None, default=None
-        Scale of a coefficient vector's norm; used only by ``ridge='auto'``
+        Scale of a coefficient vector's norm; used only by ``ridge='theory'``
         and ``cov_budget='auto'`` (never for privacy). ``None`` uses
         ``y_scale / x_scale``.
     ridge : float >= 0, 'auto' or 'theory', default='auto'
         ``lambda`` on the normalised scale (``Ridge(alpha=n lambda)``).
-        ``'auto'``/``'theory'``: ``L_d sqrt(sigma_1^2 + sigma_2,eff^2/w^2)``
-        with ``L_d = sqrt(d log(2 d^2/0.05))``; public, costs nothing; 0 in the
-        non-private mode. ``'theory'`` requires ``w_bound``.
-    cov_budget : float in (0, 1) or 'auto', default=0.5
+        ``'auto'`` with ``mechanism='gauss'``: the ridge minimising a
+        first-order estimate of the in-sample excess risk,
+
+        .. math::
+            R(\\lambda) = \\sum_j \\sum_i \\frac{s_i A_j
+            + \\lambda^2 s_i (u_i^\\top w_j)^2}{(s_i + \\lambda)^2},
+            \\qquad A_j = \\sigma_2^2 + \\sigma_1^2 \\lVert w_j\\rVert^2,
+
+        with :math:`(s_i, u_i)` the eigenpairs of the released
+        :math:`\\tilde\\Sigma` and the unknowns estimated from the released
+        associations of all ``l`` outcomes in that eigenbasis
+        (:func:`~skprivreg.linear_model._ridge_rule.risk_minimising_ridge`;
+        floor :math:`\\approx \\sigma_1\\sqrt{d_{\\mathrm{eff}}}`). It reads
+        the released covariance, the released associations and the public
+        noise scales only: post-processing, no budget. The release computes
+        every outcome's association first, then the ridge, then the
+        coefficients. ``'theory'`` (and ``'auto'`` with ``mechanism='proj'``,
+        whose projected association noise is not the i.i.d. Gaussian the risk
+        estimate assumes): the public high-probability rule
+        ``L_d sqrt(sigma_1^2 + sigma_2,eff^2/w^2)`` with ``L_d = sqrt(d
+        log(2 d^2/0.05))`` and ``w = w_bound`` (default ``y_scale /
+        x_scale``); it is several times larger than the risk-minimising
+        ridge on typical problems and over-shrinks. Both are 0 in the
+        non-private mode. ``ridge_`` is the ridge used.
+    cov_budget : float in (0, 1) or 'auto', default='auto'
+        Share ``f`` of the release budget spent on the covariance (see
+        **Budget split**); ``'auto'`` is a function of public facts only
+        (bounds, n, l, epsilon, delta).
     composition : {'gdp', 'paper'}, default='gdp'
     neighbouring : {'replace-one', 'zero-out'}, default='replace-one'
     fit_intercept : bool, default=True
@@ -322,7 +346,7 @@ class ReuseCovRegressor(
         bounds="private",
         bounds_budget=0.1,
         ridge="auto",
-        cov_budget=0.5,
+        cov_budget="auto",
         composition="gdp",
         neighbouring="replace-one",
         fit_intercept=True,

@@ -22,7 +22,7 @@ from skprivreg.linear_model._ridge_rule import released_ridge, risk_minimising_r
 from skprivreg.testing import reproducible_noise
 
 
-def _data(seed=0, n=400, d=3, l=6):
+def _data(seed=0, n=2000, d=3, l=6):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (n, d))
     W = rng.uniform(-0.5, 0.5, (d, l))
@@ -30,23 +30,26 @@ def _data(seed=0, n=400, d=3, l=6):
     return X, Y
 
 
-def _mix_rows(X, Y, seed=1):
-    """``(H X, H Y)`` with ``H`` a Householder reflection fixing the all-ones vector.
+def _mix_rows(X, Y, n_groups=100):
+    """``(H X, H Y)`` with ``H`` orthogonal and ``H 1 = 1``.
 
-    ``H^T H = I`` keeps ``X^T X``, ``X^T Y`` and (since ``H 1 = 1``) the intercept
-    column's sums; every row changes.
+    ``H`` reflects each of ``n_groups`` disjoint quadruples of rows ``(a, b, c,
+    d)`` along ``v = (e_a + e_b - e_c - e_d)/2`` (orthogonal to the all-ones
+    vector): ``H^T H = I`` keeps ``X^T X``, ``X^T Y`` and the intercept
+    column's sums, while those rows change by O(1).
     """
-    n = X.shape[0]
-    v = np.random.default_rng(seed).standard_normal(n)
-    v -= v.mean()
-    v /= np.linalg.norm(v)
-    mix = lambda A: A - 2.0 * np.outer(v, v @ A)  # noqa: E731
-    return mix(X), mix(Y)
+    X, Y = X.copy(), Y.copy()
+    for k in range(n_groups):
+        rows = slice(4 * k, 4 * k + 4)
+        v = np.array([0.5, 0.5, -0.5, -0.5])
+        for A in (X, Y):
+            A[rows] -= 2.0 * np.outer(v, v @ A[rows])
+    return X, Y
 
 
 def _fit(X, Y, seed=0, **kw):
     # Same integer random_state inside the testing facility: the same noise.
-    params = dict(epsilon=2.0, delta=1e-6, x_bound=50.0, y_bound=50.0,
+    params = dict(epsilon=2.0, delta=1e-6, x_bound=4.0, y_bound=5.0,
                   keep_noisy_stats=True, random_state=0)
     params.update(kw)
     with warnings.catch_warnings():
@@ -60,15 +63,16 @@ def test_ridge_depends_on_data_only_through_released_statistics(privacy):
     X, Y = _data()
     if privacy == "full":
         X2, Y2 = _mix_rows(X, Y)
+        assert np.abs(X2 - X).max() > 0.5
     else:
         # X is public (its largest row norm enters the sensitivity): change Y
         # only, by a perturbation orthogonal to the columns of [X, 1].
         Xa = np.column_stack([X, np.ones(len(X))])
         N = np.random.default_rng(2).standard_normal(Y.shape)
         X2, Y2 = X, Y + N - Xa @ np.linalg.lstsq(Xa, N, rcond=None)[0]
-    assert np.abs(Y2 - Y).max() > 0.05
-    # the bounds (50) clip nothing on either data set
-    assert np.linalg.norm(X2, axis=1).max() < 50 and np.abs(Y2).max() < 50
+    assert np.abs(Y2 - Y).max() > 0.5
+    # the bounds clip nothing on either data set
+    assert np.linalg.norm(X2, axis=1).max() < 4 and np.abs(Y2).max() < 5
     kw = {} if privacy == "full" else {"x_bound": None}
     a = _fit(X, Y, privacy=privacy, **kw)
     b = _fit(X2, Y2, privacy=privacy, **kw)
@@ -184,3 +188,27 @@ def test_rule_floor_and_exact_covariance():
     s = np.array([1.0, 0.5])
     C = np.array([[1.0], [0.5]])
     assert risk_minimising_ridge(s, C, 0.0, 0.0) <= 1e-7
+
+
+def test_auto_cov_budget_is_a_function_of_public_facts():
+    """Default split: f = Delta_1 w / (Delta_1 w + Delta_2), bounds, n and l only."""
+    from skprivreg.linear_model._reusecov_plan import optimal_cov_budget
+    from skprivreg.linear_model._reusecov_stats import (
+        association_sensitivity,
+        covariance_sensitivity,
+    )
+
+    X, Y = _data(l=6)
+    X2, Y2 = _data(seed=7, l=6)
+    a = _fit(X, Y, x_bound=2.0, y_bound=3.0)
+    b = _fit(X2, 5.0 * Y2, x_bound=2.0, y_bound=3.0)
+    assert a.cov_budget_ == b.cov_budget_  # other data, same public facts
+    n, B = len(X), np.hypot(2.0, 1.0)
+    expected = optimal_cov_budget(
+        covariance_sensitivity(B, n, "replace-one"),
+        association_sensitivity(B, np.sqrt(6) * 3.0, n, "replace-one"), 3.0 / B,
+    )
+    assert a.cov_budget_ == pytest.approx(expected, rel=1e-12)
+    assert 0 < a.cov_budget_ < 0.5  # more outcomes: less for the covariance
+    more = _fit(np.vstack([X] * 1), np.hstack([Y] * 4), x_bound=2.0, y_bound=3.0)
+    assert more.cov_budget_ < a.cov_budget_
