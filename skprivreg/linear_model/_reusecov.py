@@ -208,13 +208,13 @@ class ReuseCovRegressor(
         ``y_scale / x_scale``.
     ridge : float >= 0, 'auto' or 'theory', default='auto'
         ``lambda`` on the normalised scale (``Ridge(alpha=n lambda)``).
-        ``'auto'`` with ``mechanism='gauss'``: the ridge minimising a
-        first-order estimate of the in-sample excess risk,
+        ``'auto'`` (ReuseCovGauss, and GaussProj_Y under feature DP): the
+        ridge minimising a first-order estimate of the in-sample excess risk,
 
         .. math::
             R(\\lambda) = \\sum_j \\sum_i \\frac{s_i A_j
             + \\lambda^2 s_i (u_i^\\top w_j)^2}{(s_i + \\lambda)^2},
-            \\qquad A_j = \\sigma_2^2 + \\sigma_1^2 \\lVert w_j\\rVert^2,
+            \\qquad A_j = \\sigma_a^2 + \\sigma_1^2 \\lVert w_j\\rVert^2,
 
         with :math:`(s_i, u_i)` the eigenpairs of the released
         :math:`\\tilde\\Sigma` and the unknowns estimated from the released
@@ -224,9 +224,13 @@ class ReuseCovRegressor(
         the released covariance, the released associations and the public
         noise scales only: post-processing, no budget. The release computes
         every outcome's association first, then the ridge, then the
-        coefficients. ``'theory'`` (and ``'auto'`` with ``mechanism='proj'``,
-        whose projected association noise is not the i.i.d. Gaussian the risk
-        estimate assumes): the public high-probability rule
+        coefficients. :math:`\\sigma_a = \\sigma_2` for Gauss; for GaussProj_Y
+        the projected noise :math:`E_2 V\\mathrm{diag}(h)V^\\top` has mean
+        per-entry variance :math:`\\sigma_a^2 = \\sigma_2^2 \\sum_k h_k^2/l`
+        (:math:`h_k = \\kappa_k^2/(\\kappa_k^2+\\mu)`, public Y and the
+        released multiplier). ``'theory'`` (and ``'auto'`` for GaussProj_X,
+        whose projected noise differs by feature direction, which the risk
+        estimate does not model): the public high-probability rule
         ``L_d sqrt(sigma_1^2 + sigma_2,eff^2/w^2)`` with ``L_d = sqrt(d
         log(2 d^2/0.05))`` and ``w = w_bound`` (default ``y_scale /
         x_scale``); it is several times larger than the risk-minimising
@@ -235,7 +239,9 @@ class ReuseCovRegressor(
     cov_budget : float in (0, 1) or 'auto', default='auto'
         Share ``f`` of the release budget spent on the covariance (see
         **Budget split**); ``'auto'`` is a function of public facts only
-        (bounds, n, l, epsilon, delta).
+        (bounds, n, l, epsilon, delta); with ``mechanism='proj'`` it is 0.5
+        (the projection removes most association noise, by an amount known
+        only after the release).
     composition : {'gdp', 'paper'}, default='gdp'
     neighbouring : {'replace-one', 'zero-out'}, default='replace-one'
     fit_intercept : bool, default=True
@@ -701,10 +707,11 @@ class ReuseCovRegressor(
         if self._uses_risk_rule(private):
             eigvecs = inv = None
 
-            def choose_factor(G_hat):
+            def choose_factor(G_hat, noise_ratio):
                 # Post-processing: the released covariance and association and
                 # the public noise scales only.
-                lam = released_ridge(cov, G_hat, self.covariance_.sigma, plan.sigma_assoc)
+                lam = released_ridge(cov, G_hat, self.covariance_.sigma,
+                                     plan.sigma_assoc * math.sqrt(noise_ratio))
                 chosen["ridge"] = lam
                 return psd_factor(cov + lam * np.eye(d_eff), lam, noisy_cov, self.psd)
         else:
@@ -729,7 +736,9 @@ class ReuseCovRegressor(
 
     def _uses_risk_rule(self, private):
         """``ridge='auto'`` on a Gaussian association release: the risk rule."""
-        return self.ridge == "auto" and self.mechanism == "gauss" and private
+        return self.ridge == "auto" and private and (
+            self.mechanism == "gauss" or self.privacy == "feature"
+        )
 
     def _set_coefficients(self, W, single_output):
         if self.fit_intercept:

@@ -253,8 +253,11 @@ def plan_reusecov(
     sens_assoc = association_sensitivity(x_scale, y_row_scale, n, neighbouring)
     if privacy == "label" or reused_sigma_cov is not None:
         f = 0.0
-    elif cov_budget == "auto" and math.isinf(epsilon):
-        f = 0.5  # no noise: the split is immaterial
+    elif cov_budget == "auto" and (math.isinf(epsilon) or mechanism == "proj"):
+        # No noise: the split is immaterial. A projection removes most of the
+        # association noise by an amount known only after the release, so
+        # the split of the unprojected noise would starve the covariance.
+        f = 0.5
     elif cov_budget == "auto":
         f = optimal_cov_budget(
             sens_cov, sens_assoc, w_scale, composition=composition, epsilon=epsilon,
@@ -348,7 +351,7 @@ class ReuseCovPlan:
     ridge : float
         ``lambda`` on the normalised scale; scikit-learn's ``Ridge`` alpha is
         ``n_samples * ridge``. NaN when ``fit`` chooses it from the released
-        statistics (``ridge='auto'`` with ``mechanism='gauss'``).
+        statistics (``ridge='auto'``, except GaussProj_X under label DP).
     ledger : PrivacyLedger
         The planned releases (bound estimates first).
     l_zero : float or None
@@ -468,9 +471,10 @@ def reusecov_plan(
         privately in ``fit``; the scales here then assume a unit bound).
     cov_budget : float in (0, 1) or 'auto', default='auto'
     ridge : float >= 0, 'auto' or 'theory', default='auto'
-        With ``'auto'`` and ``mechanism='gauss'`` (finite epsilon) the ridge
-        is chosen in ``fit`` from the released statistics, so the plan shows
-        ``ridge=nan``; otherwise the public ridge of the fit.
+        With ``'auto'`` (finite epsilon; ``mechanism='gauss'``, or the
+        projection under feature DP) the ridge is chosen in ``fit`` from the
+        released statistics, so the plan shows ``ridge=nan``; otherwise the
+        public ridge of the fit.
     cov_subsample : int or None
         Rows of the secret covariance subsample.
     fit_intercept : bool, default=True
@@ -559,7 +563,7 @@ def reusecov_plan(
         sens_cov=plan.sens_cov if plan.cov_event is not None else None,
         sens_assoc=plan.sens_assoc, sigma_cov=plan.sigma_cov,
         sigma_assoc=plan.sigma_assoc, sigma_assoc_eff=plan.sigma_assoc_eff,
-        ridge=(math.nan if ridge == "auto" and mechanism == "gauss"
-               and math.isfinite(epsilon) else plan.ridge),
+        ridge=(math.nan if ridge == "auto" and math.isfinite(epsilon)
+               and (mechanism == "gauss" or privacy == "feature") else plan.ridge),
         ledger=ledger, l_zero=l_zero,
     )

@@ -274,10 +274,16 @@ def release_associations(
     keep : bool
         Also return the released association (``G_hat``).
     choose_factor : callable or None
-        ReuseCovGauss only. Called once with the whole released association
-        ``G_hat`` (p x l, after one pass over the outcome blocks); returns the
+        ReuseCovGauss and GaussProj_Y. Called once as
+        ``choose_factor(G_hat, noise_ratio)`` with the whole released
+        association ``G_hat`` (p x l, after one pass over the outcome
+        blocks) and the ratio of its per-entry noise variance (averaged over
+        outcomes) to :math:`\\sigma_2^2`: 1 for Gauss; for GaussProj_Y, whose
+        noise is :math:`E_2 P` with :math:`P = V \\mathrm{diag}(h) V^\\top`
+        (:math:`h` the shrinkage factors), :math:`\\sum_k h_k^2 / l`, a
+        function of the public Y and the released multiplier. Returns the
         factor ``(eigvecs, inv_eigvals)`` to solve with (a ridge chosen from
-        released values, post-processing). ``eigvecs`` and ``inv_eigvals``
+        released values, post-processing); ``eigvecs`` and ``inv_eigvals``
         passed in are then ignored.
 
     Returns
@@ -305,7 +311,7 @@ def release_associations(
             W[:, a:b] = _noisy_block(G[:, a:b], a, sigma, seed)
         if keep:
             G_hat[:] = W
-        eigvecs, inv_eigvals = choose_factor(W)
+        eigvecs, inv_eigvals = choose_factor(W, 1.0)
         for a, b in blocks:
             W[:, a:b] = apply_factor(eigvecs, inv_eigvals, W[:, a:b])
         return W, G_hat, 0.0
@@ -337,7 +343,17 @@ def release_associations(
         B += _noisy_block(G[:, a:b], a, sigma, seed) @ projection.right_block(a, b)
     beta = np.einsum("ij,ij->j", B, B)
     mu = trust_region_multiplier(projection.kappa, beta, projection.radius)
-    B = B * projection_shrinkage(projection.kappa, mu)
+    shrink = projection_shrinkage(projection.kappa, mu)
+    B = B * shrink
+    if choose_factor is not None:
+        for a, b in blocks:
+            W[:, a:b] = B @ projection.right_block(a, b).T
+        if keep:
+            G_hat[:] = W
+        eigvecs, inv_eigvals = choose_factor(W, float(np.sum(shrink**2)) / n_outputs)
+        for a, b in blocks:
+            W[:, a:b] = apply_factor(eigvecs, inv_eigvals, W[:, a:b])
+        return W, G_hat, mu
     for a, b in blocks:
         finish(a, b, B @ projection.right_block(a, b).T)
     return W, G_hat, mu
