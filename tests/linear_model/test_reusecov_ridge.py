@@ -212,3 +212,20 @@ def test_auto_cov_budget_is_a_function_of_public_facts():
     assert 0 < a.cov_budget_ < 0.5  # more outcomes: less for the covariance
     more = _fit(np.vstack([X] * 1), np.hstack([Y] * 4), x_bound=2.0, y_bound=3.0)
     assert more.cov_budget_ < a.cov_budget_
+
+
+def test_feature_projection_rule_uses_the_projected_noise_level():
+    """GaussProj_Y: sigma_a^2 = sigma_2^2 sum_k h_k^2 / l, public Y and released mu."""
+    from skprivreg.linear_model._reusecov_projection import projection_shrinkage
+    from skprivreg.linear_model._reusecov_release import _feature_projection
+
+    X, Y = _data(n=300, l=400)
+    est = _fit(X, Y, privacy="feature", mechanism="proj", y_bound=None)
+    n, n_outputs = Y.shape
+    proj, _ = _feature_projection(Y, n, est.x_bound_eff_)
+    h = projection_shrinkage(proj.kappa, est.proj_mu_)
+    sigma_a = est.noise_std_["association"] * np.sqrt(np.sum(h**2) / n_outputs)
+    assert sigma_a < 0.9 * est.noise_std_["association"]  # l > n: rank <= n < l
+    expected = released_ridge(est.covariance_.matrix, est.noisy_xty_,
+                              est.noise_std_["covariance"], sigma_a)
+    assert est.ridge_ == pytest.approx(expected, rel=1e-9)
