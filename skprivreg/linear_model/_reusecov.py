@@ -647,7 +647,10 @@ class ReuseCovRegressor(
         stats = sufficient_statistics(
             X, Y, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
-            compute_xtx=exact_cov or (reused is None and cov_rows is None), **common,
+            compute_xtx=exact_cov or (reused is None and cov_rows is None),
+            # NumPy input was checked for NaN/inf by validate_data (fit) or by
+            # add_outcomes; Dask blocks are checked on the workers.
+            check_finite=is_dask_collection(X) or is_dask_collection(Y), **common,
         )
         if not bound_eps:
             # The spend, before any secret draw.
