@@ -118,7 +118,11 @@ def risk_minimising_ridge(eigvals, coords, sigma_cov, sigma_assoc, *, floor=None
             hi = x2
         else:
             lo = x1
-    return max(floor, math.exp(0.5 * (lo + hi)))
+    # The risk is flat at its minimum, so the minimiser is determined only to
+    # about sqrt(machine epsilon): rounding to 6 significant digits makes the
+    # ridge (and the fit) reproducible across summation orders (NumPy vs Dask
+    # blocks) without moving it measurably.
+    return max(floor, float(f"{math.exp(0.5 * (lo + hi)):.6g}"))
 
 
 def released_ridge(covariance, associations, sigma_cov, sigma_assoc):
