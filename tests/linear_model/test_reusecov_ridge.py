@@ -22,11 +22,11 @@ from skprivreg.linear_model._ridge_rule import released_ridge, risk_minimising_r
 from skprivreg.testing import reproducible_noise
 
 
-def _data(seed=0, n=2000, d=3, l=6):
+def _data(seed=0, n=2000, d=3, n_outputs=6):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, (n, d))
-    W = rng.uniform(-0.5, 0.5, (d, l))
-    Y = X @ W + 0.1 * rng.standard_normal((n, l))
+    W = rng.uniform(-0.5, 0.5, (d, n_outputs))
+    Y = X @ W + 0.1 * rng.standard_normal((n, n_outputs))
     return X, Y
 
 
@@ -123,7 +123,7 @@ def test_coefficients_use_the_chosen_ridge():
 
 
 def test_block_size_does_not_matter():
-    X, Y = _data(l=9)
+    X, Y = _data(n_outputs=9)
     auto = _fit(X, Y)
     blocked = _fit(X, Y, block_size=1)
     assert blocked.ridge_ == auto.ridge_
@@ -133,10 +133,10 @@ def test_block_size_does_not_matter():
 def test_risk_rule_beats_theory_rule_on_a_regression():
     """The rule's point: on a standard problem its excess error is far smaller."""
     rng = np.random.default_rng(3)
-    n, d, l = 20000, 5, 20
+    n, d, k = 20000, 5, 20
     X = rng.uniform(-1, 1, (n, d))
-    W = rng.uniform(-0.3, 0.3, (d, l))
-    Y = np.clip(X @ W + 0.1 * rng.standard_normal((n, l)), -1, 1)
+    W = rng.uniform(-0.3, 0.3, (d, k))
+    Y = np.clip(X @ W + 0.1 * rng.standard_normal((n, k)), -1, 1)
     Xa = np.column_stack([X, np.ones(n)])
     mse_ols = np.mean((Y - Xa @ np.linalg.lstsq(Xa, Y, rcond=None)[0]) ** 2)
     kw = dict(x_bound=np.sqrt(d), y_bound=1.0, keep_noisy_stats=False, epsilon=1.0)
@@ -160,7 +160,7 @@ def test_independent_ssp_shares_a_ridge_from_released_values(monkeypatch):
         return risk_minimising_ridge(eigvals, coords, sigma_cov, sigma_assoc)
 
     monkeypatch.setattr(module, "risk_minimising_ridge", spy)
-    X, Y = _data(l=3)
+    X, Y = _data(n_outputs=3)
     n = len(X)
 
     def fit(X, Y, ridge):
@@ -198,8 +198,8 @@ def test_auto_cov_budget_is_a_function_of_public_facts():
         covariance_sensitivity,
     )
 
-    X, Y = _data(l=6)
-    X2, Y2 = _data(seed=7, l=6)
+    X, Y = _data(n_outputs=6)
+    X2, Y2 = _data(seed=7, n_outputs=6)
     a = _fit(X, Y, x_bound=2.0, y_bound=3.0)
     b = _fit(X2, 5.0 * Y2, x_bound=2.0, y_bound=3.0)
     assert a.cov_budget_ == b.cov_budget_  # other data, same public facts
@@ -219,7 +219,7 @@ def test_feature_projection_rule_uses_the_projected_noise_level():
     from skprivreg.linear_model._reusecov_projection import projection_shrinkage
     from skprivreg.linear_model._reusecov_release import _feature_projection
 
-    X, Y = _data(n=300, l=400)
+    X, Y = _data(n=300, n_outputs=400)
     est = _fit(X, Y, privacy="feature", mechanism="proj", y_bound=None)
     n, n_outputs = Y.shape
     proj, _ = _feature_projection(Y, n, est.x_bound_eff_)
