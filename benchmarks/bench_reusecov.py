@@ -19,12 +19,20 @@ Two studies:
    ``Ridge(solver='cholesky')`` on the same multi-output problem and to a
    loop of single-output ``Ridge`` fits (a subset is timed and extrapolated).
 
+3. ``--targets``: the accuracy targets of the default parameters, as in-sample
+   MSE / OLS's (median over seeds): full DP, n=20000, d=10, l=50, epsilon=1,
+   delta=1e-6, ``x_bound=sqrt(d)``, ``y_bound=1`` (target <= 1.45; also
+   IndependentSSP and ``ridge='theory'``); feature DP with the projection,
+   n=2000, d=10, l=6000, epsilon=4, delta=1/n^2 (target <= 1.4). Writes
+   ``benchmarks/results/reusecov_targets.json`` and ``.md``.
+
 Writes ``benchmarks/results/reusecov.json`` and ``.md``. Not run by pytest.
 
 Usage::
 
     python benchmarks/bench_reusecov.py            # everything
     python benchmarks/bench_reusecov.py --quick    # small grid, small timing
+    python benchmarks/bench_reusecov.py --targets --seeds 10 --proj-seeds 3
 """
 
 import argparse
@@ -32,6 +40,7 @@ import json
 import math
 import os
 import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -309,6 +318,61 @@ def markdown(summary, timing, meta):
     return "\n".join(lines)
 
 
+def _target_problem(seed, n, d, n_outputs):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    W = rng.uniform(-0.3, 0.3, (d, n_outputs))
+    Y = np.clip(X @ W + 0.1 * rng.standard_normal((n, n_outputs)), -1, 1)
+    Xa = np.column_stack([X, np.ones(n)])
+    mse_ols = np.mean((Y - Xa @ np.linalg.lstsq(Xa, Y, rcond=None)[0]) ** 2)
+    return X, Y, mse_ols
+
+
+def target_study(seeds, proj_seeds):
+    """In-sample MSE / OLS's of the defaults on the two target settings."""
+    cases = {
+        "full_default": (20000, 10, 50, dict(epsilon=1.0, delta=1e-6, y_bound=1.0)),
+        "full_ridge_theory": (20000, 10, 50, dict(epsilon=1.0, delta=1e-6, y_bound=1.0,
+                                                  ridge="theory", cov_budget=0.5)),
+        "independent_ssp_default": (20000, 10, 50, dict(epsilon=1.0, delta=1e-6,
+                                                        y_bound=1.0)),
+        "feature_proj_default": (2000, 10, 6000, dict(epsilon=4.0, delta=1 / 2000**2,
+                                                      privacy="feature", mechanism="proj")),
+    }
+    out = {}
+    for name, (n, d, n_outputs, kw) in cases.items():
+        cls = IndependentSSPRegressor if name.startswith("independent") else ReuseCovRegressor
+        ratios, ridges, times = [], [], []
+        for seed in range(proj_seeds if "proj" in name else seeds):
+            X, Y, mse_ols = _target_problem(seed, n, d, n_outputs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                est = cls(x_bound=math.sqrt(d), **kw).fit(X, Y)
+                times.append(time.perf_counter() - t0)
+            ratios.append(float(np.mean((Y - est.predict(X)) ** 2) / mse_ols))
+            ridges.append(float(np.median(est.ridge_)))
+        out[name] = {"n": n, "d": d, "l": n_outputs, "seeds": len(ratios),
+                     "median_ratio": float(np.median(ratios)), "ratios": ratios,
+                     "median_ridge": float(np.median(ridges)),
+                     "median_fit_s": float(np.median(times))}
+        print(name, out[name]["median_ratio"], flush=True)
+    return out
+
+
+def target_markdown(targets, command):
+    lines = ["# ReuseCov: accuracy of the defaults on the target settings", "",
+             f"Command: `{command}`. In-sample MSE / OLS's MSE, median over seeds.", "",
+             "| case | n | d | l | seeds | median ratio | median ridge | fit s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in targets.items():
+        lines.append(f"| {name} | {r['n']} | {r['d']} | {r['l']} | {r['seeds']} | "
+                     f"{r['median_ratio']:.3f} | {r['median_ridge']:.4g} | "
+                     f"{r['median_fit_s']:.2f} |")
+    lines += ["", "Targets: full_default <= 1.45; feature_proj_default <= 1.4.", ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -318,7 +382,19 @@ def main(argv=None):
     parser.add_argument("--timing-l", type=int, default=10_000)
     parser.add_argument("--timing-d", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--targets", action="store_true")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--proj-seeds", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.targets:
+        command = "python benchmarks/bench_reusecov.py " + " ".join(argv or [])
+        targets = target_study(args.seeds, args.proj_seeds)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "reusecov_targets.json").write_text(json.dumps(targets, indent=1))
+        text = target_markdown(targets, command)
+        (RESULTS / "reusecov_targets.md").write_text(text)
+        print(text)
+        return
     grid = [1, 11, 101] if args.quick else [1, 11, 101, 1001, 10_000]
     meta = {"command": "python benchmarks/bench_reusecov.py " + " ".join(argv or []),
             "platform": f"{platform.processor() or platform.machine()}, "
@@ -355,4 +431,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

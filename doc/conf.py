@@ -66,6 +66,7 @@ USER_GUIDE_PAGES = [
     "linear_regression",
     "adassp",
     "issp",
+    "issp_analysis",
     "reusecov",
     "label_dp_choice",
     "weighted_lba",

@@ -179,9 +179,10 @@ def _plan_reusecov(parser, args=None):
                             help="public largest row norm of Y (feature DP)")
         parser.add_argument("--w-bound", type=float, default=None, metavar="NORM",
                             help="scale of a coefficient vector's norm, for the ridge rule")
-        parser.add_argument("--cov-budget", type=_float_or_auto, default=0.5, metavar="SHARE",
-                            help="share of the budget for the covariance, or 'auto' "
-                                 "(default: 0.5)")
+        parser.add_argument("--cov-budget", type=_float_or_auto, default="auto",
+                            metavar="SHARE",
+                            help="share of the budget for the covariance, or 'auto': the "
+                                 "split minimising the predicted error (default)")
         parser.add_argument("--ridge", type=_float_or_auto, default="auto",
                             help="ridge on the normalised scale, or 'auto' (default)")
         parser.add_argument("--cov-subsample", type=int, default=None, metavar="ROWS",

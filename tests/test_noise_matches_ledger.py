@@ -213,7 +213,7 @@ def test_independent_ssp_noise_matches_ledger(monkeypatch, composition):
             record["eigh"].clear()
             record["einsum"].clear()
             est = IndependentSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=1.0, y_bound=2.0,
-                                          composition=composition).fit(X, Y)
+                                          composition=composition, ridge="theory").fit(X, Y)
             # The noisy covariances of all runs (k, p, p), and the noisy
             # associations g (k, p), first operand pair of the solve's einsum.
             (M,) = record["eigh"]

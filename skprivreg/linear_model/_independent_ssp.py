@@ -33,6 +33,7 @@ from ._private_bounds import (
     release_bounds,
 )
 from ._reusecov_plan import theory_ridge
+from ._ridge_rule import risk_minimising_ridge
 from ._reusecov_stats import (
     association_sensitivity,
     covariance_sensitivity,
@@ -96,9 +97,18 @@ class IndependentSSPRegressor(
         How a missing bound is obtained (see **Bounds**).
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on missing bounds.
-    ridge : float >= 0 or 'auto', default='auto'
-        Per run, :func:`~skprivreg.linear_model._reusecov_plan.theory_ridge` with
-        that run's noise scales.
+    ridge : float >= 0, 'auto' or 'theory', default='auto'
+        ``'auto'``: one ridge for all runs, minimising a first-order estimate of
+        the in-sample excess risk computed from the released covariances and
+        associations of every run and the public noise scales
+        (:func:`~skprivreg.linear_model._ridge_rule.risk_minimising_ridge` on
+        the runs' mean released spectrum, each association in its own run's
+        eigenbasis): post-processing, no budget; it keeps every run's
+        eigendecomposition until the ridge is chosen (memory ``l p^2``).
+        ``'theory'``: per run,
+        :func:`~skprivreg.linear_model._reusecov_plan.theory_ridge` with that
+        run's noise scales (a high-probability bound, which over-shrinks).
+        Both are 0 in the non-private mode.
     cov_budget : float in (0, 1), default=0.5
     composition : {'gdp', 'basic'}, default='gdp'
     fit_intercept : bool, default=True
@@ -113,7 +123,7 @@ class IndependentSSPRegressor(
     intercept_ : float or ndarray of shape (n_outputs,)
     n_outputs_ : int
     ridge_ : float
-        The per-run ridge (normalised scale; public).
+        The ridge of every run (normalised scale; released).
     noise_std_ : dict
         Per-run ``{'covariance': sigma_1, 'association': sigma_2}``.
     x_bound_, y_bound_ : float or None
@@ -132,7 +142,7 @@ class IndependentSSPRegressor(
         "w_bound": [Interval(Real, 0, None, closed="neither"), None],
         "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
-        "ridge": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "ridge": [Interval(Real, 0, None, closed="left"), StrOptions({"auto", "theory"})],
         "cov_budget": [Interval(Real, 0, 1, closed="neither")],
         "composition": [StrOptions({"gdp", "basic"})],
         "fit_intercept": ["boolean"],
@@ -272,33 +282,48 @@ class IndependentSSPRegressor(
         )
         Sigma = stats.xtx / n
         G = stats.xty / n
-        if self.ridge == "auto":
+        if self.ridge == "theory" or (self.ridge == "auto" and not private):
             w_scale = self.w_bound if self.w_bound is not None else (
                 (y_bound / x_eff) if (y_bound and x_eff) else 1.0
             )
             lam = 0.0 if not private else theory_ridge(p, sigma_cov, sigma_assoc, w_scale)
+        elif self.ridge == "auto":
+            lam = None  # chosen below from the released statistics of all runs
         else:
             lam = float(self.ridge)
 
         rng = self._secret_rngs("noise")["noise"]
-        W = np.empty((p, n_outputs))
+        # Pass 1: every run's released covariance (its eigendecomposition) and
+        # released association (its coordinates in that eigenbasis).
+        eigvals = np.empty((n_outputs, p))
+        eigvecs = np.empty((n_outputs, p, p))
+        coords = np.empty((n_outputs, p))
+        shift = 0.0 if lam is None else lam
         eye = np.eye(p)
         for start in range(0, n_outputs, _RUN_BATCH):
             stop = min(start + _RUN_BATCH, n_outputs)
             k = stop - start
-            M = Sigma + _symmetric_noise_batch(k, p, sigma_cov, rng) + lam * eye
+            M = Sigma + _symmetric_noise_batch(k, p, sigma_cov, rng) + shift * eye
             g = add_gaussian(G[:, start:stop].T, sigma_assoc, rng)
-            eigvals, eigvecs = np.linalg.eigh(M)
-            if lam > 0:
-                inv = 1.0 / np.maximum(eigvals, lam)
-            else:
-                top = np.abs(eigvals).max(axis=1, keepdims=True)
-                floor = (1e-10 * np.maximum(top, 1.0) if sigma_cov > 0
-                         else p * np.finfo(float).eps * top)
-                keep = eigvals > floor
-                inv = np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
-            coords = np.einsum("kji,kj->ki", eigvecs, g) * inv
-            W[:, start:stop] = np.einsum("kij,kj->ik", eigvecs, coords)
+            eigvals[start:stop], eigvecs[start:stop] = np.linalg.eigh(M)
+            coords[start:stop] = np.einsum("kji,kj->ki", eigvecs[start:stop], g)
+        if lam is None:
+            # One ridge shared by the runs (post-processing of their released
+            # values): the risk rule on the runs' mean spectrum, every run's
+            # association in its own eigenbasis.
+            lam = risk_minimising_ridge(eigvals.mean(axis=0), coords.T, sigma_cov,
+                                        sigma_assoc)
+            eigvals += lam
+        # Pass 2: the solves, eigenvalues repaired as in every SSP solve.
+        if lam > 0:
+            inv = 1.0 / np.maximum(eigvals, lam)
+        else:
+            top = np.abs(eigvals).max(axis=1, keepdims=True)
+            floor = (1e-10 * np.maximum(top, 1.0) if sigma_cov > 0
+                     else p * np.finfo(float).eps * top)
+            keep = eigvals > floor
+            inv = np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
+        W = np.einsum("kij,kj->ik", eigvecs, coords * inv)
 
         self.coef_, self.intercept_ = split_intercept(
             W, self.fit_intercept, self.intercept_scaling, single_output

@@ -60,6 +60,7 @@ from ._reusecov_release import (
 )
 from ._reusecov_reuse import _CovarianceReuseMixin
 from ._reusecov_stats import sufficient_statistics
+from ._ridge_rule import released_ridge
 
 
 __all__ = ["ReuseCovRegressor"]
@@ -202,15 +203,45 @@ class ReuseCovRegressor(
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon spent on missing bounds.
     w_bound : float or None, default=None
-        Scale of a coefficient vector's norm; used only by ``ridge='auto'``
+        Scale of a coefficient vector's norm; used only by ``ridge='theory'``
         and ``cov_budget='auto'`` (never for privacy). ``None`` uses
         ``y_scale / x_scale``.
     ridge : float >= 0, 'auto' or 'theory', default='auto'
         ``lambda`` on the normalised scale (``Ridge(alpha=n lambda)``).
-        ``'auto'``/``'theory'``: ``L_d sqrt(sigma_1^2 + sigma_2,eff^2/w^2)``
-        with ``L_d = sqrt(d log(2 d^2/0.05))``; public, costs nothing; 0 in the
-        non-private mode. ``'theory'`` requires ``w_bound``.
-    cov_budget : float in (0, 1) or 'auto', default=0.5
+        ``'auto'`` (ReuseCovGauss, and GaussProj_Y under feature DP): the
+        ridge minimising a first-order estimate of the in-sample excess risk,
+
+        .. math::
+            R(\\lambda) = \\sum_j \\sum_i \\frac{s_i A_j
+            + \\lambda^2 s_i (u_i^\\top w_j)^2}{(s_i + \\lambda)^2},
+            \\qquad A_j = \\sigma_a^2 + \\sigma_1^2 \\lVert w_j\\rVert^2,
+
+        with :math:`(s_i, u_i)` the eigenpairs of the released
+        :math:`\\tilde\\Sigma` and the unknowns estimated from the released
+        associations of all ``l`` outcomes in that eigenbasis
+        (:func:`~skprivreg.linear_model._ridge_rule.risk_minimising_ridge`;
+        floor :math:`\\approx \\sigma_1\\sqrt{d_{\\mathrm{eff}}}`). It reads
+        the released covariance, the released associations and the public
+        noise scales only: post-processing, no budget. The release computes
+        every outcome's association first, then the ridge, then the
+        coefficients. :math:`\\sigma_a = \\sigma_2` for Gauss; for GaussProj_Y
+        the projected noise :math:`E_2 V\\mathrm{diag}(h)V^\\top` has mean
+        per-entry variance :math:`\\sigma_a^2 = \\sigma_2^2 \\sum_k h_k^2/l`
+        (:math:`h_k = \\kappa_k^2/(\\kappa_k^2+\\mu)`, public Y and the
+        released multiplier). ``'theory'`` (and ``'auto'`` for GaussProj_X,
+        whose projected noise differs by feature direction, which the risk
+        estimate does not model): the public high-probability rule
+        ``L_d sqrt(sigma_1^2 + sigma_2,eff^2/w^2)`` with ``L_d = sqrt(d
+        log(2 d^2/0.05))`` and ``w = w_bound`` (default ``y_scale /
+        x_scale``); it is several times larger than the risk-minimising
+        ridge on typical problems and over-shrinks. Both are 0 in the
+        non-private mode. ``ridge_`` is the ridge used.
+    cov_budget : float in (0, 1) or 'auto', default='auto'
+        Share ``f`` of the release budget spent on the covariance (see
+        **Budget split**); ``'auto'`` is a function of public facts only
+        (bounds, n, l, epsilon, delta); with ``mechanism='proj'`` it is 0.5
+        (the projection removes most association noise, by an amount known
+        only after the release).
     composition : {'gdp', 'paper'}, default='gdp'
     neighbouring : {'replace-one', 'zero-out'}, default='replace-one'
     fit_intercept : bool, default=True
@@ -321,7 +352,7 @@ class ReuseCovRegressor(
         bounds="private",
         bounds_budget=0.1,
         ridge="auto",
-        cov_budget=0.5,
+        cov_budget="auto",
         composition="gdp",
         neighbouring="replace-one",
         fit_intercept=True,
@@ -368,8 +399,6 @@ class ReuseCovRegressor(
             raise ConfigurationError(
                 "neighbouring='zero-out' is supported with privacy='full' only."
             )
-        if self.ridge == "theory" and self.w_bound is None:
-            raise ConfigurationError("ridge='theory' needs w_bound.")
         if self.covariance is not None and self.privacy == "label":
             raise ConfigurationError(
                 "Under label DP the covariance is exact and public: there is no "
@@ -618,7 +647,10 @@ class ReuseCovRegressor(
         stats = sufficient_statistics(
             X, Y, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
-            compute_xtx=exact_cov or (reused is None and cov_rows is None), **common,
+            compute_xtx=exact_cov or (reused is None and cov_rows is None),
+            # NumPy input was checked for NaN/inf by validate_data (fit) or by
+            # add_outcomes; Dask blocks are checked on the workers.
+            check_finite=is_dask_collection(X) or is_dask_collection(Y), **common,
         )
         if not bound_eps:
             # The spend, before any secret draw.
@@ -672,15 +704,31 @@ class ReuseCovRegressor(
                 PrivacyLedger(cov_events, composition="basic",
                               delta=sum(e.delta for e in cov_events)),
             )
-        M = self.covariance_.matrix + plan.ridge * np.eye(d_eff)
-        eigvecs, inv = psd_factor(M, plan.ridge, self.covariance_.sigma > 0, self.psd)
+        cov = self.covariance_.matrix
+        noisy_cov = self.covariance_.sigma > 0
+        chosen = {"ridge": plan.ridge}
+        if self._uses_risk_rule(private):
+            eigvecs = inv = None
+
+            def choose_factor(G_hat, noise_ratio):
+                # Post-processing: the released covariance and association and
+                # the public noise scales only.
+                lam = released_ridge(cov, G_hat, self.covariance_.sigma,
+                                     plan.sigma_assoc * math.sqrt(noise_ratio))
+                chosen["ridge"] = lam
+                return psd_factor(cov + lam * np.eye(d_eff), lam, noisy_cov, self.psd)
+        else:
+            choose_factor = None
+            M = cov + plan.ridge * np.eye(d_eff)
+            eigvecs, inv = psd_factor(M, plan.ridge, noisy_cov, self.psd)
         W, G_hat, mu = release_associations(
             stats.xty / n, plan.sigma_assoc, _child_seed(seq, seed_index), eigvecs, inv,
             projection=proj, block_size=self.block_size, keep=self.keep_noisy_stats,
+            choose_factor=choose_factor,
         )
         info = {
             "ledger": self.privacy_spent_,
-            "ridge": plan.ridge,
+            "ridge": chosen["ridge"],
             "cov_budget": plan.cov_budget,
             "sigma_assoc": plan.sigma_assoc,
             "sens_cov": None if plan.cov_event is None else plan.sens_cov,
@@ -688,6 +736,12 @@ class ReuseCovRegressor(
             "proj_mu": float(mu),
         }
         return W, G_hat, info
+
+    def _uses_risk_rule(self, private):
+        """``ridge='auto'`` on a Gaussian association release: the risk rule."""
+        return self.ridge == "auto" and private and (
+            self.mechanism == "gauss" or self.privacy == "feature"
+        )
 
     def _set_coefficients(self, W, single_output):
         if self.fit_intercept:

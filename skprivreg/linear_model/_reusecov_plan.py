@@ -52,6 +52,8 @@ def optimal_cov_budget(
     """
     if composition == "gdp" and sampling_ratio is None:
         a = sens_cov * w_scale
+        if a + sens_assoc <= 0:
+            return 0.5  # no noise on either side (the non-private mode)
         return a / (a + sens_assoc)
 
     def proxy(f):
@@ -251,6 +253,11 @@ def plan_reusecov(
     sens_assoc = association_sensitivity(x_scale, y_row_scale, n, neighbouring)
     if privacy == "label" or reused_sigma_cov is not None:
         f = 0.0
+    elif cov_budget == "auto" and (math.isinf(epsilon) or mechanism == "proj"):
+        # No noise: the split is immaterial. A projection removes most of the
+        # association noise by an amount known only after the release, so
+        # the split of the unprojected noise would starve the covariance.
+        f = 0.5
     elif cov_budget == "auto":
         f = optimal_cov_budget(
             sens_cov, sens_assoc, w_scale, composition=composition, epsilon=epsilon,
@@ -343,7 +350,8 @@ class ReuseCovPlan:
         ridge rule assumes.
     ridge : float
         ``lambda`` on the normalised scale; scikit-learn's ``Ridge`` alpha is
-        ``n_samples * ridge``.
+        ``n_samples * ridge``. NaN when ``fit`` chooses it from the released
+        statistics (``ridge='auto'``, except GaussProj_X under label DP).
     ledger : PrivacyLedger
         The planned releases (bound estimates first).
     l_zero : float or None
@@ -390,8 +398,12 @@ class ReuseCovPlan:
             ("sigma_1 (covariance)", f"{self.sigma_cov:.6g}"),
             ("sigma_2 (association)", f"{self.sigma_assoc:.6g}"),
             ("sigma_2 effective", f"{self.sigma_assoc_eff:.6g}"),
-            ("ridge lambda (normalised)", f"{self.ridge:.6g}"),
-            ("sklearn Ridge alpha", f"{self.ridge * self.n_samples:.6g}"),
+            *(
+                [("ridge lambda (normalised)", "chosen in fit from the released statistics")]
+                if math.isnan(self.ridge) else
+                [("ridge lambda (normalised)", f"{self.ridge:.6g}"),
+                 ("sklearn Ridge alpha", f"{self.ridge * self.n_samples:.6g}")]
+            ),
             ("ledger epsilon, delta", f"{self.ledger.epsilon:.6g}, {self.ledger.delta:.3g}"),
         ]
         if self.l_zero is not None:
@@ -423,7 +435,7 @@ def reusecov_plan(
     y_max_norm=None,
     w_bound=None,
     bounds_budget=0.1,
-    cov_budget=0.5,
+    cov_budget="auto",
     ridge="auto",
     cov_subsample=None,
     fit_intercept=True,
@@ -457,8 +469,12 @@ def reusecov_plan(
     bounds_budget : float in (0, 1), default=0.1
         Share of epsilon for the bounds that are not given (estimated
         privately in ``fit``; the scales here then assume a unit bound).
-    cov_budget : float in (0, 1) or 'auto', default=0.5
-    ridge : float >= 0 or 'auto', default='auto'
+    cov_budget : float in (0, 1) or 'auto', default='auto'
+    ridge : float >= 0, 'auto' or 'theory', default='auto'
+        With ``'auto'`` (finite epsilon; ``mechanism='gauss'``, or the
+        projection under feature DP) the ridge is chosen in ``fit`` from the
+        released statistics, so the plan shows ``ridge=nan``; otherwise the
+        public ridge of the fit.
     cov_subsample : int or None
         Rows of the secret covariance subsample.
     fit_intercept : bool, default=True
@@ -547,5 +563,7 @@ def reusecov_plan(
         sens_cov=plan.sens_cov if plan.cov_event is not None else None,
         sens_assoc=plan.sens_assoc, sigma_cov=plan.sigma_cov,
         sigma_assoc=plan.sigma_assoc, sigma_assoc_eff=plan.sigma_assoc_eff,
-        ridge=plan.ridge, ledger=ledger, l_zero=l_zero,
+        ridge=(math.nan if ridge == "auto" and math.isfinite(epsilon)
+               and (mechanism == "gauss" or privacy == "feature") else plan.ridge),
+        ledger=ledger, l_zero=l_zero,
     )

@@ -68,28 +68,38 @@ def psd_factor(M, ridge, noisy, psd="clip"):
     """
     M = 0.5 * (M + M.T)
     eigvals, eigvecs = linalg.eigh(M)
+    return eigvecs, inverse_eigvals(eigvals, ridge, noisy, psd, stacklevel=4)
+
+
+def inverse_eigvals(eigvals, ridge, noisy, psd="clip", stacklevel=3):
+    """The repaired inverse eigenvalues of ``M = Sigma_tilde + lambda I``.
+
+    ``eigvals`` are the eigenvalues of ``M`` (the covariance's shifted by
+    ``lambda``); the rules are those of :func:`psd_factor`.
+    """
+    eigvals = np.asarray(eigvals, dtype=float)
     top = float(np.abs(eigvals).max(initial=0.0))
     if psd == "none":
-        if top == 0 or np.abs(eigvals).min() <= max(M.shape) * np.finfo(float).eps * top:
+        if top == 0 or np.abs(eigvals).min() <= eigvals.shape[0] * np.finfo(float).eps * top:
             raise linalg.LinAlgError(
                 "The noisy covariance plus ridge is singular (psd='none'); use "
                 "psd='clip' or a positive ridge."
             )
-        return eigvecs, 1.0 / eigvals
+        return 1.0 / eigvals
     if ridge > 0:
-        return eigvecs, 1.0 / np.maximum(eigvals, ridge)
+        return 1.0 / np.maximum(eigvals, ridge)
     if noisy:
         tau = 1e-10 * max(1.0, top)
         warnings.warn(
             "ridge=0 with a noisy covariance: eigenvalues are floored at 1e-10 "
             "max(1, ||M||); expect a noisy fit. Use ridge='auto'.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
-        return eigvecs, 1.0 / np.maximum(eigvals, tau)
-    cutoff = max(M.shape) * np.finfo(np.float64).eps * max(float(eigvals.max()), 0.0)
+        return 1.0 / np.maximum(eigvals, tau)
+    cutoff = eigvals.shape[0] * np.finfo(np.float64).eps * max(float(eigvals.max()), 0.0)
     keep = eigvals > cutoff
-    return eigvecs, np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
+    return np.where(keep, 1.0 / np.where(keep, eigvals, 1.0), 0.0)
 
 
 def apply_factor(eigvecs, inv_eigvals, G):
@@ -242,7 +252,7 @@ def _feature_projection(Y, n, x_bound_eff):
 
 def release_associations(
     G, sigma, seed, eigvecs, inv_eigvals, *, projection=None, block_size=None,
-    keep=False,
+    keep=False, choose_factor=None,
 ):
     """Noisy (and optionally projected) associations and their coefficients.
 
@@ -263,6 +273,18 @@ def release_associations(
         ``NOISE_CHUNK``); the result does not depend on it.
     keep : bool
         Also return the released association (``G_hat``).
+    choose_factor : callable or None
+        ReuseCovGauss and GaussProj_Y. Called once as
+        ``choose_factor(G_hat, noise_ratio)`` with the whole released
+        association ``G_hat`` (p x l, after one pass over the outcome
+        blocks) and the ratio of its per-entry noise variance (averaged over
+        outcomes) to :math:`\\sigma_2^2`: 1 for Gauss; for GaussProj_Y, whose
+        noise is :math:`E_2 P` with :math:`P = V \\mathrm{diag}(h) V^\\top`
+        (:math:`h` the shrinkage factors), :math:`\\sum_k h_k^2 / l`, a
+        function of the public Y and the released multiplier. Returns the
+        factor ``(eigvecs, inv_eigvals)`` to solve with (a ridge chosen from
+        released values, post-processing); ``eigvecs`` and ``inv_eigvals``
+        passed in are then ignored.
 
     Returns
     -------
@@ -280,6 +302,19 @@ def release_associations(
         W[:, a:b] = apply_factor(eigvecs, inv_eigvals, released)
         if keep:
             G_hat[:, a:b] = released
+
+    if projection is None and choose_factor is not None:
+        # Pass 1: the released association of every outcome, in the
+        # coefficient buffer; the factor is chosen from all of it; pass 2
+        # solves in place, block by block.
+        for a, b in blocks:
+            W[:, a:b] = _noisy_block(G[:, a:b], a, sigma, seed)
+        if keep:
+            G_hat[:] = W
+        eigvecs, inv_eigvals = choose_factor(W, 1.0)
+        for a, b in blocks:
+            W[:, a:b] = apply_factor(eigvecs, inv_eigvals, W[:, a:b])
+        return W, G_hat, 0.0
 
     if projection is None:
         for a, b in blocks:
@@ -308,7 +343,17 @@ def release_associations(
         B += _noisy_block(G[:, a:b], a, sigma, seed) @ projection.right_block(a, b)
     beta = np.einsum("ij,ij->j", B, B)
     mu = trust_region_multiplier(projection.kappa, beta, projection.radius)
-    B = B * projection_shrinkage(projection.kappa, mu)
+    shrink = projection_shrinkage(projection.kappa, mu)
+    B = B * shrink
+    if choose_factor is not None:
+        for a, b in blocks:
+            W[:, a:b] = B @ projection.right_block(a, b).T
+        if keep:
+            G_hat[:] = W
+        eigvecs, inv_eigvals = choose_factor(W, float(np.sum(shrink**2)) / n_outputs)
+        for a, b in blocks:
+            W[:, a:b] = apply_factor(eigvecs, inv_eigvals, W[:, a:b])
+        return W, G_hat, mu
     for a, b in blocks:
         finish(a, b, B @ projection.right_block(a, b).T)
     return W, G_hat, mu

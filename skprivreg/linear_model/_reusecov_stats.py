@@ -89,6 +89,7 @@ def block_statistics(
     x_public=False,
     y_public=False,
     compute_xtx=True,
+    check_finite=True,
 ):
     """The :class:`SufficientStats` of one block of rows.
 
@@ -96,14 +97,17 @@ def block_statistics(
     entries of Y to ``[-y_bound, y_bound]``); ``None`` bounds mean no
     clipping. Public sides report their largest row norm (and a public Y its
     largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
-    input happens on the workers, before any noise is drawn.
+    input happens on the workers, before any noise is drawn; with
+    ``check_finite=False`` (NumPy input that ``validate_data`` already
+    checked) the block is not checked again.
     """
     # Floating-point warnings would depend on the data (an entry whose square
     # overflows); finiteness is checked explicitly instead.
     with np.errstate(all="ignore"):
-        check_block_finite(X_b, "X")
-        if Y_b is not None:
-            check_block_finite(Y_b, "y")
+        if check_finite:
+            check_block_finite(X_b, "X")
+            if Y_b is not None:
+                check_block_finite(Y_b, "y")
         X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
         stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
         if x_public:

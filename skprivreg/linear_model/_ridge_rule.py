@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-__all__ = ["risk_minimising_ridge", "ridge_floor"]
+__all__ = ["risk_minimising_ridge", "ridge_floor", "released_ridge"]
 
 
 def ridge_floor(sigma_cov, n_features, scale=1.0, min_eigval=None):
@@ -118,4 +118,29 @@ def risk_minimising_ridge(eigvals, coords, sigma_cov, sigma_assoc, *, floor=None
             hi = x2
         else:
             lo = x1
-    return max(floor, math.exp(0.5 * (lo + hi)))
+    # The risk is flat at its minimum, so the minimiser is determined only to
+    # about sqrt(machine epsilon): rounding to 6 significant digits makes the
+    # ridge (and the fit) reproducible across summation orders (NumPy vs Dask
+    # blocks) without moving it measurably.
+    return max(floor, float(f"{math.exp(0.5 * (lo + hi)):.6g}"))
+
+
+def released_ridge(covariance, associations, sigma_cov, sigma_assoc):
+    """:func:`risk_minimising_ridge` of a released covariance and associations.
+
+    Parameters
+    ----------
+    covariance : ndarray of shape (p, p)
+        The released :math:`\\tilde\\Sigma` (ridge not included).
+    associations : ndarray of shape (p, l)
+        The released :math:`\\tilde G`, every outcome.
+    sigma_cov, sigma_assoc : float
+        Public noise standard deviations.
+
+    Returns
+    -------
+    ridge : float
+        Post-processing of the released values and public constants only.
+    """
+    eigvals, eigvecs = np.linalg.eigh(0.5 * (covariance + covariance.T))
+    return risk_minimising_ridge(eigvals, eigvecs.T @ associations, sigma_cov, sigma_assoc)

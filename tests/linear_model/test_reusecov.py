@@ -177,7 +177,7 @@ def test_covariance_noise_calibration():
     X = _random_rows(rng, n, d, 2.0)
     Y = rng.uniform(-1, 1, size=(n, 3))
     base = dict(epsilon=1.0, delta=1e-4, x_bound=2.0, y_bound=1.0, ridge=0.5,
-                keep_noisy_stats=True)
+                keep_noisy_stats=True, cov_budget=0.5)
     Xa = np.hstack([X, np.ones((n, 1))])
     Sigma, G = Xa.T @ Xa / n, Xa.T @ Y / n
     N = 800
@@ -219,7 +219,7 @@ def test_association_sigma_formula(privacy, neighbouring, composition):
     est = ReuseCovRegressor(
         epsilon=eps, delta=delta, privacy=privacy, neighbouring=neighbouring,
         composition=composition, x_bound=None if privacy == "label" else xb,
-        y_bound=None if privacy == "feature" else yb, random_state=0,
+        y_bound=None if privacy == "feature" else yb, random_state=0, cov_budget=0.5,
     ).fit(X, Y)
     n, n_outputs = Y.shape
     B = math.hypot(xb, 1.0)
@@ -247,7 +247,7 @@ def test_sigma_scaling_in_l():
     X = rng.normal(size=(30, 3))
     for privacy in ("full", "label"):
         kw = dict(epsilon=1.0, delta=1e-5, privacy=privacy, x_bound=2.0, y_bound=1.0,
-                  random_state=0)
+                  random_state=0, cov_budget=0.5)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             small = ReuseCovRegressor(**kw).fit(X, rng.uniform(-1, 1, (30, 4)))
@@ -618,7 +618,7 @@ def test_cov_subsample_calibration():
     X = _random_rows(rng, n, 3, 1.0)
     Y = rng.uniform(-1, 1, size=(n, 2))
     est = ReuseCovRegressor(epsilon=2.0, delta=1e-6, x_bound=1.0, y_bound=1.0,
-                            cov_subsample=s, random_state=0).fit(X, Y)
+                            cov_subsample=s, random_state=0, cov_budget=0.5).fit(X, Y)
     B = math.sqrt(2.0)
     eps_1, delta_1 = subsample_budget(1.0, 0.5e-6, s / n)
     from skprivreg.mechanisms import gaussian_sigma
@@ -827,7 +827,7 @@ def test_independent_ssp_budget_and_noise():
     X, Y = _data(n=300, n_outputs=9)
     kw = dict(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=5.0, random_state=0)
     ind = IndependentSSPRegressor(**kw).fit(X, Y)
-    reuse = ReuseCovRegressor(**kw).fit(X, Y)
+    reuse = ReuseCovRegressor(cov_budget=0.5, **kw).fit(X, Y)
     assert ind.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-9)
     # Per outcome, the covariance noise is sqrt(l) = 3 times ReuseCov's; the
     # association noise is the same (sensitivity sqrt(l) smaller, mu sqrt(l) smaller).
