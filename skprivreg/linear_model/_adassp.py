@@ -14,7 +14,7 @@ from ..accounting import PrivacyEvent
 from ..exceptions import PrivacyLeakWarning
 from ..mechanisms import add_gaussian
 from ._base import solve_psd_repaired
-from ._ssp import SSPPlan, _BaseSSP, _ssp_family_plan, cross_sensitivity, gram_sensitivity
+from ._ssp import SSPPlan, _BaseSSP, _ssp_family_plan, cross_sensitivity
 
 __all__ = ["AdaSSPRegressor", "AdaSSPPlan", "adassp_plan", "adassp_ridge"]
 
@@ -58,8 +58,9 @@ class AdaSSPRegressor(_BaseSSP):
     **Guarantee** (``constants='agm'``, the default). Full DP (the whole row
     is protected) under replace-one neighbouring: ``(epsilon, delta)``-DP.
     Replace-one sensitivities with ``B = sqrt(x_bound^2 + intercept_scaling^2)``:
-    ``B^2`` for :math:`\\lambda_{\\min}` (Weyl), ``sqrt(2) B^2`` for the upper
-    triangle of :math:`X^\\top X`, ``2 B sqrt(l) y_bound`` for
+    ``B^2`` for :math:`\\lambda_{\\min}` (Weyl), ``sqrt(2 x_bound^4 + 4 x_bound^2
+    intercept_scaling^2)`` for the upper triangle of :math:`X^\\top X` (``sqrt(2)
+    x_bound^2`` without an intercept), ``2 B sqrt(l) y_bound`` for
     :math:`X^\\top Y`. Budget split: ``bounds_budget * epsilon`` for any
     missing bound (``bounds='private'``); the rest ``(epsilon', delta)`` is
     shared by the three Gaussian releases, ``mu'/sqrt(3)`` each under
@@ -201,8 +202,8 @@ class AdaSSPRegressor(_BaseSSP):
         self.accountant = accountant
         self.random_state = random_state
 
-    def _sensitivities(self, x_bound_eff, y_bound, n_outputs):
-        gram = gram_sensitivity(x_bound_eff)
+    def _sensitivities(self, x_bound_eff, y_bound, n_outputs, x_bound):
+        gram = self._gram_sensitivity(x_bound)
         return (
             x_bound_eff**2,
             gram,

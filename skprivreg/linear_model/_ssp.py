@@ -22,6 +22,7 @@ from ..mechanisms import (
     add_gaussian,
     gaussian_event,
     gaussian_event_from_mu,
+    intercept_gram_sensitivity,
     symmetric_gaussian_matrix,
 )
 from ._base import (
@@ -164,7 +165,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             bound_events = planned_bound_events(bound_eps)
         epsilon_ssp = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
         x_eff = self._x_bound_eff(x_bound)
-        sensitivities = self._sensitivities(x_eff, y_bound, n_outputs)
+        sensitivities = self._sensitivities(x_eff, y_bound, n_outputs, x_bound)
         events = self._release_events(sensitivities, epsilon_ssp, self.delta)
         composition = self.composition if private else "basic"
         return PrivacyLedger(
@@ -172,6 +173,12 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             composition=composition,
             delta=self.delta if private else 0.0,
         )
+
+    def _gram_sensitivity(self, x_bound):
+        """Gram sensitivity of ``[X, c 1]`` (tight form with an intercept)."""
+        if self.fit_intercept:
+            return intercept_gram_sensitivity(x_bound, self.intercept_scaling)
+        return gram_sensitivity(x_bound)
 
     def _x_bound_eff(self, x_bound):
         if self.fit_intercept:
@@ -296,8 +303,10 @@ class SSPRegressor(_BaseSSP):
     ``(epsilon'/2, delta/2)``, calibrated by the analytic Gaussian mechanism.
 
     Sensitivities (replace-one, ``B = sqrt(x_bound^2 + intercept_scaling^2)``
-    with an intercept): ``sqrt(2) B^2`` for the upper triangle of
-    :math:`X^\\top X`, ``2 B sqrt(l) y_bound`` for :math:`X^\\top Y` with
+    with an intercept): ``sqrt(2) x_bound^2`` for the upper triangle of
+    :math:`X^\\top X` without an intercept and
+    ``sqrt(2 x_bound^4 + 4 x_bound^2 intercept_scaling^2)`` with one (the
+    constant corner of the Gram matrix does not change), ``2 B sqrt(l) y_bound`` for :math:`X^\\top Y` with
     ``l`` outputs.
 
     **Sample size.** The Gram noise has operator norm about
@@ -427,9 +436,9 @@ class SSPRegressor(_BaseSSP):
         self.accountant = accountant
         self.random_state = random_state
 
-    def _sensitivities(self, x_bound_eff, y_bound, n_outputs):
+    def _sensitivities(self, x_bound_eff, y_bound, n_outputs, x_bound):
         return (
-            gram_sensitivity(x_bound_eff),
+            self._gram_sensitivity(x_bound),
             cross_sensitivity(x_bound_eff, y_bound, n_outputs),
         )
 

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from skprivreg import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
 from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor
 from skprivreg.linear_model._ssp import cross_sensitivity, gram_sensitivity
+from skprivreg.mechanisms import intercept_gram_sensitivity
 
 ESTIMATORS = [AdaSSPRegressor, SSPRegressor]
 
@@ -116,7 +117,7 @@ def test_ledger_sigmas_use_the_released_bounds():
     gram = next(e for e in est.privacy_spent_ if e.name == "XtX")
     cross = next(e for e in est.privacy_spent_ if e.name == "XtY")
     B = math.hypot(est.x_bound_, 1.0)
-    assert gram.sensitivity == pytest.approx(gram_sensitivity(B))
+    assert gram.sensitivity == pytest.approx(intercept_gram_sensitivity(est.x_bound_, 1.0))
     assert cross.sensitivity == pytest.approx(cross_sensitivity(B, est.y_bound_))
 
 
@@ -257,3 +258,29 @@ def test_clipped_gram_block_equals_explicit_clip_and_augment():
     big[5, 0] = np.inf
     with pytest.raises(ValueError, match="NaN or infinity"):
         clipped_gram_block(big, Y, 3.0, None, None)
+
+
+@pytest.mark.parametrize("Estimator", [SSPRegressor, AdaSSPRegressor])
+def test_intercept_gram_sensitivity_brute_force(Estimator):
+    # The Gram sensitivity the estimator records for [X, c 1] must bound
+    # ||upper(a a^T - a' a'^T)|| over all row pairs with ||x|| <= B: random
+    # pairs on the sphere (the maximum is on the boundary) and the pair
+    # x' = -x (change 2 B c in the intercept column) never exceed it.
+    B, c, d = 1.7, 3.0, 3
+    est = Estimator(epsilon=1.0, delta=1e-5, x_bound=B, y_bound=1.0, intercept_scaling=c)
+    sens = est._gram_sensitivity(B)
+    rng = np.random.default_rng(0)
+    iu = np.triu_indices(d + 1)
+
+    def change(x, x2):
+        a, a2 = np.append(x, c), np.append(x2, c)
+        return np.linalg.norm((np.outer(a, a) - np.outer(a2, a2))[iu])
+
+    u = rng.normal(size=(2000, 2, d))
+    u *= B / np.linalg.norm(u, axis=2, keepdims=True)
+    worst = max(change(x, x2) for x, x2 in u)
+    x = B * np.eye(d)[0]
+    attained = change(x, -x)
+    assert worst <= sens * (1 + 1e-12) and attained <= sens * (1 + 1e-12)
+    assert sens == pytest.approx(math.sqrt(2 * B**4 + 4 * B**2 * c**2))
+    assert sens < math.sqrt(2) * (B**2 + c**2)
