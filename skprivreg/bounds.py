@@ -44,8 +44,17 @@ BOUND_SOURCES = ("private", "data")
 
 
 def row_norms(X):
-    """Euclidean norm of each row (float64), without squaring overflow."""
-    return np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+    """Euclidean norm of each row (float64).
+
+    One read of ``X`` without an ``n x d`` temporary of squares
+    (``einsum``); a row whose squared norm overflows has norm ``inf``, as
+    with :func:`numpy.linalg.norm`.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        return np.abs(X)
+    with np.errstate(over="ignore"):
+        return np.sqrt(np.einsum("ij,ij->i", X, X))
 
 
 def clip_rows(X, bound):
