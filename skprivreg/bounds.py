@@ -133,8 +133,15 @@ def check_x_range(x_range, n_features):
                 f"x_range must be (low, high) (floats or arrays of shape ({n_features},)) "
                 f"or an array of shape ({n_features}, 2); got {x_range!r}."
             )
-        low = np.broadcast_to(np.asarray(x_range[0], dtype=float), (n_features,)).copy()
-        high = np.broadcast_to(np.asarray(x_range[1], dtype=float), (n_features,)).copy()
+        try:
+            low = np.broadcast_to(np.asarray(x_range[0], dtype=float), (n_features,)).copy()
+            high = np.broadcast_to(np.asarray(x_range[1], dtype=float), (n_features,)).copy()
+        except ValueError:
+            raise ValueError(
+                f"x_range must be (low, high) with floats or arrays of shape ({n_features},), "
+                f"or an array of shape ({n_features}, 2), for {n_features} columns; "
+                f"got {x_range!r}."
+            ) from None
     if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low < high)):
         raise ValueError(f"x_range needs finite low < high in every column; got {x_range!r}.")
     return low, high

@@ -91,3 +91,14 @@ def test_data_bounds_warn_and_record_infinite_epsilon():
 
 def test_nothing_missing_reads_nothing():
     assert estimate_ranges(None, None, {}, None) == (None, None, [])
+
+
+def test_x_range_of_the_wrong_shape_names_x_range():
+    from skprivreg.bounds import check_x_range
+
+    with pytest.raises(ValueError, match="x_range must be .* for 3 columns"):
+        check_x_range([[0.0, 1.0], [0.0, 1.0]], 3)
+    with pytest.raises(ValueError, match="x_range"):
+        check_x_range(([0.0, 0.0], [1.0, 1.0]), 3)
+    low, high = check_x_range(([0.0, 0.0, 0.0], 1.0), 3)
+    assert low.shape == high.shape == (3,)
