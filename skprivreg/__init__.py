@@ -1,6 +1,6 @@
 """skprivreg: differentially private regression for scikit-learn."""
 
-from . import diagnostics, testing
+from . import diagnostics, testing  # noqa: F401  (public submodules)
 from .accounting import BudgetAccountant, Guarantee, PrivacyEvent, PrivacyLedger
 from .exceptions import (
     BudgetExceededError,
@@ -61,7 +61,7 @@ __all__ = [
     "__version__",
 ]
 
-from . import model_selection, pipeline, preprocessing  # noqa: E402
+from . import model_selection, pipeline, preprocessing  # noqa: E402, F401
 from .model_selection import PrivateGridSearchCV  # noqa: E402
 from .pipeline import (  # noqa: E402
     PrivatePipeline,

@@ -63,7 +63,7 @@ import numpy as np
 
 from ._budget_store import FileBudgetStore
 from ._gdp import gdp_delta, gdp_epsilon, gdp_mu
-from ._rdp import (
+from ._rdp import (  # noqa: F401  (RDP_ORDERS is re-exported)
     RDP_ORDERS,
     gaussian_rdp,
     laplace_rdp,

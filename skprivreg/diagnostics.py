@@ -13,7 +13,6 @@ message or attribute about it.
 """
 
 import numpy as np
-
 from sklearn.utils import check_array
 
 from .bounds import check_x_range, check_y_bound

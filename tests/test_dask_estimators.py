@@ -225,12 +225,12 @@ from skprivreg.exceptions import PrivacyLeakWarning  # noqa: E402
 # The bags gather rows across all blocks (an all-to-all shuffle on the
 # workers, O(blocks^2) tasks): few, large blocks keep the tests fast.
 LBA_CHUNK = 16_000
-from skprivreg.label_dp import WeightedLBARegressor  # noqa: E402
-from skprivreg.label_dp._aggregate import aggregate  # noqa: E402
 from skprivreg.exceptions import (  # noqa: E402
     PrivacyCheckFailedError,
     PrivacyInfeasibleError,
 )
+from skprivreg.label_dp import WeightedLBARegressor  # noqa: E402
+from skprivreg.label_dp._aggregate import aggregate  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from skprivreg import BudgetAccountant  # noqa: E402
-from skprivreg.linear_model import ISSPRegressor  # noqa: E402
 from skprivreg._rows import RowSource  # noqa: E402
+from skprivreg.linear_model import ISSPRegressor  # noqa: E402
 from skprivreg.linear_model._issp import _issp_trace  # noqa: E402
 from skprivreg.linear_model._issp_mechanism import _issp_core  # noqa: E402
 from skprivreg.linear_model._issp_reference import _direct_leverages  # noqa: E402

@@ -13,7 +13,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from skprivreg import (
     AdaSSPRegressor,
     BudgetAccountant,
-
     GaussianLabelNoiseRegressor,
     IndependentSSPRegressor,
     ISSPRegressor,

@@ -18,8 +18,8 @@ from functools import partial
 import numpy as np
 from sklearn.utils import check_array
 
-from .._rows import check_block_finite, is_dask_collection, sum_over_row_blocks
 from .._random import public_generators, secret_generators
+from .._rows import check_block_finite, is_dask_collection, sum_over_row_blocks
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning

@@ -8,7 +8,6 @@ import numpy as np
 from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 
-from .._rows import is_dask_collection, set_dask_feature_names, validate_blockwise_data
 from .._compat import (
     HasMethods,
     Interval,
@@ -17,13 +16,14 @@ from .._compat import (
     fit_context,
     validate_data,
 )
+from .._rows import is_dask_collection, set_dask_feature_names, validate_blockwise_data
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
 from ._aggregate import resolve_y_bound, run_aggregation
+from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
 from ._datasets import AggregatedDataset, LLPDataset
 from ._planning import plan_aggregation, plan_warnings
-from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
 
 __all__ = ["WeightedLBARegressor", "fit_on_aggregates"]
 

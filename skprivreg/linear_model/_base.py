@@ -3,8 +3,8 @@
 import numpy as np
 from scipy import linalg
 
-from .._rows import is_dask_collection, set_dask_feature_names
 from .._compat import check_is_fitted, validate_data
+from .._rows import is_dask_collection, set_dask_feature_names
 
 __all__ = [
     "augment_intercept",

@@ -9,13 +9,19 @@ from scipy import linalg
 from scipy.stats import norm
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._rows import check_block_finite, sum_over_row_blocks
 from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._rows import check_block_finite, sum_over_row_blocks
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import row_norms
-from ..mechanisms import add_gaussian, gaussian_event_from_mu, symmetric_gaussian_matrix
-from ..mechanisms import gdp_split, intercept_gram_sensitivity, residual_gradient_sensitivity
+from ..mechanisms import (
+    add_gaussian,
+    gaussian_event_from_mu,
+    gdp_split,
+    intercept_gram_sensitivity,
+    residual_gradient_sensitivity,
+    symmetric_gaussian_matrix,
+)
 from ._adassp import adassp_ridge
 from ._base import LinearPredictMixin, solve_psd_repaired, split_intercept
 from ._private_bounds import (

@@ -33,12 +33,12 @@ from ._private_bounds import (
     release_bounds,
 )
 from ._reusecov_plan import theory_ridge
-from ._ridge_rule import risk_minimising_ridge
 from ._reusecov_stats import (
     association_sensitivity,
     covariance_sensitivity,
     sufficient_statistics,
 )
+from ._ridge_rule import risk_minimising_ridge
 
 __all__ = ["IndependentSSPRegressor"]
 

@@ -74,9 +74,9 @@ def ladder_log_ratio(k, L0):
 
     .. math:: g(k, L_0) = \ln(1 + 12 L_0) - \ln\bigl(1 - 8 (2k + 1)(1 + 12 L_0) L_0\bigr).
 
-    The intertwining argument (Brown et al. 2024, Claim 11) needs
+    The intertwining argument (Brown et al. 2024, intertwining lemma) needs
     ``R_{j+1}/R_j >= eta_1 eta_2`` with ``eta_1 = 1 + 12 L0`` and the exact
-    ``eta_2 = 1/(1 - 4 ||v||_1 L_1)`` of its Claim 8 at ``||v||_1 <= 2k + 1``,
+    ``eta_2 = 1/(1 - 4 ||v||_1 L_1)`` of its residual-perturbation lemma at ``||v||_1 <= 2k + 1``,
     ``L_1 = 2 eta_1 L0``; the paper then relaxes ``(1 - z)^{-1} <= 1 + 2z``,
     ``16(2k+1)(1+12 L0) <= 96 k`` and ``1 + x <= e^x`` to ``e^{108 k L0}``.
     ``g`` is that product without the relaxations: about ``16 k L0``, and

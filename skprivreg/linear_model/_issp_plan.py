@@ -24,7 +24,7 @@ SCORE_SENSITIVITY = 4.0
 #: ||S_v^{1/2}(b - b')||^2 <= m^2 L R^2 (1 - m L)^{-3} with m = 7, L = 4 L0, R = 2 R_{2k},
 #: i.e. 784 L0 (1 - 28 L0)^{-3} e^{432 k^2 L0} R0^2.
 LOCATION_SENSITIVITY_CONSTANT = 784.0
-#: The published bound 4 m^2 L R^2 (Brown et al. 2024, Claim 18): 3136 e^{432 k^2 L0} L0 R0^2.
+#: The published bound 4 m^2 L R^2 (Brown et al. 2024, location lemma): 3136 e^{432 k^2 L0} L0 R0^2.
 PAPER_LOCATION_SENSITIVITY_CONSTANT = 3136.0
 #: Mass bound m = ||v - v'||_1 + 2 on the union of two neighbouring datasets.
 WEIGHT_MASS = 7.0
@@ -239,7 +239,7 @@ def location_sensitivity_sq(L0, k, constants="proven"):
     ``L = 4 L0``, that is ``784 L0 (1 - 28 L0)^{-3} e^{432 k^2 L0}`` (the direct
     normal-equation bound of the privacy analysis page; needs ``28 L0 < 1``).
     ``'paper'``: ``4 m^2 L (2 R_{2k}/R0)^2 = 3136 L0 e^{432 k^2 L0}`` (Brown et al.
-    2024, Claim 18). The first is the smaller one whenever ``28 L0 <= 0.37``.
+    2024, location lemma). The first is the smaller one whenever ``28 L0 <= 0.37``.
     Here ``e^{432 k^2 L0}`` stands for ``(R_{2k}/R0)^2``, which with the exact
     ladder (:func:`ladder_log_blowup`) is ``e^{4 k g(k, L0)}``.
     Returns the square as a logarithm-safe pair ``(log_factor, log_blowup)``

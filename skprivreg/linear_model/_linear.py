@@ -17,8 +17,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._rows import check_block_finite, sum_over_row_blocks
 from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._rows import check_block_finite, sum_over_row_blocks
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -33,12 +33,10 @@ from ..mechanisms import (
     add_gaussian,
     bound_bins,
     gaussian_event_from_mu,
-    symmetric_gaussian_matrix,
-)
-from ..mechanisms import (
     gdp_split,
     intercept_gram_sensitivity,
     residual_gradient_sensitivity,
+    symmetric_gaussian_matrix,
 )
 from ._base import LinearPredictMixin, solve_psd_repaired
 from ._private_bounds import count_bounds

@@ -26,13 +26,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
+from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._random import secret_seed_sequence
 from .._rows import (
     is_dask_collection,
     validate_blockwise_data,
 )
-from .._compat import Interval, StrOptions, fit_context, validate_data
 from ..accounting import PrivacyLedger
-from .._random import secret_seed_sequence
 from ..base import DPEstimatorMixin
 from ..exceptions import ConfigurationError
 from ..mechanisms import (
@@ -61,7 +61,6 @@ from ._reusecov_release import (
 from ._reusecov_reuse import _CovarianceReuseMixin
 from ._reusecov_stats import sufficient_statistics
 from ._ridge_rule import released_ridge
-
 
 __all__ = ["ReuseCovRegressor"]
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass, replace
 from scipy.optimize import minimize_scalar
 
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..bounds import check_y_bound
 from ..mechanisms import (
     gaussian_event,
     gaussian_event_from_mu,
     primo_gaussian_event,
     subsampled_gaussian_event,
 )
-from ..bounds import check_y_bound
 from ._reusecov_stats import association_sensitivity, covariance_sensitivity
 
 __all__ = [

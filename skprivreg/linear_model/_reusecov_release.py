@@ -24,7 +24,6 @@ from ._reusecov_projection import (
     trust_region_multiplier,
 )
 
-
 __all__ = [
     "NOISE_CHUNK",
     "NoisyCovariance",

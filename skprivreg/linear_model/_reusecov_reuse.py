@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from .._rows import is_dask_collection, set_dask_feature_names
 from .._compat import check_is_fitted, validate_data
+from .._rows import is_dask_collection, set_dask_feature_names
 from ..accounting import PrivacyLedger
 from ..exceptions import PrivacyLeakWarning
 from ._reusecov_release import _both_dask, _check_dask_feature_projection

@@ -19,7 +19,6 @@ from .._rows import (
 )
 from ..bounds import clip_entries, clip_rows, row_norms
 
-
 __all__ = [
     "SufficientStats",
     "block_statistics",

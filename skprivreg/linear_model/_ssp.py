@@ -13,8 +13,8 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._rows import check_block_finite, sum_over_row_blocks, validate_blockwise_data
 from .._compat import Interval, StrOptions, fit_context
+from .._rows import check_block_finite, sum_over_row_blocks, validate_blockwise_data
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import clip_entries, min_samples_for_private_bound, row_norms

@@ -28,57 +28,57 @@ References
 """
 
 from ._gaussian import (  # noqa: F401
-    gaussian_sigma,
-    gaussian_event,
-    gaussian_event_from_mu,
     add_gaussian,
     add_laplace,
+    gaussian_event,
+    gaussian_event_from_mu,
+    gaussian_sigma,
     symmetric_gaussian_matrix,
 )
+from ._moments import (  # noqa: F401
+    clipped_squared_error_sensitivity,
+    histogram_laplace_scale,
+    moment_sums,
+    moment_sums_sensitivity,
+    noisy_histogram,
+    private_neg_mse,
+    randomized_response,
+    randomized_response_probabilities,
+    released_mean_variance,
+)
 from ._ptr import (  # noqa: F401
-    truncated_laplace,
     PTRCalibration,
     ptr_calibration,
     ptr_test,
     stability_histogram,
     stability_mode,
-)
-from ._selection import (  # noqa: F401
-    exponential_mechanism,
-    above_threshold,
-    bound_bins,
-    upper_bound_margin,
-    counts_above,
-    private_upper_bound,
-    laplace_distance_threshold,
-    laplace_distance_test,
-    laplace_release_probability,
-    gumbel_top_k,
+    truncated_laplace,
 )
 from ._regression import (  # noqa: F401
+    gaussian_precision_shaped,
+    gdp_split,
+    intercept_gram_sensitivity,
     primo_constant,
     primo_gaussian_event,
-    subsampled_gaussian_event,
-    gaussian_precision_shaped,
-    intercept_gram_sensitivity,
     residual_gradient_sensitivity,
-    gdp_split,
-    tukey_log_volumes,
-    tukey_safety_margin,
-    tukey_ptr_threshold,
-    tukey_ptr_test,
     restricted_tukey_sample,
+    subsampled_gaussian_event,
+    tukey_log_volumes,
+    tukey_ptr_test,
+    tukey_ptr_threshold,
+    tukey_safety_margin,
 )
-from ._moments import (  # noqa: F401
-    moment_sums_sensitivity,
-    moment_sums,
-    released_mean_variance,
-    clipped_squared_error_sensitivity,
-    private_neg_mse,
-    histogram_laplace_scale,
-    noisy_histogram,
-    randomized_response_probabilities,
-    randomized_response,
+from ._selection import (  # noqa: F401
+    above_threshold,
+    bound_bins,
+    counts_above,
+    exponential_mechanism,
+    gumbel_top_k,
+    laplace_distance_test,
+    laplace_distance_threshold,
+    laplace_release_probability,
+    private_upper_bound,
+    upper_bound_margin,
 )
 
 __all__ = [

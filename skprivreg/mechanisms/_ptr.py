@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 __all__ = [
     "truncated_laplace",
     "PTRCalibration",

@@ -268,7 +268,7 @@ def tukey_safety_margin(log_volumes, depth_threshold, epsilon_em, eta):
     ``k - 1`` for a neighbour.
     """
     log_v = np.asarray(log_volumes, dtype=np.float64)
-    top = log_v.size  # V_j for j = 1..top; V_j = +inf for j <= 0, 0 for j > top
+    # V_j for j = 1..m with m = log_v.size; V_j = +inf for j <= 0, 0 for j > m
     t = int(depth_threshold)
     log_eta = math.log(eta)
     best = -1

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-
 __all__ = [
     "exponential_mechanism",
     "above_threshold",

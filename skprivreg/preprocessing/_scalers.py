@@ -6,6 +6,7 @@ from functools import partial
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
+from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
 from .._rows import (
     _as_dask_array,
     check_block_finite,
@@ -13,7 +14,6 @@ from .._rows import (
     set_dask_feature_names,
     sum_over_row_blocks,
 )
-from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (

@@ -11,6 +11,7 @@ from sklearn.base import clone
 from sklearn.linear_model import Lasso, LinearRegression
 from sklearn.pipeline import Pipeline
 
+from skprivreg import _cli, _demo
 from skprivreg.exceptions import ConfigurationError, PrivateTestFailed, UnstableSupportError
 from skprivreg.feature_selection import (
     BOTTOM,
@@ -848,7 +849,6 @@ def test_stable_mode_chooses_a_hyperparameter():
     assert not hasattr(res, "counts")
 
 
-from skprivreg import _cli, _demo
 
 
 def plan_command(argv):

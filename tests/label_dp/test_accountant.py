@@ -21,7 +21,11 @@ from skprivreg.label_dp import (
 )
 from skprivreg.label_dp._accountant import (
     _paper_delta2_explicit as paper_delta2_explicit,
+)
+from skprivreg.label_dp._accountant import (
     _paper_theorem_1_2_delta as paper_theorem_1_2_delta,
+)
+from skprivreg.label_dp._accountant import (
     lba_ptr_margin,
 )
 

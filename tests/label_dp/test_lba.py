@@ -13,6 +13,7 @@ from sklearn.datasets import load_diabetes
 from sklearn.neural_network import MLPRegressor
 from threadpoolctl import threadpool_limits
 
+from skprivreg import _cli, _demo
 from skprivreg.accounting import BudgetAccountant
 from skprivreg.exceptions import (
     InsufficientDataError,
@@ -380,7 +381,6 @@ def test_fit_aggregated_on_a_released_dataset_reproduces_the_estimator(fixed_noi
     assert analyst.predict(X[:5]).shape == (5,)
 
 
-from skprivreg import _cli, _demo
 
 
 def plan_command(argv):

@@ -12,19 +12,18 @@ import warnings
 import numpy as np
 import pytest
 
+from skprivreg import _cli
 from skprivreg.accounting import BudgetAccountant
 from skprivreg.exceptions import InsufficientDataError, PrivacyLeakWarning, PrivateTestFailed
 from skprivreg.label_dp import WeightedLBARegressor, lba_plan, lba_ptr_pass_probability
 from skprivreg.label_dp._aggregate import _ptr_decision
 from skprivreg.label_dp._bags import bag_residual_norms
-from skprivreg import _cli
+from skprivreg.label_dp._planning import plan_aggregation, ptr_pass_probability
 
 
 def plan_command(argv):
     """``skprivreg plan lba ...``: the exit status; the plan is printed."""
     return _cli.main(["plan", "lba", *argv])
-
-from skprivreg.label_dp._planning import plan_aggregation, ptr_pass_probability
 
 
 def _earnings_facts(**params):

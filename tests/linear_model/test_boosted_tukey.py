@@ -72,12 +72,12 @@ def test_boosted_noise_matches_ledger(monkeypatch):
     for seed in range(10):
         noisy_values, steps = [], []
 
-        def add_spy(value, sigma, rng):
+        def add_spy(value, sigma, rng, noisy_values=noisy_values):
             noisy = real_add(value, sigma, rng)
             noisy_values.append(noisy)
             return noisy
 
-        def solve_spy(M, B, floor):
+        def solve_spy(M, B, floor, steps=steps):
             step = real_solve(M, B, floor)
             steps.append(step)
             return step
@@ -129,7 +129,7 @@ def test_ptr_laplace_scale_is_one_over_epsilon_ptr():
 
 def test_safety_margin_has_sensitivity_one():
     rng = np.random.default_rng(1)
-    for trial in range(40):
+    for _ in range(40):
         models = rng.standard_t(3, size=(200, 2))
         other = models.copy()
         other[rng.integers(200)] = rng.normal(scale=50, size=2)

@@ -14,6 +14,7 @@ from scipy import linalg, stats
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
+from skprivreg import _cli, _demo
 from skprivreg._rows import RowSource
 from skprivreg.accounting import BudgetAccountant, gdp_mu
 from skprivreg.exceptions import (
@@ -25,16 +26,6 @@ from skprivreg.exceptions import (
 )
 from skprivreg.linear_model import ISSPRegressor, issp_plan
 from skprivreg.linear_model._issp import _issp_trace
-from skprivreg import _cli, _demo
-
-
-def plan_command(argv):
-    """``skprivreg plan issp ...``: the exit status; the plan is printed."""
-    return _cli.main(["plan", "issp", *argv])
-
-
-def demo_case():
-    return next(_demo._simulated_issp())
 from skprivreg.linear_model._issp_filters import (
     leverage_thresholds,
     residual_thresholds,
@@ -57,6 +48,15 @@ from skprivreg.linear_model._issp_reference import (
     stable_residual_filtering,
 )
 from skprivreg.mechanisms import ptr_test
+
+
+def plan_command(argv):
+    """``skprivreg plan issp ...``: the exit status; the plan is printed."""
+    return _cli.main(["plan", "issp", *argv])
+
+
+def demo_case():
+    return next(_demo._simulated_issp())
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PlanningWarning",

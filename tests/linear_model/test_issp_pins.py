@@ -320,7 +320,7 @@ def test_private_residual_scale_runs_the_histogram_at_its_budget(monkeypatch):
 @pytest.mark.parametrize("eps, delta, beta", [(0.05, 1e-10, 0.0), (1 / 3, 1e-6 / 3, 0.0),
                                               (8.0, 1e-5, 1e-3), (900.0, 1e-7, 0.0)])
 def test_ptr_calibration_is_its_formula(eps, delta, beta):
-    from mpmath import mp, mpf, exp, log
+    from mpmath import exp, log, mp, mpf
 
     mp.dps = 50
     lam = mpf(4) / mpf(eps)

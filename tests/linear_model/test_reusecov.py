@@ -9,17 +9,31 @@ import pytest
 from sklearn.base import clone
 from sklearn.linear_model import LinearRegression, Ridge
 
+from skprivreg import _cli, _demo
 from skprivreg.accounting import BudgetAccountant, gdp_delta, gdp_mu, subsample_budget
 from skprivreg.exceptions import (
     BudgetExceededError,
-
     ConfigurationError,
     PrivacyLeakWarning,
 )
+from skprivreg.linear_model import NoisyCovariance, ReuseCovRegressor, reusecov_plan
 from skprivreg.linear_model._base import solve_psd_repaired
 from skprivreg.linear_model._independent_ssp import IndependentSSPRegressor
-from skprivreg.linear_model import NoisyCovariance, ReuseCovRegressor, reusecov_plan
-from skprivreg import _cli, _demo
+from skprivreg.linear_model._reusecov_plan import plan_reusecov
+from skprivreg.linear_model._reusecov_projection import (
+    project_feature,
+    project_label,
+    spectral_basis,
+)
+from skprivreg.linear_model._reusecov_release import _reusecov_solve, psd_factor
+from skprivreg.linear_model._reusecov_stats import (
+    association_sensitivity,
+    block_statistics,
+    combine_statistics,
+    covariance_sensitivity,
+    sufficient_statistics,
+)
+from skprivreg.mechanisms import primo_constant
 
 
 def plan_command(argv):
@@ -29,21 +43,6 @@ def plan_command(argv):
 
 def demo_case():
     return next(_demo._simulated_multi_output())
-from skprivreg.linear_model._reusecov_plan import plan_reusecov
-from skprivreg.linear_model._reusecov_release import _reusecov_solve, psd_factor
-from skprivreg.linear_model._reusecov_stats import (
-    association_sensitivity,
-    block_statistics,
-    combine_statistics,
-    covariance_sensitivity,
-    sufficient_statistics,
-)
-from skprivreg.linear_model._reusecov_projection import (
-    project_feature,
-    project_label,
-    spectral_basis,
-)
-from skprivreg.mechanisms import primo_constant
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PrivacyLeakWarning",

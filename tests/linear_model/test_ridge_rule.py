@@ -6,12 +6,12 @@ import pytest
 from skprivreg.linear_model._ridge_rule import ridge_floor, risk_minimising_ridge
 
 
-def _released(seed, *, p=8, l=40, s_scale=0.33, w_scale=0.3, sigma_cov=0.005,
+def _released(seed, *, p=8, n_outcomes=40, s_scale=0.33, w_scale=0.3, sigma_cov=0.005,
               sigma_assoc=0.015, rho=0.0):
     """Exact covariance/associations of a known model, plus the release noise."""
     rng = np.random.default_rng(seed)
     cov = s_scale * ((1 - rho) * np.eye(p) + rho * np.ones((p, p)))
-    W = rng.uniform(-w_scale, w_scale, size=(p, l))
+    W = rng.uniform(-w_scale, w_scale, size=(p, n_outcomes))
     G = cov @ W
     E = rng.normal(scale=sigma_cov, size=(p, p))
     E = np.triu(E) + np.triu(E, 1).T
