@@ -187,9 +187,11 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     whose label could cancel. Rows and labels up to 1e300 change the scores
     within their proven sensitivity (tested on every neighbouring pair of a
     brute-force harness). Exactly collinear columns (including a constant
-    column with ``fit_intercept=True``) make ISSP FAIL. Remaining caveat:
-    columns that differ only in the last few bits give inaccurate leverages.
-    ``feature_clip`` adds a public per-entry clip of X that bounds the
+    column with ``fit_intercept=True``) make ISSP FAIL. A full-rank design
+    beyond float64's resolution (columns that differ only in the last few
+    bits) is factored in exact whitening coordinates (rows mapped in
+    double-double arithmetic), where leverages and residuals are accurate
+    again. ``feature_clip`` adds a public per-entry clip of X that bounds the
     dynamic range.
 
     Parameters
@@ -496,7 +498,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         # No noise, no guarantee: the ledger says so.
         self._spend(PrivacyLedger([PrivacyEvent("ols (non-private)", math.inf, 0.0)]))
         factor = factor_pass(source)
-        beta = factor.beta if factor.pd else np.zeros(source.p)
+        beta = factor.to_original(factor.beta) if factor.pd else np.zeros(source.p)
         self.coef_, self.intercept_ = split_intercept(beta, self.fit_intercept)
         self.ptr_passed_ = True
         self.noise_scale_ = 0.0

@@ -1,4 +1,4 @@
-"""Exact Gram matrices: the numerical-rank decision of ISSP's filters.
+"""Exact Gram matrices and double-double products: ISSP on nearly collinear designs.
 
 Whether the weighted Gram matrix ``S_A`` of the kept rows is singular decides
 ``SCORE1 = k`` (singular designs remove every row). A tolerance on a
@@ -7,11 +7,24 @@ move a design across it. Instead the decision is exact: the Gram matrix of the
 rows (float64 inputs) is summed exactly in integers and its leading principal
 minors are computed exactly (Bareiss), so "singular" means singular in exact
 arithmetic, the arithmetic of the privacy proof.
+
+A design that is full rank but so close to singular that float64 cannot
+certify it (columns that differ in the last few bits) has leverages that a
+float64 factor gets wrong by O(1). Leverages, residuals and the release are
+invariant under any invertible change of coordinates ``x~ -> T^T x~``; with
+``T`` from the exact ``L D L^T`` factorisation of the exact Gram matrix
+(:func:`exact_whitening_transform`, ``T^T S T`` within a factor 4 of the
+identity) and the rows mapped in double-double arithmetic
+(:func:`dd_matmul`, error about ``2^-106`` of the terms), the mapped rows are
+well conditioned and float64 resolves their leverages again.
 """
+
+from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["exact_dot", "exact_gram", "exact_gram_is_pd"]
+__all__ = ["dd_matmul", "exact_dot", "exact_gram", "exact_gram_is_pd",
+           "exact_whitening_transform"]
 
 _LIMB = 18  # bits per limb: |limb| < 2^18, a block of < 2^35 rows sums exactly in float64
 
@@ -83,10 +96,7 @@ def exact_gram_is_pd(gram, p):
     Bareiss fraction-free elimination on the integer matrix ``2^-e_min G``:
     the k-th pivot is the k-th leading principal minor, all positive iff PD.
     """
-    e_min = min(e for _, e in gram.values())
-    A = [[0] * p for _ in range(p)]
-    for (j, m), (t, e) in gram.items():
-        A[j][m] = A[m][j] = t << (e - e_min)
+    A, _ = _exact_matrix(gram, p)
     prev = 1
     for i in range(p):
         if A[i][i] <= 0:
@@ -98,3 +108,83 @@ def exact_gram_is_pd(gram, p):
     return True
 
 
+
+
+def _exact_matrix(gram, p):
+    """``(A, e)`` with ``A`` a list of Python-int rows and ``S = 2^e A`` exactly."""
+    e_min = min(e for _, e in gram.values())
+    A = [[0] * p for _ in range(p)]
+    for (j, m), (t, e) in gram.items():
+        A[j][m] = A[m][j] = t << (e - e_min)
+    return A, e_min
+
+
+def exact_whitening_transform(gram, p):
+    """Upper-triangular ``T = T_hi + T_lo`` (double-double) with ``T^T S T ~ I``.
+
+    ``S = L D L^T`` exactly (rational arithmetic on the exact Gram matrix of
+    :func:`exact_gram`, which must be PD), ``T = L^{-T} diag(2^{-f_j})`` with
+    powers of two ``2^{f_j} ~ sqrt(D_j)``, so ``T^T S T = diag(D_j 2^{-2 f_j})``
+    has entries in ``[1/4, 4]`` up to the double-double rounding of ``T``
+    (relative ``2^-106`` per entry). Any invertible ``T`` gives the same
+    leverages and residuals in exact arithmetic; this one makes them well
+    conditioned in float64. Cost ``O(p^3)`` rational operations (only for
+    designs that float64 cannot certify).
+    """
+    A, e_min = _exact_matrix(gram, p)
+    L = [[Fraction(int(i == j)) for j in range(p)] for i in range(p)]
+    D = []
+    for j in range(p):
+        dj = Fraction(A[j][j]) - sum(L[j][m] ** 2 * D[m] for m in range(j))
+        if dj <= 0:
+            raise ValueError("the Gram matrix is not positive definite")
+        D.append(dj)
+        for i in range(j + 1, p):
+            L[i][j] = (Fraction(A[i][j]) - sum(L[i][m] * L[j][m] * D[m] for m in range(j))) / dj
+    # Linv = L^{-1} (unit lower triangular), by forward substitution.
+    Linv = [[Fraction(int(i == j)) for j in range(p)] for i in range(p)]
+    for i in range(p):
+        for j in range(i):
+            Linv[i][j] = -sum(L[i][m] * Linv[m][j] for m in range(j, i))
+    T_hi, T_lo = np.zeros((p, p)), np.zeros((p, p))
+    for j in range(p):
+        # 2^(2 f_j) within a factor 4 of D_j 2^e_min (bit lengths, exact).
+        log2 = D[j].numerator.bit_length() - D[j].denominator.bit_length() + e_min
+        scale = Fraction(2) ** -(log2 // 2)
+        for i in range(j + 1):
+            q = Linv[j][i] * scale  # T[i, j] = Linv[j, i] 2^-f_j
+            hi = float(q)
+            T_hi[i, j], T_lo[i, j] = hi, float(q - Fraction(hi))
+    return T_hi, T_lo
+
+
+def _split26(v):
+    """``v = hi + lo`` exactly, each with at most 26 significant bits (no overflow)."""
+    m, e = np.frexp(v)
+    hi = np.ldexp(np.round(np.ldexp(m, 26)), e - 26)
+    return hi, v - hi
+
+
+def dd_matmul(X, T_hi, T_lo):
+    """``fl(X (T_hi + T_lo))``: every product exact, sums in double-double.
+
+    Each factor is split into 26-bit halves, so each partial product is exact
+    in float64; the partial products are summed with Knuth's TwoSum. The
+    result is the float64 rounding of the exact product up to an absolute
+    error of about ``2^-104`` times the sum of the terms' magnitudes.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    m, q = X.shape
+    Xh, Xl = _split26(X)
+    parts = [*_split26(np.asarray(T_hi, np.float64)), *_split26(np.asarray(T_lo, np.float64))]
+    s = np.zeros((m, parts[0].shape[1]))
+    c = np.zeros_like(s)
+    for j in range(q):
+        for xa in (Xh[:, j:j + 1], Xl[:, j:j + 1]):
+            for t in parts:
+                prod = xa * t[j]
+                total = s + prod
+                back = total - s
+                c += (s - (total - back)) + (prod - back)
+                s = total
+    return s + c

@@ -353,7 +353,7 @@ def srf_engine(
                 np.concatenate([W_idx, np.asarray(F_idx, dtype=np.int64)]),
                 np.concatenate([W_val / k, np.zeros(len(F_idx))]),
             )
-            b_ref = linalg.solve_triangular(G, cross_pass(source, kept), lower=True,
+            b_ref = linalg.solve_triangular(G, cross_pass(source, kept, base.T), lower=True,
                                             check_finite=False)
             passes += 1
             ref.update(b=b_ref, n=len(F_idx), mag=magnitude(b_ref))
@@ -370,7 +370,7 @@ def srf_engine(
             np.concatenate([W_idx[W_val == 0], np.asarray(F_idx, dtype=np.int64)]),
             np.zeros(int(np.sum(W_val == 0)) + len(F_idx)),
         )
-        _, res = scan_pass(source, beta=beta, n_candidates=M, weights=drop)
+        _, res = scan_pass(source, beta=beta, n_candidates=M, weights=drop, transform=base.T)
         passes += 1
         return res
 

@@ -274,7 +274,7 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
             v_of = dict(zip(W_idx.tolist(), (W_val / k).tolist()))
             v_of.update(zip(srf.F_idx.tolist(), ((srf.Fw / k) * survive).tolist()))
             weights = RowWeights.from_pairs(list(v_of), list(v_of.values()))
-            b = linalg.solve_triangular(G, cross_pass(source, weights), lower=True,
+            b = linalg.solve_triangular(G, cross_pass(source, weights, srf.factor.T), lower=True,
                                         check_finite=False)
             trace.n_passes += 1
         else:
@@ -284,10 +284,18 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
         b = srf.factor.theta
     Lk = linalg.cholesky(K, lower=True, check_finite=False)
     theta_hat = linalg.cho_solve((Lk, True), b, check_finite=False)
-    trace.beta_hat = linalg.solve_triangular(G.T, theta_hat, lower=False, check_finite=False)
-    trace.precision_factor = G @ Lk
-    trace.beta_tilde = gaussian_precision_shaped(trace.beta_hat, trace.precision_factor, c,
-                                                 rng_noise)
+    beta_hat = linalg.solve_triangular(G.T, theta_hat, lower=False, check_finite=False)
+    precision_factor = G @ Lk
+    beta_tilde = gaussian_precision_shaped(beta_hat, precision_factor, c, rng_noise)
+    factor = srf.factor
+    if factor.T is not None:
+        # The factor lives in exact whitening coordinates b = T^{-1} beta: the
+        # release N(b_hat, c^2 S_T^-1) maps to N(T b_hat, c^2 S^-1) exactly.
+        beta_hat, beta_tilde = factor.to_original(beta_hat), factor.to_original(beta_tilde)
+        precision_factor = linalg.solve_triangular(
+            (factor.T[0] + factor.T[1]).T, precision_factor, lower=True, check_finite=False)
+    trace.beta_hat, trace.precision_factor, trace.beta_tilde = (
+        beta_hat, precision_factor, beta_tilde)
     return trace
 
 

@@ -16,7 +16,11 @@ other rows, so a Gram/Cholesky factor is accepted only with a certificate
 Householder TSQR, which is row-wise backward stable and resolves the
 leverage of an extreme row (close to 1) without destroying the others.
 Whether the design is singular is decided in exact arithmetic
-(:mod:`._issp_exact`) unless the float factor certifies full rank.
+(:mod:`._issp_exact`) unless the float factor certifies full rank. A design
+that is full rank in exact arithmetic but too close to singular for float64
+to certify is factored in exact whitening coordinates: the rows are mapped by
+``T`` (from the exact Gram matrix) in double-double arithmetic, and every pass
+that uses the factor maps its rows the same way (``transform``).
 """
 
 import math
@@ -26,7 +30,13 @@ import numpy as np
 from scipy import linalg
 
 from .._rows import add_tuples, check_block_finite
-from ._issp_exact import _exact_gram_add, exact_gram, exact_gram_is_pd
+from ._issp_exact import (
+    _exact_gram_add,
+    dd_matmul,
+    exact_gram,
+    exact_gram_is_pd,
+    exact_whitening_transform,
+)
 
 __all__ = [
     "RowWeights",
@@ -111,6 +121,18 @@ def _augment(X, intercept):
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
+def rows_in(X, intercept, transform=None):
+    """Rows ``x~`` (ones column appended if ``intercept``) in a factor's coordinates.
+
+    ``transform``: ``None`` (the rows themselves) or ``(T_hi, T_lo)`` of a
+    :class:`Factor` in exact whitening coordinates, giving ``fl(x~^T T)``
+    computed in double-double arithmetic.
+    """
+    if transform is None:
+        return _augment(X, intercept) if intercept else X
+    return dd_matmul(_augment(X, intercept), *transform)
+
+
 @dataclass
 class RowWeights:
     """Sparse row weights: 1 everywhere except ``w[idx]`` (``idx`` sorted)."""
@@ -160,12 +182,14 @@ def gram_pass(source, weights=None):
 
 def _cross_block(offset, Xb, yb, params, into=None):
     """``X~^T diag(w) y`` of one block (rows of weight 0 skipped), added into ``into``."""
-    p, intercept, weights = params
+    p, intercept, weights, transform = params
     t = np.zeros(p) if into is None else into[0]
     wb = weights.block(offset, offset + Xb.shape[0])
     if wb is not None:
         keep = wb > 0
         Xb, yb = Xb[keep], yb[keep] * wb[keep]
+    if transform is not None:
+        Xb, intercept = rows_in(Xb, intercept, transform), False
     d = Xb.shape[1]
     t[:d] += np.dot(yb, Xb)
     if intercept:
@@ -195,17 +219,18 @@ def magnitude(vectors):
         return float(math.sqrt(a.shape[0]) * np.sum(np.max(a, axis=0)))
 
 
-def cross_pass(source, weights=None):
+def cross_pass(source, weights=None, transform=None):
     """One pass: ``X~^T diag(w) y`` summed from scratch over the rows of positive weight.
 
     The scale-robust update of residual filtering and of the release: after
     rows are removed, their contribution is never subtracted from a total
     (with ``|y_j| >= 1e20`` the subtraction cancels catastrophically); the
     kept rows are summed again (the rebase rule, applied to ``X^T W y``).
+    ``transform``: the rows in a factor's coordinates (:func:`rows_in`).
     """
     weights = RowWeights() if weights is None else weights
     (t,) = source.reduce(_cross_block, add_tuples,
-                         (source.p, source.fit_intercept, weights))
+                         (source.p, source.fit_intercept, weights, transform))
     return t
 
 
@@ -240,9 +265,9 @@ def _tsqr_block(offset, Xb, yb, params, into=None):
     ``R`` is the row-sorted R factor of ``diag(sqrt(w)) [X~ y]`` of the rows
     seen so far: folding into ``into`` factors ``[R_prev; block]`` in one QR.
     """
-    p, intercept, weights, n_exclude = params
+    p, intercept, weights, n_exclude, transform = params
     wb = weights.block(offset, offset + Xb.shape[0])
-    M = np.column_stack([_augment(Xb, intercept) if intercept else Xb, yb])
+    M = np.column_stack([rows_in(Xb, intercept, transform), yb])
     if wb is not None:
         keep = wb > 0
         M = M[keep] * np.sqrt(wb[keep])[:, None]
@@ -281,11 +306,17 @@ def _exact_gram_combine(a, b):
     return (_exact_gram_add(a[0], b[0]),)
 
 
-def exact_rank_pass(source, weights=None):
-    """One pass: is ``S_w`` PD in exact arithmetic? (w > 0 rows span R^p, exactly.)"""
+def exact_gram_pass(source, weights=None):
+    """One pass: the exact Gram matrix of the rows of positive weight (or ``None``)."""
     weights = RowWeights() if weights is None else weights
     (gram,) = source.reduce(_exact_gram_block, _exact_gram_combine,
                             (source.p, source.fit_intercept, weights))
+    return gram
+
+
+def exact_rank_pass(source, weights=None):
+    """One pass: is ``S_w`` PD in exact arithmetic? (w > 0 rows span R^p, exactly.)"""
+    gram = exact_gram_pass(source, weights)
     return gram is not None and exact_gram_is_pd(gram, source.p)
 
 
@@ -308,7 +339,7 @@ def _rank_certified(R, n_rows):
     return bool(smin > RANK_CERTIFICATE * max(n_rows, 1) * p**1.5 * _EPS)
 
 
-def tsqr_pass(source, weights=None, *, n_exclude=0):
+def tsqr_pass(source, weights=None, *, n_exclude=0, transform=None):
     """One pass: row-sorted TSQR of ``diag(sqrt(w)) [X~ y]`` and robust column norms.
 
     Returns ``(R, bulk_norms, R_unit)``: the (p+1, p+1) R factor, ``R_unit``
@@ -316,12 +347,14 @@ def tsqr_pass(source, weights=None, *, n_exclude=0):
     max-norm (for the rank certificate), and for each column
     of ``X~`` the norm of its entries without the ``n_exclude`` largest in
     absolute value (the scale of the bulk of the data, untouched by a few
-    extreme rows; used for the numerical-rank decision).
+    extreme rows; used for the numerical-rank decision). ``transform``: the
+    rows in a factor's coordinates (:func:`rows_in`).
     """
     weights = RowWeights() if weights is None else weights
     p = source.p
     R, _, bulk_sq, _, Ru = source.reduce(
-        _tsqr_block, _tsqr_combine, (p, source.fit_intercept, weights, int(n_exclude))
+        _tsqr_block, _tsqr_combine,
+        (p, source.fit_intercept, weights, int(n_exclude), transform),
     )
     out = np.zeros((p + 1, p + 1))
     out[: R.shape[0]] = R[: p + 1]
@@ -334,7 +367,12 @@ class Factor:
     """``S_w = G G^T`` (G lower triangular), ``theta = G^{-1} X~^T W y``, ``beta = G^{-T} theta``.
 
     ``pd`` is False when ``S_w`` is judged singular: then stable leverage
-    filtering removes everything. ``Ginv`` (certified
+    filtering removes everything. ``T`` (``None`` or ``(T_hi, T_lo)``): the
+    factor lives in exact whitening coordinates, ``x~ -> fl(x~^T T)`` in
+    double-double (:func:`rows_in`); ``G``, ``theta`` and ``beta`` are then
+    those of the mapped rows, and every pass that uses the factor maps its
+    rows the same way (``beta`` of the original rows: :meth:`to_original`).
+    ``Ginv`` (certified
     Gram path only) is ``G^{-1} = L^{-1} D^{-1}`` from the inverse of the
     well-conditioned scaled factor ``L``; whitening a block is then one GEMM
     instead of a much slower many-right-hand-side triangular solve, with
@@ -350,6 +388,15 @@ class Factor:
     col_scale: object = None
     scaled_lambda_min: float = 0.0
     exact_passes: int = 0  # passes of the exact rank decision (rare: uncertified R)
+    T: object = None
+
+    def to_original(self, beta):
+        """A coefficient vector in this factor's coordinates, in the original ones (``T b``)."""
+        beta = np.asarray(beta, dtype=np.float64)
+        if self.T is None:
+            return beta
+        T_hi, T_lo = self.T
+        return dd_matmul(beta[None, :], T_hi.T, T_lo.T)[0]
 
 
 def _singular_factor(p, robust):
@@ -397,17 +444,29 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
     # Singular iff singular in exact arithmetic: either R certifies full rank
     # (backward-error bound), or an exact pass decides (exact Gram, exact
     # minors). No tolerance, so no cut that one row could move a design across.
-    # A factor that float64 cannot use (a zero or non-finite pivot of R while
-    # the exact Gram matrix is PD: a rank gap below float64's resolution of R)
-    # is the one remaining floating-point caveat; it is treated as singular.
+    # Full rank but uncertified (a rank gap near float64's resolution, where
+    # float leverages are wrong by O(1)): the factor is computed again in exact
+    # whitening coordinates, where the mapped rows are well conditioned.
     n_rows = source.n - (0 if weights is None else int(np.sum(weights.w <= 0)))
     exact = 0
     if not _rank_certified(R_unit, n_rows):
         exact = 1
-        if not exact_rank_pass(source, weights):
+        gram = exact_gram_pass(source, weights)
+        if gram is None or not exact_gram_is_pd(gram, p):
             singular = _singular_factor(p, True)
             singular.exact_passes = exact
             return singular
+        T = exact_whitening_transform(gram, p)
+        R_aug_t, _, R_unit_t = tsqr_pass(source, weights, n_exclude=n_exclude, transform=T)
+        exact += 1
+        R_t = R_aug_t[:p, :p]
+        if (_rank_certified(R_unit_t, n_rows) and np.all(np.isfinite(R_t))
+                and np.all(np.diag(R_t) != 0)):
+            theta = R_aug_t[:p, p].copy()
+            beta = linalg.solve_triangular(R_t, theta, lower=False, check_finite=False)
+            return Factor(R_t.T.copy(), theta, beta, True, True, exact_passes=exact, T=T)
+        # Beyond double-double's reach (a rank gap below ~1e-30 relative):
+        # the float factor of the rows themselves, as below.
     if not (np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
         singular = _singular_factor(p, True)
         singular.exact_passes = exact

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas
 
-from ._issp_passes import RowWeights, _augment, _pieces
+from ._issp_passes import RowWeights, _augment, _pieces, rows_in
 
 __all__ = ["Scan", "scan_pass"]
 
@@ -80,6 +80,7 @@ class _ScanParams:
     slack: float = 1.0
     GinvF: object = None
     saturate_at: object = None
+    transform: object = None
 
 
 def _residuals_and_screen(Xb, yb, beta, intercept, inv_s2):
@@ -111,7 +112,6 @@ def _scan_block(offset, Xb, yb, params, into=None):
     """Partial ``(by_leverage, by_residual, n above the saturation threshold, m)`` of a block."""
     P = params
     d, p, m_top = P.d, P.p, P.n_candidates
-    q = d
     intercept = P.intercept
     m = Xb.shape[0]
     gidx = np.arange(offset, offset + m, dtype=np.int64)
@@ -119,6 +119,10 @@ def _scan_block(offset, Xb, yb, params, into=None):
     if wb is not None:
         alive = wb > 0
         Xb, yb, gidx = Xb[alive], yb[alive], gidx[alive]
+    if P.transform is not None:
+        # Rows in the factor's exact whitening coordinates (double-double map).
+        Xb, d, intercept = rows_in(Xb, intercept, P.transform), p, False
+    q = d
     factor = P.factor
     r, bound = _residuals_and_screen(
         Xb, yb, P.beta, intercept, P.inv_s2 if factor is not None and P.screen is not None
@@ -169,7 +173,7 @@ def _scan_combine(a, b):
 
 
 def scan_pass(source, *, beta, n_candidates, weights=None, factor=None, screen=None,
-              saturate=None):
+              saturate=None, transform=None):
     """One pass selecting candidate rows among rows of positive weight.
 
     Returns ``(by_leverage, by_residual)``: the ``n_candidates`` rows with the
@@ -189,6 +193,10 @@ def scan_pass(source, *, beta, n_candidates, weights=None, factor=None, screen=N
     least ``count`` rows have leverage above ``threshold`` (leverage filtering
     then saturates for certain and the scan is unused). A sequential source
     stops the pass as soon as that happens; a Dask source completes it.
+
+    Rows, ``beta`` and the candidates' rows are in the coordinates of
+    ``factor`` (``factor.T``, see :func:`._issp_passes.rows_in`), or of
+    ``transform`` when no factor is given.
     """
     weights = RowWeights() if weights is None else weights
     d, p = source.d, source.p
@@ -205,6 +213,7 @@ def scan_pass(source, *, beta, n_candidates, weights=None, factor=None, screen=N
         slack=(1.0 + 1e-6) / factor.scaled_lambda_min if use_screen else 1.0,
         GinvF=None if factor is None or factor.Ginv is None else np.asfortranarray(factor.Ginv),
         saturate_at=None if (saturate is None or factor is None) else float(saturate[0]),
+        transform=factor.T if factor is not None else transform,
     )
     stop = None
     if params.saturate_at is not None:

@@ -482,3 +482,134 @@ def test_exactly_collinear_columns_stay_singular_for_every_neighbour():
         X2 = X.copy()
         X2[7] = row
         assert _core(X2, y, k=k, L0=L0, R0=3.0, fit_intercept=True).score1 == k
+
+
+# ---------------------------------------------------------------------------
+# Full rank in exact arithmetic but beyond float64: exact whitening coordinates
+# ---------------------------------------------------------------------------
+def _last_bits_design(rng, n):
+    """Two columns that differ by 0 to 3 units in the last place, row by row."""
+    x = rng.choice([-1.0, 1.0], n) * rng.uniform(0.9, 1.1, n)
+    steps = rng.integers(-3, 4, n)
+    x2 = x.copy()
+    for s in range(1, 4):
+        x2[steps >= s] = np.nextafter(x2[steps >= s], np.inf)
+        x2[steps <= -s] = np.nextafter(x2[steps <= -s], -np.inf)
+    return np.column_stack([x, x2])
+
+
+def _exact_ols_leverages_residuals(Xa, y):
+    """Leverages, |residuals| and OLS coefficients in rational arithmetic."""
+    from fractions import Fraction
+
+    F = [[Fraction(v) for v in row] for row in Xa.tolist()]
+    Fy = [Fraction(v) for v in y.tolist()]
+    p = Xa.shape[1]
+    S = [[sum(r[a] * r[b] for r in F) for b in range(p)] for a in range(p)]
+
+    def solve(b):
+        A = [row[:] + [b[i]] for i, row in enumerate(S)]
+        for i in range(p):
+            for r in range(i + 1, p):
+                f = A[r][i] / A[i][i]
+                for c in range(i, p + 1):
+                    A[r][c] -= f * A[i][c]
+        x = [Fraction(0)] * p
+        for i in reversed(range(p)):
+            x[i] = (A[i][p] - sum(A[i][c] * x[c] for c in range(i + 1, p))) / A[i][i]
+        return x
+
+    beta = solve([sum(r[a] * v for r, v in zip(F, Fy)) for a in range(p)])
+    Sinv = list(zip(*[solve([Fraction(int(i == j)) for i in range(p)]) for j in range(p)]))
+    lev = [sum(r[a] * Sinv[a][b] * r[b] for a in range(p) for b in range(p)) for r in F]
+    res = [abs(v - sum(a * b for a, b in zip(r, beta))) for r, v in zip(F, Fy)]
+    return (np.array([float(v) for v in lev]), np.array([float(v) for v in res]),
+            np.array([float(v) for v in beta]))
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_last_bits_columns_give_exact_leverages_residuals_and_release(fit_intercept):
+    """Columns that differ in the last 0-3 bits: full rank in exact arithmetic,
+    condition number ~1e16, beyond what a float64 factor resolves (its leverages
+    were off by 66-250%, its OLS by 170%). In exact whitening coordinates the
+    mapped rows have condition number <= ~4, so float64 leverages and residuals
+    carry relative error ~p eps cond ~ 1e-14: 1e-9 is a wide margin that the
+    float factor misses by eight orders of magnitude.
+
+    With L0 1.5x above the exact largest leverage and R0 3x above the largest
+    residual, SCORE1 = SCORE2 = 0 for the data and for neighbours that replace a
+    row by another of the same kind (the float factor gave SCORE1 = 3 or 4 here).
+    """
+    from skprivreg.linear_model._issp_passes import factor_pass
+    from skprivreg.linear_model._issp_scan import scan_pass
+
+    rng = np.random.default_rng(3)
+    n, k = 1500, 4
+    X = _last_bits_design(rng, n)
+    y = X[:, 0] + 0.1 * rng.standard_normal(n)
+    Xa = np.column_stack([X, np.ones(n)]) if fit_intercept else X
+    h, r, beta = _exact_ols_leverages_residuals(Xa, y)
+    cond = np.linalg.cond(Xa)
+    assert not np.isfinite(cond) or cond > 1e14
+
+    src = RowSource(X, y, fit_intercept=fit_intercept, block_rows=256)
+    factor = factor_pass(src, n_exclude=k)
+    assert factor.pd
+    lev, res = scan_pass(src, beta=factor.beta, n_candidates=n, factor=factor)
+    np.testing.assert_allclose(lev.key[np.argsort(lev.idx)], h, rtol=1e-9)
+    np.testing.assert_allclose(res.key[np.argsort(res.idx)], r, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(factor.to_original(factor.beta), beta, rtol=1e-9)
+    assert factor.T is not None  # the exact whitening coordinates were needed
+
+    g = math.e**2 * 1.5 * h.max()
+    L0, R0 = g / (1 - 2 * k * g), 3 * r.max()
+    trace = _core(X, y, k=k, L0=L0, R0=R0, c=1e-6, fit_intercept=fit_intercept,
+                  chunk_size=256)
+    assert (trace.score1, trace.score2_num) == (0, 0) and trace.passed
+    np.testing.assert_allclose(trace.beta_hat, beta, rtol=1e-9)
+    for _ in range(3):
+        X2 = X.copy()
+        X2[rng.integers(n)] = _last_bits_design(rng, 1)[0]
+        assert _core(X2, y, k=k, L0=L0, R0=R0, c=1e-6, fit_intercept=fit_intercept,
+                     chunk_size=256).score1 == 0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ols = ISSPRegressor(epsilon=np.inf, fit_intercept=fit_intercept).fit(X, y)
+    np.testing.assert_allclose(np.append(ols.coef_, ols.intercept_)[: len(beta)], beta,
+                               rtol=1e-9)
+
+
+def test_double_double_product_and_exact_whitening_transform():
+    """``dd_matmul`` is the float64 rounding of the exact product (error ~2^-104 of
+    the terms, checked in rational arithmetic on a product that cancels to 1e-16
+    of its terms); the transform from the exact Gram matrix makes a design whose
+    columns differ in the last bits well conditioned (T^T S T within [1/4, 4])."""
+    from fractions import Fraction
+
+    from skprivreg.linear_model._issp_exact import (
+        dd_matmul,
+        exact_gram,
+        exact_whitening_transform,
+    )
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40, 3)) * 10.0 ** rng.integers(-5, 5, (40, 3))
+    T_hi = rng.standard_normal((3, 2)) * 1e8
+    T_lo = T_hi * 2.0**-60 * rng.standard_normal((3, 2))
+    T_hi[2, 0] = -(X[0, 0] * T_hi[0, 0] + X[0, 1] * T_hi[1, 0]) / X[0, 2]  # cancellation in row 0
+    out = dd_matmul(X, T_hi, T_lo)
+    for i in range(40):
+        for j in range(2):
+            exact = sum(Fraction(X[i, m]) * (Fraction(T_hi[m, j]) + Fraction(T_lo[m, j]))
+                        for m in range(3))
+            scale = sum(abs(Fraction(X[i, m]) * Fraction(T_hi[m, j])) for m in range(3))
+            assert abs(Fraction(out[i, j]) - exact) <= (abs(exact) * 2**-52
+                                                         + scale * 2**-100)
+
+    Xa = np.column_stack([_last_bits_design(rng, 300), np.ones(300)])
+    T_hi, T_lo = exact_whitening_transform(exact_gram(Xa), 3)
+    assert np.allclose(np.triu(T_hi), T_hi)
+    mapped = dd_matmul(Xa, T_hi, T_lo)
+    eig = np.linalg.eigvalsh(mapped.T @ mapped)
+    assert 0.2 < eig[0] and eig[-1] < 5 * 3  # diagonal in [1/4, 4], off-diagonal 0
