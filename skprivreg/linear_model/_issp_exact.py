@@ -19,7 +19,7 @@ identity) and the rows mapped in double-double arithmetic
 well conditioned and float64 resolves their leverages again.
 """
 
-from fractions import Fraction
+import decimal
 
 import numpy as np
 
@@ -122,39 +122,51 @@ def _exact_matrix(gram, p):
 def exact_whitening_transform(gram, p):
     """Upper-triangular ``T = T_hi + T_lo`` (double-double) with ``T^T S T ~ I``.
 
-    ``S = L D L^T`` exactly (rational arithmetic on the exact Gram matrix of
-    :func:`exact_gram`, which must be PD), ``T = L^{-T} diag(2^{-f_j})`` with
-    powers of two ``2^{f_j} ~ sqrt(D_j)``, so ``T^T S T = diag(D_j 2^{-2 f_j})``
-    has entries in ``[1/4, 4]`` up to the double-double rounding of ``T``
-    (relative ``2^-106`` per entry). Any invertible ``T`` gives the same
-    leverages and residuals in exact arithmetic; this one makes them well
-    conditioned in float64. Cost ``O(p^3)`` rational operations (only for
-    designs that float64 cannot certify).
+    ``S = L D L^T`` computed from the exact Gram matrix of :func:`exact_gram`
+    (which must be PD) in 120-digit decimal arithmetic (relative error about
+    ``1e-120 cond(S)``, far below double-double's ``2^-106`` for every
+    ``cond(S)`` double-double can resolve), and
+    ``T = L^{-T} diag(2^{-f_j})`` with powers of two ``2^{f_j} ~ sqrt(D_j)``, so
+    ``T^T S T = diag(D_j 2^{-2 f_j})`` has entries in ``[1/4, 4]`` up to the
+    rounding of ``T``. Any invertible ``T`` gives the same leverages and
+    residuals in exact arithmetic; this one makes them well conditioned in
+    float64. Cost ``O(p^3)`` decimal operations (only for designs that
+    float64 cannot certify).
     """
     A, e_min = _exact_matrix(gram, p)
-    L = [[Fraction(int(i == j)) for j in range(p)] for i in range(p)]
-    D = []
-    for j in range(p):
-        dj = Fraction(A[j][j]) - sum(L[j][m] ** 2 * D[m] for m in range(j))
-        if dj <= 0:
-            raise ValueError("the Gram matrix is not positive definite")
-        D.append(dj)
-        for i in range(j + 1, p):
-            L[i][j] = (Fraction(A[i][j]) - sum(L[i][m] * L[j][m] * D[m] for m in range(j))) / dj
-    # Linv = L^{-1} (unit lower triangular), by forward substitution.
-    Linv = [[Fraction(int(i == j)) for j in range(p)] for i in range(p)]
-    for i in range(p):
-        for j in range(i):
-            Linv[i][j] = -sum(L[i][m] * Linv[m][j] for m in range(j, i))
-    T_hi, T_lo = np.zeros((p, p)), np.zeros((p, p))
-    for j in range(p):
-        # 2^(2 f_j) within a factor 4 of D_j 2^e_min (bit lengths, exact).
-        log2 = D[j].numerator.bit_length() - D[j].denominator.bit_length() + e_min
-        scale = Fraction(2) ** -(log2 // 2)
-        for i in range(j + 1):
-            q = Linv[j][i] * scale  # T[i, j] = Linv[j, i] 2^-f_j
-            hi = float(q)
-            T_hi[i, j], T_lo[i, j] = hi, float(q - Fraction(hi))
+    with decimal.localcontext() as ctx:
+        ctx.prec = 120
+        ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
+        S = [[decimal.Decimal(v) for v in row] for row in A]  # S / 2^e_min, rounded
+        L = [[decimal.Decimal(int(i == j)) for j in range(p)] for i in range(p)]
+        D = []
+        for j in range(p):
+            dj = S[j][j] - sum((L[j][m] * L[j][m] * D[m] for m in range(j)), decimal.Decimal(0))
+            if dj <= 0:
+                raise ValueError("the Gram matrix is not positive definite")
+            D.append(dj)
+            for i in range(j + 1, p):
+                L[i][j] = (S[i][j] - sum((L[i][m] * L[j][m] * D[m] for m in range(j)),
+                                         decimal.Decimal(0))) / dj
+        # Linv = L^{-1} (unit lower triangular), by forward substitution.
+        Linv = [[decimal.Decimal(int(i == j)) for j in range(p)] for i in range(p)]
+        for i in range(p):
+            for j in range(i):
+                Linv[i][j] = -sum((L[i][m] * Linv[m][j] for m in range(j, i)),
+                                  decimal.Decimal(0))
+        T_hi, T_lo = np.zeros((p, p)), np.zeros((p, p))
+        for j in range(p):
+            # 2^(2 f_j) within a factor 4 of D_j 2^e_min.
+            f = (int(D[j].adjusted() * 3.321928094887362) + e_min) // 2
+            while D[j] * decimal.Decimal(2) ** (e_min - 2 * f) > 2:
+                f += 1
+            while D[j] * decimal.Decimal(2) ** (e_min - 2 * f) < 0.5:
+                f -= 1
+            scale = decimal.Decimal(2) ** -f
+            for i in range(j + 1):
+                q = Linv[j][i] * scale  # T[i, j] = Linv[j, i] 2^-f_j
+                hi = float(q)
+                T_hi[i, j], T_lo[i, j] = hi, float(q - decimal.Decimal(hi))
     return T_hi, T_lo
 
 
@@ -166,25 +178,34 @@ def _split26(v):
 
 
 def dd_matmul(X, T_hi, T_lo):
-    """``fl(X (T_hi + T_lo))``: every product exact, sums in double-double.
+    """``fl(X (T_hi + T_lo))``: products with ``T_hi`` exact, sums in double-double.
 
-    Each factor is split into 26-bit halves, so each partial product is exact
-    in float64; the partial products are summed with Knuth's TwoSum. The
-    result is the float64 rounding of the exact product up to an absolute
-    error of about ``2^-104`` times the sum of the terms' magnitudes.
+    ``X`` and ``T_hi`` are split into 26-bit halves, so each partial product
+    is exact in float64, and the partial products are summed with Knuth's
+    TwoSum; ``X T_lo`` (``|T_lo| <= 2^-53 |T_hi|``) enters the correction term
+    directly. The result is the float64 rounding of the exact product up to
+    an absolute error of about ``2^-104`` times the sum of the terms'
+    magnitudes. Zero entries of ``T_hi`` (a triangular ``T``) are skipped.
     """
     X = np.asarray(X, dtype=np.float64)
+    T_hi = np.asarray(T_hi, dtype=np.float64)
+    T_lo = np.asarray(T_lo, dtype=np.float64)
     m, q = X.shape
     Xh, Xl = _split26(X)
-    parts = [*_split26(np.asarray(T_hi, np.float64)), *_split26(np.asarray(T_lo, np.float64))]
-    s = np.zeros((m, parts[0].shape[1]))
-    c = np.zeros_like(s)
+    th, tl = _split26(T_hi)
+    s = np.zeros((m, T_hi.shape[1]))
+    c = X @ T_lo
     for j in range(q):
+        cols = np.flatnonzero(T_hi[j])
+        if len(cols) == 0:
+            continue
+        lo_c, hi_c = cols[0], cols[-1] + 1
+        sv, cv = s[:, lo_c:hi_c], c[:, lo_c:hi_c]
         for xa in (Xh[:, j:j + 1], Xl[:, j:j + 1]):
-            for t in parts:
-                prod = xa * t[j]
-                total = s + prod
-                back = total - s
-                c += (s - (total - back)) + (prod - back)
-                s = total
+            for t in (th[j, lo_c:hi_c], tl[j, lo_c:hi_c]):
+                prod = xa * t
+                total = sv + prod
+                back = total - sv
+                cv += (sv - (total - back)) + (prod - back)
+                sv[...] = total
     return s + c

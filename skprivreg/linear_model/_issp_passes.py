@@ -327,6 +327,23 @@ def exact_rank_pass(source, weights=None):
 RANK_CERTIFICATE = 10.0
 
 
+#: Condition number of the column-scaled R above which a full-rank design is
+#: factored in exact whitening coordinates (float leverages from R carry a
+#: relative error of about ``p eps`` times this: ~2e-9 at p = 10).
+TRANSFORM_CONDITION = 1e7
+
+
+def _scaled_condition(R):
+    """Condition number of ``R`` with unit columns (``inf`` if not finite or singular)."""
+    if not np.all(np.isfinite(R)):
+        return math.inf
+    norms = np.sqrt(np.sum(R * R, axis=0))
+    if not np.all(norms > 0) or not np.all(np.isfinite(norms)):
+        return math.inf
+    sv = linalg.svdvals(R / norms[None, :], check_finite=False)
+    return math.inf if sv[-1] <= 0 else float(sv[0] / sv[-1])
+
+
 def _rank_certified(R, n_rows):
     """True when the float R proves full rank (else the exact pass decides)."""
     p = R.shape[0]
@@ -456,17 +473,20 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
             singular = _singular_factor(p, True)
             singular.exact_passes = exact
             return singular
-        T = exact_whitening_transform(gram, p)
-        R_aug_t, _, R_unit_t = tsqr_pass(source, weights, n_exclude=n_exclude, transform=T)
-        exact += 1
-        R_t = R_aug_t[:p, :p]
-        if (_rank_certified(R_unit_t, n_rows) and np.all(np.isfinite(R_t))
-                and np.all(np.diag(R_t) != 0)):
-            theta = R_aug_t[:p, p].copy()
-            beta = linalg.solve_triangular(R_t, theta, lower=False, check_finite=False)
-            return Factor(R_t.T.copy(), theta, beta, True, True, exact_passes=exact, T=T)
-        # Beyond double-double's reach (a rank gap below ~1e-30 relative):
-        # the float factor of the rows themselves, as below.
+        usable = np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)
+        if not usable or _scaled_condition(R_unit) > TRANSFORM_CONDITION:
+            T = exact_whitening_transform(gram, p)
+            R_aug_t, _, R_unit_t = tsqr_pass(source, weights, n_exclude=n_exclude,
+                                             transform=T)
+            exact += 1
+            R_t = R_aug_t[:p, :p]
+            if (_rank_certified(R_unit_t, n_rows) and np.all(np.isfinite(R_t))
+                    and np.all(np.diag(R_t) != 0)):
+                theta = R_aug_t[:p, p].copy()
+                beta = linalg.solve_triangular(R_t, theta, lower=False, check_finite=False)
+                return Factor(R_t.T.copy(), theta, beta, True, True, exact_passes=exact, T=T)
+            # Beyond double-double's reach (a rank gap below ~1e-30 relative):
+            # the float factor of the rows themselves, as below.
     if not (np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
         singular = _singular_factor(p, True)
         singular.exact_passes = exact
