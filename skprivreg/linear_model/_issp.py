@@ -238,6 +238,16 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     feature_clip : float > 0 or None, default=None
         Public per-entry clip of X to ``[-feature_clip, feature_clip]``
         (part of the guarantee: it is a fixed per-row map).
+    verbose : int, default=0
+        If positive, print one line per stage of a private fit: the public plan
+        (rows, columns, ``k``, the leverage bound, the budget split), the start
+        of the residual-scale pass (one read of all rows), the start of the
+        filtering stage, and the released outcome of the private test. The
+        number of passes the filters make depends on the data (a removed row
+        triggers a rescan), so it is never printed, nor any per-pass progress
+        or timing; every printed value is public or released. The wall-clock
+        time of the fit is not covered by the guarantee, with or without
+        ``verbose``.
     accountant : BudgetAccountant or None, default=None
         Checked before any data access, charged on PASS and on FAIL.
     random_state : None, int or numpy.random.Generator, default=None
@@ -287,6 +297,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         "predicted_fail": [StrOptions({"refuse", "spend"})],
         "chunk_size": [Interval(Integral, 1024, None, closed="left"), None],
         "feature_clip": [Interval(Real, 0, None, closed="neither"), None],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -308,6 +319,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         predicted_fail="refuse",
         chunk_size=None,
         feature_clip=None,
+        verbose=0,
         accountant=None,
         random_state=None,
     ):
@@ -327,6 +339,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.predicted_fail = predicted_fail
         self.chunk_size = chunk_size
         self.feature_clip = feature_clip
+        self.verbose = verbose
         self.accountant = accountant
         self.random_state = random_state
 
@@ -432,6 +445,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         if self.epsilon > 10:
             warnings.warn(f"epsilon={self.epsilon:g} > 10 is a weak guarantee.", UserWarning,
                           stacklevel=3)
+        self._say(f"plan: n={n}, p={p}, k={plan.k}, leverage bound {plan.leverage_bound:.3g}, "
+                  f"(epsilon, delta) = ({self.epsilon:g}, {self.delta:g}) split "
+                  f"{'/'.join(f'{s:.3g}' for s in plan.budget_split)}")
         self.k_ = plan.k
         self.leverage_bound_ = plan.leverage_bound
         self.budget_split_ = plan.budget_split
@@ -444,6 +460,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                 **self._secret_rngs("histogram", "ptr", "noise", spend=ledger)}
         sigma2_up = None
         if isinstance(self.residual_bound, str):
+            self._say(f"stage 1/2: private residual scale (one pass over {n} rows)")
             r0 = private_residual_scale(source, plan.eps_r0, plan.delta_r0, rngs["partition"],
                                         rngs["histogram"], residual_slack=self.residual_slack,
                                         eta=self.design_failure_prob, return_gram=True)
@@ -453,6 +470,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         else:
             R0, gram = float(self.residual_bound), None
         c = plan.noise_scale(R0)
+        self._say("stage 2/2: leverage and residual filtering, private test, release "
+                  "(passes over the rows; their number depends on the data and is not shown)")
         trace = _issp_core(source, k=plan.k, L0=plan.leverage_bound, R0=R0, c=c,
                            eps_ptr=plan.eps_ptr, delta_ptr=plan.delta_ptr,
                            ptr_fail_prob=plan.ptr_fail_prob, rng_ptr=rngs["ptr"],
@@ -465,7 +484,13 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
             return self._fail(ledger)
         self.ptr_passed_ = True
         self.coef_, self.intercept_ = split_intercept(trace.beta_tilde, self.fit_intercept)
+        self._say("done: private test PASS, coefficients released")
         return self
+
+    def _say(self, message):
+        """A progress line of public or released facts only (``verbose > 0``)."""
+        if self.verbose:
+            print(f"[ISSPRegressor] {message}", flush=True)
 
     def _refuse_predicted_fail(self, plan):
         """Refuse before any spend when the public plan predicts FAIL (unless told to spend)."""
@@ -485,6 +510,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     def _fail(self, ledger):
         self._settle(ledger)  # spent at the first secret draw
         self.ptr_passed_ = False
+        self._say("done: private test FAIL")
         if self.on_fail == "raise":
             raise ISSPFailedError(_FAIL_MESSAGE)
         warnings.warn(_FAIL_MESSAGE + " on_fail='zero': zero coefficients were released.",

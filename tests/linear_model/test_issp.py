@@ -659,6 +659,51 @@ def test_on_fail_raise_and_zero_record_budget():
     assert acc.n_spends == 2
 
 
+def test_verbose_prints_only_public_facts(capsys, monkeypatch):
+    """Neighbours whose filters make different numbers of passes print the same lines."""
+    from skprivreg.linear_model import _issp as issp_module
+
+    rng = np.random.default_rng(15)
+    n, k = 100_000, 9
+    X = sphere(rng, n, 2)
+    y = X @ [1.0, 1.0] + 0.2 * rng.standard_normal(n)
+    Xa = np.column_stack([X, np.ones(n)])
+    L0 = clean_L0(_direct_leverages(Xa)[0].max(), k)
+    Xn = X.copy()
+    Xn[0] = [40.0, -35.0]  # one far row: removed by the leverage filter, then a rescan
+    passes = []
+    real_core = issp_module._issp_core
+
+    def small_k_core(source, **kw):  # a mild k and L0, so the clean path is reachable
+        kw.update(k=k, L0=L0, eps_ptr=20.0, delta_ptr=0.4)
+        trace = real_core(source, **kw)
+        passes.append(trace.n_passes)
+        return trace
+
+    monkeypatch.setattr(issp_module, "_issp_core", small_k_core)
+    kw = dict(epsilon=1.0, delta=1e-6, residual_bound=1.0, predicted_fail="spend",
+              on_fail="zero")
+    printed = []
+    for data in (X, Xn):
+        est = ISSPRegressor(verbose=1, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(data, y)
+        out = capsys.readouterr().out.splitlines()
+        # The last line is the released outcome of the private test.
+        assert out[-1] == ("[ISSPRegressor] done: private test "
+                           + ("PASS, coefficients released" if est.ptr_passed_ else "FAIL"))
+        printed.append(out[:-1])
+    assert passes[0] != passes[1]  # the test has power: the pass count is data-dependent
+    assert printed[0] == printed[1]
+    assert printed[0][0].startswith("[ISSPRegressor] plan: n=100000, p=3, k=")
+    assert len(printed[0]) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ISSPRegressor(**kw).fit(X, y)
+    assert capsys.readouterr().out == ""
+
+
 def test_planning_warning_is_data_independent():
     rng = np.random.default_rng(15)
     X = rng.standard_normal((20000, 2))
