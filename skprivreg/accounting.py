@@ -192,6 +192,7 @@ def _as_replace_one(event):
         sensitivity=None if event.sensitivity is None else 2.0 * event.sensitivity,
         sigma=event.sigma,
         mu=None if event.mu is None else 2.0 * event.mu,
+        components=event.components,
     )
 
 
@@ -216,6 +217,11 @@ class PrivacyEvent:
     sensitivity, sigma, mu : float or None
         For Gaussian releases: L2-sensitivity, noise standard deviation, and
         ``mu = sensitivity / sigma``. ``None`` for other mechanisms.
+    components : tuple of (str, float)
+        For a joint Gaussian release of several statistics with their own
+        noise scales: ``(statistic, sigma)`` of each. ``sensitivity`` and
+        ``sigma`` then describe the whitened release (each statistic divided
+        by its sigma): ``sigma = 1``, ``sensitivity = mu``. Empty otherwise.
     """
 
     name: str
@@ -226,8 +232,12 @@ class PrivacyEvent:
     sensitivity: float | None = None
     sigma: float | None = None
     mu: float | None = None
+    components: tuple = ()
 
     def __post_init__(self):
+        # Stored as a tuple of pairs (a JSON round trip gives lists).
+        object.__setattr__(self, "components",
+                           tuple((str(k), float(v)) for k, v in self.components))
         if self.notion not in NOTIONS:
             raise ValueError(f"notion must be one of {NOTIONS}.")
         if self.neighbouring not in NEIGHBOURINGS:

@@ -219,12 +219,23 @@ def test_independent_ssp_noise_matches_ledger(monkeypatch, composition):
             (M,) = record["eigh"]
             (g,) = [ops[1] for sub, ops in record["einsum"] if sub == "kji,kj->ki"]
             p = M.shape[-1]
-            cov_noise.append(upper_triangle(M - est.ridge_ * np.eye(p) - XtX / n))
+            upper = upper_triangle(M - est.ridge_ * np.eye(p) - XtX / n)
+            # The intercept corner c^2 is the same for every dataset: exact.
+            assert np.all(np.abs(upper[..., -1]) < 1e-12)
+            cov_noise.append(upper[..., :-1])
             assoc_noise.append(g - (XtY / n).T)
     ledger = est.privacy_spent_
-    assert_gaussian_noise(cov_noise, event(ledger, "covariance x l").sigma,
-                          "IndependentSSP covariance noise")
-    assert_gaussian_noise(assoc_noise, event(ledger, "association x l").sigma,
+    if composition == "gdp":
+        # One joint Gaussian release; the noise scales it added are its components.
+        joint = event(ledger, "covariance+association x l")
+        assert (joint.notion, joint.neighbouring) == ("full", "replace-one")
+        assert joint.mu == pytest.approx(ledger.mu, rel=1e-12)
+        sigmas = dict(joint.components)
+    else:
+        sigmas = {"covariance": event(ledger, "covariance x l").sigma,
+                  "association": event(ledger, "association x l").sigma}
+    assert_gaussian_noise(cov_noise, sigmas["covariance"], "IndependentSSP covariance noise")
+    assert_gaussian_noise(assoc_noise, sigmas["association"],
                           "IndependentSSP association noise")
 
 
@@ -247,33 +258,46 @@ def _capture_reusecov(monkeypatch):
     return record
 
 
-@pytest.mark.parametrize("privacy", ["full", "label"])
+@pytest.mark.parametrize("privacy", ["full", "feature", "label"])
 def test_reusecov_noise_matches_ledger(monkeypatch, privacy):
     X, y = _design(n=40, d=2)
     n_outputs = 8
     Y = np.column_stack([y * (1 + 0.1 * j) for j in range(n_outputs)])
     n = X.shape[0]
-    x_bound = 1.0 if privacy == "full" else None  # X is public under label DP
-    XtX, XtY = exact_gram_and_cross(X, Y, x_bound, 2.0)
+    x_bound = None if privacy == "label" else 1.0  # X is public under label DP
+    y_bound = None if privacy == "feature" else 2.0  # Y is public under feature DP
+    XtX, XtY = exact_gram_and_cross(X, Y, x_bound, y_bound)
     record = _capture_reusecov(monkeypatch)
     cov_noise, assoc_noise = [], []
     with quiet():
         for _ in range(N_FITS):
             est = ReuseCovRegressor(epsilon=1.0, delta=1e-5, privacy=privacy,
-                                    x_bound=x_bound, y_bound=2.0).fit(X, Y)
+                                    x_bound=x_bound, y_bound=y_bound).fit(X, Y)
             (M, ridge), = record["M"][-1:]
             (G,) = record["G"][-1:]
-            cov_noise.append(upper_triangle(M - ridge * np.eye(M.shape[0]) - XtX / n))
+            upper = upper_triangle(M - ridge * np.eye(M.shape[0]) - XtX / n)
+            if privacy != "label":
+                # The intercept corner c^2 is the same for every dataset: exact.
+                assert abs(upper[-1]) < 1e-12
+                upper = upper[:-1]
+            cov_noise.append(upper)
             assoc_noise.append(G - XtY / n)
     assert len(record["M"]) == len(record["G"]) == N_FITS
     ledger = est.privacy_spent_
-    assoc = event(ledger, "association[0]")
-    assert assoc.notion == privacy
-    assert_gaussian_noise(assoc_noise, assoc.sigma, f"ReuseCov ({privacy}) association noise")
-    if privacy == "full":
-        assert_gaussian_noise(cov_noise, event(ledger, "covariance").sigma,
-                              "ReuseCov covariance noise")
+    if privacy == "label":
+        assoc = event(ledger, "association[0]")
+        assert (assoc.notion, assoc.neighbouring) == ("label", "replace-one")
+        assert_gaussian_noise(assoc_noise, assoc.sigma, "ReuseCov (label) association noise")
     else:
+        # One joint Gaussian release of the covariance and the association.
+        joint = event(ledger, "covariance+association[0]")
+        assert (joint.notion, joint.neighbouring) == (privacy, "replace-one")
+        assert joint.mu == pytest.approx(ledger.mu, rel=1e-12)
+        sigmas = dict(joint.components)
+        assert_gaussian_noise(assoc_noise, sigmas["association"],
+                              f"ReuseCov ({privacy}) association noise")
+        assert_gaussian_noise(cov_noise, sigmas["covariance"], "ReuseCov covariance noise")
+    if privacy == "label":
         # Label DP: X is public, the covariance is exact and costs nothing.
         assert [e.name for e in ledger.events] == ["association[0]"]
         assert np.max(np.abs(cov_noise)) < 1e-9

@@ -9,6 +9,7 @@ least as tight and exact for Gaussian releases.
 """
 
 import math
+from dataclasses import replace
 from numbers import Real
 
 import numpy as np
@@ -19,9 +20,12 @@ from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..mechanisms import (
     add_gaussian,
+    cross_sensitivity,
     gaussian_event_from_mu,
     gaussian_sigma,
-    symmetric_gaussian_matrix,
+    gram_upper_sensitivity,
+    gram_with_exact_corner,
+    joint_gram_cross_calibration,
 )
 from ._base import LinearPredictMixin, split_intercept
 from ._private_bounds import (
@@ -33,11 +37,7 @@ from ._private_bounds import (
     release_bounds,
 )
 from ._reusecov_plan import theory_ridge
-from ._reusecov_stats import (
-    association_sensitivity,
-    covariance_sensitivity,
-    sufficient_statistics,
-)
+from ._reusecov_stats import sufficient_statistics
 from ._ridge_rule import risk_minimising_ridge
 
 __all__ = ["IndependentSSPRegressor"]
@@ -46,9 +46,10 @@ __all__ = ["IndependentSSPRegressor"]
 _RUN_BATCH = 64
 
 
-def _symmetric_noise_batch(k, d, sigma, rng):
-    """``k`` independent symmetric d x d Gaussian matrices (PRIMO's E1, one per run)."""
-    return np.stack([symmetric_gaussian_matrix(d, sigma, rng) for _ in range(k)])
+def _noisy_covariances(k, Sigma, sigma, rng, exact_corner):
+    """``k`` independent releases of ``Sigma`` (PRIMO's ``Sigma + E1``, one per run)."""
+    return np.stack([gram_with_exact_corner(Sigma, sigma, rng, exact_corner=exact_corner)
+                     for _ in range(k)])
 
 
 class IndependentSSPRegressor(
@@ -62,13 +63,20 @@ class IndependentSSPRegressor(
 
     **Guarantee.** Full DP, replace-one neighbouring (one record ``(x_i,
     y^i)`` replaced), ``(epsilon, delta)``-DP over all ``l`` outcomes.
-    **Budget split.** ``composition='gdp'``: ``mu = mu(epsilon, delta)``;
-    run ``j`` is ``mu/sqrt(l)``-GDP, its covariance gets ``sqrt(f)`` and its
-    association ``sqrt(1-f)`` of that (``f = cov_budget``); the ``2 l``
-    Gaussian releases compose exactly to ``mu``. ``composition='basic'``:
-    run ``j`` gets ``(epsilon/l, delta/l)``, split ``f``/``1-f``, analytic
-    Gaussian calibration. Sensitivities per run (normalised): ``sqrt(2)
-    B^2/n`` and ``2 B y_bound/n``; clipping as in :class:`ReuseCovRegressor`.
+    **Budget split.** ``composition='gdp'``: ``mu = mu(epsilon, delta)`` for
+    the ``2 l`` Gaussian releases taken as one joint Gaussian release
+    (:func:`~skprivreg.mechanisms.joint_gram_cross_calibration`: ``l`` copies
+    of the covariance with noise ``sigma_1`` are, for privacy, one with
+    ``sigma_1/sqrt(l)``); the ratio of the scales is that of giving the
+    covariances ``sqrt(f) mu`` and the associations ``sqrt(1-f) mu``
+    (``f = cov_budget``), and both scales are then lowered until the joint
+    release is exactly ``mu``-GDP. ``composition='basic'``: run ``j`` gets
+    ``(epsilon/l, delta/l)``, split ``f``/``1-f``, analytic Gaussian
+    calibration. Sensitivities per run (normalised, ``B`` the raw row bound,
+    ``c = intercept_scaling``): ``sqrt(2)(B^2 + c^2/2)/n`` for the covariance
+    (its constant corner ``c^2`` is released exactly) and
+    ``2 sqrt(B^2 + c^2) y_bound/n``; clipping as in
+    :class:`ReuseCovRegressor`.
 
     **Bounds.** A bound you do not declare is estimated privately with
     ``bounds_budget * epsilon`` (split equally between the missing bounds;
@@ -186,8 +194,10 @@ class IndependentSSPRegressor(
                 bound_events=()):
         """The bound estimates, then two events, each the composition of the l
         per-run releases of one kind."""
-        sens_cov = covariance_sensitivity(x_eff, n)
-        sens_assoc = association_sensitivity(x_eff, y_bound or 0.0, n)
+        c = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        x_raw = math.sqrt(max(x_eff**2 - c**2, 0.0))
+        sens_cov = gram_upper_sensitivity(x_raw, c) / n
+        sens_assoc = cross_sensitivity(x_raw, y_bound or 0.0, c) / n
         f = float(self.cov_budget)
         root_l = math.sqrt(n_outputs)
         if not private:
@@ -199,6 +209,21 @@ class IndependentSSPRegressor(
                              sensitivity=root_l * sens_assoc, sigma=0.0),
             ]
             return events, 0.0, 0.0, PrivacyLedger(events, delta=0.0)
+        if self.composition == "gdp" and sens_cov > 0 and sens_assoc > 0:
+            # The l runs released jointly: l noisy copies of the covariance
+            # (sigma_1 each) are, for privacy, one copy with sigma_1/sqrt(l), and
+            # the l associations one release with the row bound sqrt(l) y_bound;
+            # calibrated as one joint release of ReuseCov's shape.
+            joint, sigma_gram, sigma_assoc, _ = joint_gram_cross_calibration(
+                "covariance+association x l", x_bound=x_raw,
+                y_row_bound=root_l * y_bound, n_rows=n, mu=gdp_mu(epsilon, delta),
+                share=f, delta=delta, intercept=c,
+            )
+            sigma_cov = root_l * sigma_gram
+            joint = replace(joint, components=(("covariance", sigma_cov),
+                                               ("association", sigma_assoc)))
+            ledger = PrivacyLedger([*bound_events, joint], composition="gdp", delta=delta)
+            return [joint], sigma_cov, sigma_assoc, ledger
         if self.composition == "gdp":
             mu = gdp_mu(epsilon, delta)
             # l independent releases of sigma with sensitivity Delta each are one
@@ -251,7 +276,8 @@ class IndependentSSPRegressor(
         epsilon = float(self.epsilon) if private else math.inf
         epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))
         # The planned (epsilon, delta) does not depend on the bounds' values.
-        planned = self._events(n, n_outputs, 1.0, 1.0, epsilon, delta, private,
+        unit_x = math.hypot(1.0, self.intercept_scaling) if self.fit_intercept else 1.0
+        planned = self._events(n, n_outputs, unit_x, 1.0, epsilon, delta, private,
                                planned_bound_events(bound_eps))[3]
         self._check_budget(planned)
         x_bound = self.x_bound
@@ -303,7 +329,7 @@ class IndependentSSPRegressor(
         for start in range(0, n_outputs, _RUN_BATCH):
             stop = min(start + _RUN_BATCH, n_outputs)
             k = stop - start
-            M = Sigma + _symmetric_noise_batch(k, p, sigma_cov, rng) + shift * eye
+            M = _noisy_covariances(k, Sigma, sigma_cov, rng, self.fit_intercept) + shift * eye
             g = add_gaussian(G[:, start:stop].T, sigma_assoc, rng)
             eigvals[start:stop], eigvecs[start:stop] = np.linalg.eigh(M)
             coords[start:stop] = np.einsum("kji,kj->ki", eigvecs[start:stop], g)

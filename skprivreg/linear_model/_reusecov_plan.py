@@ -13,8 +13,11 @@ from scipy.optimize import minimize_scalar
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..bounds import check_y_bound
 from ..mechanisms import (
+    cross_sensitivity,
     gaussian_event,
     gaussian_event_from_mu,
+    gram_upper_sensitivity,
+    joint_gram_cross_calibration,
     primo_gaussian_event,
     subsampled_gaussian_event,
 )
@@ -38,7 +41,7 @@ NEIGHBOURINGS = ("replace-one", "zero-out")
 
 def optimal_cov_budget(
     sens_cov, sens_assoc, w_scale, *, composition="gdp", epsilon=None, delta=None,
-    sampling_ratio=None,
+    sampling_ratio=None, joint=None,
 ):
     """Share ``f`` of the budget for the covariance minimising ``sigma_1^2 w^2 + sigma_2^2``.
 
@@ -49,7 +52,23 @@ def optimal_cov_budget(
     or a subsampled covariance) the proxy is minimised numerically over
     ``f in [0.01, 0.99]`` with the exact calibrations. Public: depends on
     bounds, n, l and (epsilon, delta) only.
+
+    ``joint`` (keyword arguments of
+    :func:`~skprivreg.mechanisms.joint_gram_cross_calibration` without
+    ``mu``, ``share`` and ``delta``): the covariance and association are one
+    joint release, whose scales are ``gamma(f)`` times the composed ones;
+    the proxy ``gamma(f)^2 (Delta_1^2 w^2 / f + Delta_2^2 / (1 - f))`` is
+    minimised numerically over ``f in [0.01, 0.99]``.
     """
+    if joint is not None:
+        def joint_proxy(f):
+            _, s1, s2, _ = joint_gram_cross_calibration("proxy", mu=1.0, share=f,
+                                                        delta=0.5, **joint)
+            return (s1 * w_scale) ** 2 + s2**2
+
+        res = minimize_scalar(joint_proxy, bounds=(0.01, 0.99), method="bounded",
+                              options={"xatol": 1e-6})
+        return float(res.x)
     if composition == "gdp" and sampling_ratio is None:
         a = sens_cov * w_scale
         if a + sens_assoc <= 0:
@@ -180,6 +199,16 @@ class ReleasePlan:
     sigma_assoc_eff : float
         Per-entry association error the ridge rule assumed.
     ledger_composition : str
+    joint_event : PrivacyEvent or None
+        The covariance and the association released as one joint Gaussian
+        mechanism (:func:`~skprivreg.mechanisms.joint_gram_cross_calibration`;
+        GDP composition, replace-one, full or feature DP). The ledger then
+        holds this event instead of the two marginal ones; ``cov_event`` is
+        the covariance's marginal (``mu = Delta_1/sigma_1``), which is what a
+        reused covariance carries.
+    joint_gain : float
+        ``gamma <= 1``: both noise scales relative to composing the two
+        releases (1 without a joint release).
     """
 
     cov_budget: float
@@ -192,6 +221,8 @@ class ReleasePlan:
     ridge: float
     sigma_assoc_eff: float
     ledger_composition: str
+    joint_event: PrivacyEvent | None = None
+    joint_gain: float = 1.0
 
 
 def plan_reusecov(
@@ -214,6 +245,8 @@ def plan_reusecov(
     ridge="auto",
     proj_radius=None,
     proj_c_fro=None,
+    intercept=0.0,
+    joint=True,
 ):
     """Noise scales, budget split and ridge of a fit, from public numbers only.
 
@@ -240,6 +273,16 @@ def plan_reusecov(
     ridge : float or 'auto' or 'theory'
     proj_radius, proj_c_fro : float or None
         ``R`` and ``||C||_F`` of the projection (``mechanism='proj'``).
+    intercept : float
+        The constant column ``c`` of the augmented design (0: none); the
+        raw row bound is ``sqrt(x_scale^2 - c^2)`` when X is private, and the
+        sensitivities are the tight ones of
+        :func:`~skprivreg.mechanisms.gram_upper_sensitivity` and
+        :func:`~skprivreg.mechanisms.cross_sensitivity`.
+    joint : bool
+        Release the covariance and the association as one joint Gaussian
+        mechanism where that applies (GDP composition, replace-one, full or
+        feature DP, full-data covariance).
 
     Returns
     -------
@@ -249,9 +292,23 @@ def plan_reusecov(
     if cov_rows is not None and cov_rows < n:
         sampling_ratio = cov_rows / n
     m = n if sampling_ratio is None else cov_rows
-    sens_cov = covariance_sensitivity(x_scale, m, neighbouring)
-    sens_assoc = association_sensitivity(x_scale, y_row_scale, n, neighbouring)
-    if privacy == "label" or reused_sigma_cov is not None:
+    c = float(intercept)
+    if privacy == "label":
+        # X public: no covariance release; a public augmented row norm.
+        x_raw = None
+        sens_cov = covariance_sensitivity(x_scale, m, neighbouring)
+        sens_assoc = association_sensitivity(x_scale, y_row_scale, n, neighbouring)
+    else:
+        x_raw = math.sqrt(max(x_scale**2 - c**2, 0.0))
+        sens_cov = gram_upper_sensitivity(x_raw, c, neighbouring) / m
+        sens_assoc = cross_sensitivity(x_raw, y_row_scale, c, privacy, neighbouring) / n
+    no_cov = privacy == "label" or reused_sigma_cov is not None
+    use_joint = (
+        joint and not no_cov and composition == "gdp" and sampling_ratio is None
+        and neighbouring == "replace-one" and math.isfinite(epsilon)
+        and sens_cov > 0 and sens_assoc > 0
+    )
+    if no_cov:
         f = 0.0
     elif cov_budget == "auto" and (math.isinf(epsilon) or mechanism == "proj"):
         # No noise: the split is immaterial. A projection removes most of the
@@ -262,6 +319,9 @@ def plan_reusecov(
         f = optimal_cov_budget(
             sens_cov, sens_assoc, w_scale, composition=composition, epsilon=epsilon,
             delta=delta, sampling_ratio=sampling_ratio,
+            joint=None if not use_joint else dict(
+                x_bound=x_raw, y_row_bound=y_row_scale, n_rows=n, intercept=c,
+                notion=privacy),
         )
     else:
         f = float(cov_budget)
@@ -269,6 +329,21 @@ def plan_reusecov(
         composition, epsilon, delta, f, sens_cov, sens_assoc, privacy, neighbouring,
         sampling_ratio,
     )
+    joint_event, gamma = None, 1.0
+    if use_joint:
+        joint_event, sigma1, sigma2, gamma = joint_gram_cross_calibration(
+            "covariance+association[0]", x_bound=x_raw, y_row_bound=y_row_scale,
+            n_rows=n, mu=gdp_mu(epsilon, delta), share=f, delta=delta, intercept=c,
+            notion=privacy, neighbouring=neighbouring,
+        )
+        # The marginals of the joint release (post-processing of it): the
+        # covariance's is what a reused covariance carries.
+        cov_event = gaussian_event_from_mu("covariance", sens_cov, sens_cov / sigma1,
+                                           f * delta, notion=privacy,
+                                           neighbouring=neighbouring)
+        assoc_event = gaussian_event_from_mu("association[0]", sens_assoc,
+                                             sens_assoc / sigma2, (1 - f) * delta,
+                                             notion=privacy, neighbouring=neighbouring)
     if reused_sigma_cov is not None:
         sigma_cov = float(reused_sigma_cov)
     else:
@@ -299,6 +374,8 @@ def plan_reusecov(
         ridge=lam,
         sigma_assoc_eff=sigma_eff,
         ledger_composition=ledger_composition,
+        joint_event=joint_event,
+        joint_gain=gamma,
     )
 
 
@@ -308,10 +385,13 @@ def _plan_ledger(plan, delta, private, association_name=None, bound_events=()):
 
     ``bound_events`` (pure DP, the private bound estimates of the fit) come first.
     """
-    assoc = plan.assoc_event
-    if association_name is not None and assoc is not None:
-        assoc = replace(assoc, name=association_name)
-    events = [*bound_events, *(e for e in (plan.cov_event, assoc) if e is not None)]
+    if plan.joint_event is not None:
+        events = [*bound_events, plan.joint_event]
+    else:
+        assoc = plan.assoc_event
+        if association_name is not None and assoc is not None:
+            assoc = replace(assoc, name=association_name)
+        events = [*bound_events, *(e for e in (plan.cov_event, assoc) if e is not None)]
     if not private:
         return PrivacyLedger(events, composition="basic", delta=0.0)
     return PrivacyLedger(events, composition=plan.ledger_composition, delta=delta)
@@ -357,6 +437,9 @@ class ReuseCovPlan:
     l_zero : float or None
         Under full DP, the number of outcomes at which the association noise
         ``sigma_2^2`` reaches the covariance noise ``sigma_1^2 w^2``.
+    joint_gain : float
+        Both noise scales relative to composing the two releases (below 1
+        when they are released jointly; see :class:`ReuseCovRegressor`).
     """
 
     n_samples: int
@@ -380,6 +463,7 @@ class ReuseCovPlan:
     ridge: float
     ledger: PrivacyLedger
     l_zero: float | None
+    joint_gain: float = 1.0
 
     def __str__(self):
         rows = [
@@ -398,6 +482,8 @@ class ReuseCovPlan:
             ("sigma_1 (covariance)", f"{self.sigma_cov:.6g}"),
             ("sigma_2 (association)", f"{self.sigma_assoc:.6g}"),
             ("sigma_2 effective", f"{self.sigma_assoc_eff:.6g}"),
+            *([("joint release: sigmas x", f"{self.joint_gain:.4f}")]
+              if self.joint_gain < 1.0 else []),
             *(
                 [("ridge lambda (normalised)", "chosen in fit from the released statistics")]
                 if math.isnan(self.ridge) else
@@ -541,6 +627,7 @@ def reusecov_plan(
         neighbouring=neighbouring, x_scale=x_scale, y_row_scale=y_row,
         w_scale=w_scale, cov_budget=cov_budget, cov_rows=cov_subsample,
         ridge=ridge, proj_radius=proj_radius, proj_c_fro=proj_c_fro,
+        intercept=float(intercept_scaling) if fit_intercept else 0.0,
     )
     notions = {"x_bound": "feature" if privacy == "feature" else "full",
                "y_bound": "label" if privacy == "label" else "full"}
@@ -565,5 +652,5 @@ def reusecov_plan(
         sigma_assoc=plan.sigma_assoc, sigma_assoc_eff=plan.sigma_assoc_eff,
         ridge=(math.nan if ridge == "auto" and math.isfinite(epsilon)
                and (mechanism == "gauss" or privacy == "feature") else plan.ridge),
-        ledger=ledger, l_zero=l_zero,
+        ledger=ledger, l_zero=l_zero, joint_gain=plan.joint_gain,
     )

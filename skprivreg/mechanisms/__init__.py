@@ -68,6 +68,14 @@ from ._regression import (  # noqa: F401
     tukey_ptr_threshold,
     tukey_safety_margin,
 )
+from ._reusecov import (  # noqa: F401
+    cross_sensitivity,
+    gram_upper_sensitivity,
+    gram_with_exact_corner,
+    joint_gram_cross_calibration,
+    joint_gram_cross_mu,
+    joint_mahalanobis_sq,
+)
 from ._selection import (  # noqa: F401
     above_threshold,
     bound_bins,
@@ -111,6 +119,12 @@ __all__ = [
     "intercept_gram_sensitivity",
     "residual_gradient_sensitivity",
     "gdp_split",
+    "gram_upper_sensitivity",
+    "cross_sensitivity",
+    "joint_mahalanobis_sq",
+    "joint_gram_cross_mu",
+    "joint_gram_cross_calibration",
+    "gram_with_exact_corner",
     "tukey_log_volumes",
     "tukey_safety_margin",
     "tukey_ptr_threshold",

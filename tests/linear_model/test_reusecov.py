@@ -19,7 +19,7 @@ from skprivreg.exceptions import (
 from skprivreg.linear_model import NoisyCovariance, ReuseCovRegressor, reusecov_plan
 from skprivreg.linear_model._base import solve_psd_repaired
 from skprivreg.linear_model._independent_ssp import IndependentSSPRegressor
-from skprivreg.linear_model._reusecov_plan import plan_reusecov
+from skprivreg.linear_model._reusecov_plan import optimal_cov_budget, plan_reusecov
 from skprivreg.linear_model._reusecov_projection import (
     project_feature,
     project_label,
@@ -33,7 +33,7 @@ from skprivreg.linear_model._reusecov_stats import (
     covariance_sensitivity,
     sufficient_statistics,
 )
-from skprivreg.mechanisms import primo_constant
+from skprivreg.mechanisms import joint_gram_cross_calibration, primo_constant
 
 
 def plan_command(argv):
@@ -190,13 +190,22 @@ def test_covariance_noise_calibration():
         E2[seed] = (est.noisy_xty_ - G).ravel()
     sigma_1 = est.noise_std_["covariance"]
     mu = gdp_mu(1.0, 1e-4)
-    assert sigma_1 == pytest.approx(math.sqrt(2) * 5.0 / n / (math.sqrt(0.5) * mu),
+    # The tight intercept sensitivity sqrt(2)(B^2 + c^2/2), both scales
+    # multiplied by the joint release's gain gamma (< 1).
+    gamma = joint_gram_cross_calibration(
+        "x", x_bound=2.0, y_row_bound=math.sqrt(3), n_rows=n, mu=mu, share=0.5,
+        delta=1e-4, intercept=1.0)[3]
+    assert 0.8 < gamma < 0.95
+    assert sigma_1 == pytest.approx(gamma * math.sqrt(2) * 4.5 / n / (math.sqrt(0.5) * mu),
                                     rel=1e-12)
+    # The corner c^2 = 1 of the intercept column is released exactly.
+    assert np.all(E1[:, 14] == 0.0)
+    E1 = E1[:, :14]
     assert np.all(np.abs(E1.mean(axis=0)) < 4 * sigma_1 / math.sqrt(N))
     ratio = E1.var(axis=0) / sigma_1**2
     assert 0.9 < ratio.mean() < 1.1
     assert np.all((ratio > 0.75) & (ratio < 1.25))
-    diag = np.isin(np.arange(E1.shape[1]), [0, 5, 9, 12, 14])  # diagonal of 5x5 upper
+    diag = np.isin(np.arange(E1.shape[1]), [0, 5, 9, 12])  # diagonal of 5x5 upper
     assert 0.85 < ratio[diag].mean() / ratio[~diag].mean() < 1.15
     k = min(E1.shape[1], E2.shape[1])
     corr = np.corrcoef(E1[:, :k].ravel(), E2[:, :k].ravel())[0, 1]
@@ -223,18 +232,27 @@ def test_association_sigma_formula(privacy, neighbouring, composition):
     n, n_outputs = Y.shape
     B = math.hypot(xb, 1.0)
     factor = 2.0 if neighbouring == "replace-one" else 1.0
+    gamma = 1.0
     if privacy == "label":
         x_scale = np.linalg.norm(np.hstack([X, np.ones((n, 1))]), axis=1).max()
         sens = factor * x_scale * math.sqrt(n_outputs) * yb / n
         share = 1.0
     elif privacy == "feature":
-        sens = factor * B * np.linalg.norm(Y, axis=1).max() / n
+        # Y public: the constant column cancels, the raw row bound enters.
+        K = np.linalg.norm(Y, axis=1).max()
+        sens = factor * xb * K / n
         share = 0.5
     else:
-        sens = factor * B * math.sqrt(n_outputs) * yb / n
+        K = math.sqrt(n_outputs) * yb
+        sens = factor * B * K / n
         share = 0.5
+    if composition == "gdp" and privacy != "label" and neighbouring == "replace-one":
+        gamma = joint_gram_cross_calibration(
+            "x", x_bound=xb, y_row_bound=K, n_rows=n, mu=gdp_mu(eps, delta), share=0.5,
+            delta=delta, intercept=1.0, notion=privacy)[3]
+        assert gamma < 1.0
     if composition == "gdp":
-        sigma = sens / (math.sqrt(share) * gdp_mu(eps, delta))
+        sigma = gamma * sens / (math.sqrt(share) * gdp_mu(eps, delta))
     else:
         sigma = primo_constant(share * eps, share * delta) * sens
     assert est.noise_std_["association"] == pytest.approx(sigma, rel=1e-12)
@@ -599,8 +617,20 @@ def test_cov_budget_auto_closed_form_and_label():
     X, Y = _data(n=100)
     est = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0,
                             w_bound=1.7, cov_budget="auto", random_state=0).fit(X, Y)
+    # The joint release: f minimises sigma_1^2 w^2 + sigma_2^2 (both scaled by
+    # the joint gain), here checked against neighbouring shares.
+    def proxy(f):
+        plan = plan_reusecov(n=100, d_eff=3, n_outputs=Y.shape[1], epsilon=1.0, delta=1e-6,
+                             x_scale=math.hypot(2.0, 1.0), y_row_scale=3 * math.sqrt(Y.shape[1]),
+                             w_scale=1.7, cov_budget=f, intercept=1.0)
+        return (plan.sigma_cov * 1.7) ** 2 + plan.sigma_assoc**2
+
+    f_star = est.cov_budget_
+    assert proxy(f_star) <= min(proxy(f_star - 0.02), proxy(f_star + 0.02))
+    # Composed (paper-free GDP without the joint release): the closed form.
     d1, d2 = est.sensitivity_["covariance"], est.sensitivity_["association"]
-    assert est.cov_budget_ == pytest.approx(d1 * 1.7 / (d1 * 1.7 + d2), rel=1e-12)
+    assert optimal_cov_budget(d1, d2, 1.7) == pytest.approx(d1 * 1.7 / (d1 * 1.7 + d2),
+                                                           rel=1e-12)
     paper = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0,
                               w_bound=1.7, cov_budget="auto", composition="paper",
                               random_state=0).fit(X, Y)
@@ -618,11 +648,11 @@ def test_cov_subsample_calibration():
     Y = rng.uniform(-1, 1, size=(n, 2))
     est = ReuseCovRegressor(epsilon=2.0, delta=1e-6, x_bound=1.0, y_bound=1.0,
                             cov_subsample=s, random_state=0, cov_budget=0.5).fit(X, Y)
-    B = math.sqrt(2.0)
     eps_1, delta_1 = subsample_budget(1.0, 0.5e-6, s / n)
     from skprivreg.mechanisms import gaussian_sigma
 
-    expected = gaussian_sigma(math.sqrt(2) * B**2 / s, eps_1, delta_1)
+    # Tight intercept sensitivity sqrt(2)(B^2 + c^2/2) with raw B = 1, c = 1.
+    expected = gaussian_sigma(math.sqrt(2) * 1.5 / s, eps_1, delta_1)
     assert est.noise_std_["covariance"] == pytest.approx(expected, rel=1e-12)
     assert est.privacy_spent_.composition == "basic"
     assert est.privacy_spent_.epsilon <= 2.0 * (1 + 1e-9)
@@ -668,7 +698,7 @@ def test_add_outcomes_reuses_covariance():
     assert coef_new.shape == (2, 3) and est.coef_.shape == (6, 3)
     assert est.intercept_.shape == (6,)
     names = [e.name for e in est.privacy_spent_.events]
-    assert names == ["covariance", "association[0]", "association[1]"]
+    assert names == ["covariance+association[0]", "association[1]"]
     mus = [e.mu for e in est.privacy_spent_.events]
     assert est.privacy_spent_.mu == pytest.approx(math.sqrt(sum(m * m for m in mus)))
     assert acc.n_spends == 2
@@ -676,7 +706,13 @@ def test_add_outcomes_reuses_covariance():
     assert math.sqrt(sum(e.mu**2 for e in spent)) == pytest.approx(
         est.privacy_spent_.mu, rel=1e-12
     )
-    assert [e.name for e in spent].count("covariance") == 1
+    assert [e.name for e in spent].count("covariance+association[0]") == 1
+    # The released covariance carries its marginal (post-processing of the
+    # joint release): mu = Delta_1 / sigma_1, below the joint mu.
+    (marginal,) = cov.ledger.events
+    assert marginal.mu == pytest.approx(est.sensitivity_["covariance"] / cov.sigma,
+                                        rel=1e-12)
+    assert marginal.mu < spent[0].mu
     with pytest.raises(ValueError):
         est.add_outcomes(X[:-1], Y[:-1, 4:], epsilon=0.5, delta=1e-6)
 
@@ -849,7 +885,7 @@ def test_planner_is_the_plan_of_fit_and_prints_it(capsys):
     release = plan_reusecov(n=5008, d_eff=26, n_outputs=101, epsilon=5.0,
                             delta=1 / 5008**2, x_scale=math.hypot(5, 1),
                             y_row_scale=5 * math.sqrt(101), w_scale=5 / math.hypot(5, 1),
-                            cov_budget="auto")
+                            cov_budget="auto", intercept=1.0)
     assert plan.sigma_assoc == release.sigma_assoc and plan.sigma_cov == release.sigma_cov
     assert plan.ledger.epsilon == pytest.approx(5.0, rel=1e-9)
     text = str(plan)

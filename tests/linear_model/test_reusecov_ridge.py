@@ -193,10 +193,7 @@ def test_rule_floor_and_exact_covariance():
 def test_auto_cov_budget_is_a_function_of_public_facts():
     """Default split: f = Delta_1 w / (Delta_1 w + Delta_2), bounds, n and l only."""
     from skprivreg.linear_model._reusecov_plan import optimal_cov_budget
-    from skprivreg.linear_model._reusecov_stats import (
-        association_sensitivity,
-        covariance_sensitivity,
-    )
+    from skprivreg.mechanisms import cross_sensitivity, gram_upper_sensitivity
 
     X, Y = _data(n_outputs=6)
     X2, Y2 = _data(seed=7, n_outputs=6)
@@ -205,8 +202,10 @@ def test_auto_cov_budget_is_a_function_of_public_facts():
     assert a.cov_budget_ == b.cov_budget_  # other data, same public facts
     n, B = len(X), np.hypot(2.0, 1.0)
     expected = optimal_cov_budget(
-        covariance_sensitivity(B, n, "replace-one"),
-        association_sensitivity(B, np.sqrt(6) * 3.0, n, "replace-one"), 3.0 / B,
+        gram_upper_sensitivity(2.0, 1.0) / n,
+        cross_sensitivity(2.0, np.sqrt(6) * 3.0, 1.0) / n, 3.0 / B,
+        joint=dict(x_bound=2.0, y_row_bound=np.sqrt(6) * 3.0, n_rows=n, intercept=1.0,
+                   notion="full"),
     )
     assert a.cov_budget_ == pytest.approx(expected, rel=1e-12)
     assert 0 < a.cov_budget_ < 0.5  # more outcomes: less for the covariance
