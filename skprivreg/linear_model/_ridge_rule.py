@@ -137,7 +137,7 @@ def risk_minimising_ridge(eigvals, coords, sigma_cov, sigma_assoc, *, floor=None
                 lo = x1
         # Rounded before the shift too, so the shift starts from the same value
         # on every summation order (see the rounding note below).
-        lam1 = max(floor, float(f"{math.exp(0.5 * (lo + hi)):.6g}"))
+        lam1 = max(floor, float(f"{math.exp(0.5 * (lo + hi)):.4g}"))
     lam = second_order_ridge(lam1, s, sigma_cov)
     # The risk is flat at its minimum, so the minimiser is determined only to
     # about sqrt(machine epsilon) (the golden-section comparisons there can
