@@ -1,0 +1,180 @@
+"""The fused statistics pass (skprivreg._gram) and the fits built on it.
+
+Exact statistics against a direct computation, bad input refused before any
+spend (NumPy and Dask), NumPy = Dask on the same noise, one pass per release,
+no copy of X (tracemalloc), and verbose output that carries public facts only.
+"""
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+from skprivreg import BudgetAccountant
+from skprivreg._gram import cache_block_rows, gram_statistics
+from skprivreg._rows import RowSource
+from skprivreg.bounds import clip_rows
+from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor
+from skprivreg.linear_model._base import augment_intercept
+
+ESTIMATORS = [SSPRegressor, AdaSSPRegressor]
+BOUNDS = dict(x_bound=3.0, y_bound=4.0)
+
+
+def _data(n=3000, d=4, l=None, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.choice([0.5, 4.0], size=(n, 1))  # some rows over 3
+    shape = (n,) if l is None else (n, l)
+    return X, rng.normal(size=shape) * 3
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("intercept", [None, 2.0])
+def test_statistics_equal_the_direct_computation(monkeypatch, dtype, intercept):
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "CACHE_BYTES", 4096)  # many small blocks (256 rows)
+    X, Y = _data(3001, 4, l=2)
+    X = X.astype(dtype)
+    XtX, XtY = gram_statistics(RowSource(X, Y, raw_blocks=True, block_rows=1000),
+                               x_bound=3.0, y_bound=4.0, intercept_scaling=intercept)
+    Xc = clip_rows(X.astype(np.float64), 3.0)[0]
+    if intercept is not None:
+        Xc = augment_intercept(Xc, intercept)
+    Yc = np.clip(Y, -4.0, 4.0)
+    np.testing.assert_allclose(XtX, Xc.T @ Xc, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12, atol=1e-9)
+
+
+def test_a_finite_row_whose_norm_overflows_is_clipped_not_refused():
+    X, y = _data(500, 3)
+    X[7] = 1e200
+    XtX, _ = gram_statistics(RowSource(X, y[:, None], raw_blocks=True), x_bound=3.0,
+                             y_bound=None)
+    assert np.isfinite(XtX).all()
+
+
+def test_block_rows_follow_the_cache_and_d():
+    assert cache_block_rows(10, 1 << 20) == (1 << 20) // 80
+    assert cache_block_rows(100_000, 1 << 20) == 256
+    assert cache_block_rows(1, 1 << 30) == 1 << 16
+
+
+def _bad_inputs():
+    X, y = _data(2000, 3)
+    nan, inf, y_inf = X.copy(), X.copy(), y.copy()
+    nan[1500, 2] = np.nan
+    inf[3, 0] = -np.inf
+    y_inf[1999] = np.inf
+    return [(nan, y, "NaN"), (inf, y, "infinity"), (X, y_inf, "infinity")]
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_bad_input_raises_before_any_spend(Estimator, lazy):
+    for X, y, message in _bad_inputs():
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            X, y = da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500)
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        est = Estimator(epsilon=1.0, delta=1e-6, accountant=acc, **BOUNDS)
+        with pytest.raises(ValueError, match=message):
+            _quiet(est.fit, X, y)
+        assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_wrong_dtype_raises_before_any_spend(Estimator):
+    X, y = _data(300, 3)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError):
+        Estimator(accountant=acc, **BOUNDS).fit(X.astype(str).astype(object) + "x", y)
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(ValueError, match="numeric"):
+        Estimator(accountant=acc, **BOUNDS).fit(da.from_array(X.astype(str)), da.from_array(y))
+    assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("declared", [True, False])
+def test_numpy_and_dask_agree_on_the_same_noise(fixed_noise, Estimator, dtype, declared):
+    da = pytest.importorskip("dask.array")
+    X, y = _data(12_000, 4, seed=2)
+    X = X.astype(dtype)
+    bounds = BOUNDS if declared else {}
+    ref = Estimator(epsilon=2.0, delta=1e-6, random_state=1, **bounds).fit(X, y)
+    lazy = Estimator(epsilon=2.0, delta=1e-6, random_state=1, **bounds).fit(
+        da.from_array(X, chunks=(2_500, 4)), da.from_array(y, chunks=2_500))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    assert lazy.intercept_ == pytest.approx(ref.intercept_, rel=1e-9, abs=1e-12)
+    assert lazy.x_bound_ == ref.x_bound_ and lazy.y_bound_ == ref.y_bound_
+
+
+@pytest.fixture
+def passes(monkeypatch):
+    """Labels of every pass over the rows (each RowSource.reduce call reads them once)."""
+    labels = []
+    reduce = RowSource.reduce
+
+    def counted(self, *args, **kwargs):
+        labels.append(kwargs.get("label", ""))
+        return reduce(self, *args, **kwargs)
+
+    monkeypatch.setattr(RowSource, "reduce", counted)
+    return labels
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_one_pass_per_release(passes, Estimator, lazy):
+    X, y = _data(8000, 3)
+    if lazy:
+        da = pytest.importorskip("dask.array")
+        X, y = da.from_array(X, chunks=(3000, 3)), da.from_array(y, chunks=3000)
+    _quiet(Estimator(**BOUNDS).fit, X, y)
+    assert passes == ["XtX, XtY"]
+    passes.clear()
+    _quiet(Estimator(epsilon=4.0, bounds_budget=0.5).fit, X, y)  # + the private bounds
+    assert passes == ["bound counts", "XtX, XtY"]
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fit_makes_no_copy_of_x(Estimator, dtype):
+    X, y = _data(200_000, 10)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    est = Estimator(**BOUNDS)
+    _quiet(est.fit, X[:1000], y[:1000])  # imports and first-time allocations
+    tracemalloc.start()
+    _quiet(est.fit, X, y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("verbose", [1, 2])
+def test_verbose_lines_are_the_same_for_neighbouring_datasets(capsys, Estimator, verbose):
+    X, y = _data(300_000, 3, seed=4)
+    X2, y2 = X.copy(), y.copy()
+    X2[123_456], y2[123_456] = [100.0, -5.0, 1e6], -40.0  # one row replaced
+    outputs = []
+    for data in ((X, y), (X2, y2)):
+        for bounds in (BOUNDS, {}):
+            _quiet(Estimator(epsilon=4.0, bounds_budget=0.5, verbose=verbose, **bounds).fit,
+                   *data)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    lines = outputs[0].splitlines()
+    assert lines[0].startswith(f"[{Estimator.__name__}] pass 1 (XtX, XtY)")
+    assert lines[-1] == f"[{Estimator.__name__}] pass 2 (XtX, XtY): 300,000 / 300,000 rows"
+    # verbose=1: one line per pass; verbose=2: one per block (5 blocks of 65,536 rows)
+    assert len(lines) == 3 * (1 if verbose == 1 else 5)
