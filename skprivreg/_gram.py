@@ -29,14 +29,17 @@ functions draw nothing random.
 """
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.utils import assert_all_finite
+from threadpoolctl import threadpool_limits
 
 __all__ = [
     "CACHE_BYTES",
     "augment_gram",
     "cache_block_rows",
+    "cache_blocked",
     "check_finite_block",
     "gram_block",
     "gram_statistics",
@@ -55,6 +58,27 @@ def _cache_bytes():
 
 #: Bytes of the cache a block of float64 rows is sized to fill (half of L2).
 CACHE_BYTES = _cache_bytes() // 2
+
+
+def _n_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+#: Threads of a pass over a NumPy array or memmap (one per core, at most 8).
+N_THREADS = max(1, min(_n_cores(), 8))
+
+_POOL = {}
+
+
+def _pool(n_threads):
+    """A thread pool of this process (keyed by pid: a forked child builds its own)."""
+    key = (os.getpid(), n_threads)
+    if key not in _POOL:
+        _POOL[key] = ThreadPoolExecutor(n_threads, thread_name_prefix="skprivreg-gram")
+    return _POOL[key]
 
 
 def cache_block_rows(n_columns, cache_bytes=None):
@@ -102,14 +126,20 @@ class GramParams:
         Named in the error for NaN or infinity, as scikit-learn does.
     cache_bytes : int or None
         Size of the cache a block should fill (default :data:`CACHE_BYTES`).
+
+    n_threads : int
+        Threads that share the cache blocks of one block (``1`` on a Dask
+        worker, whose cores are the cluster's to schedule).
     """
 
-    def __init__(self, x_bound, y_bound, n_outputs, estimator_name=None, cache_bytes=None):
+    def __init__(self, x_bound, y_bound, n_outputs, estimator_name=None, cache_bytes=None,
+                 n_threads=1):
         self.x_bound = None if x_bound is None else float(x_bound)
         self.y_bound = None if y_bound is None else float(y_bound)
         self.n_outputs = int(n_outputs)
         self.estimator_name = estimator_name
         self.cache_bytes = cache_bytes
+        self.n_threads = int(n_threads)
 
 
 def _empty_partial(d, n_outputs):
@@ -145,23 +175,64 @@ def _gram_of_block(X, Y, params, acc):
     XtY1 += X.T @ labels
 
 
+def _gram_of_range(X, Y, params, bounds, acc=None):
+    """The partial of the cache blocks ``bounds`` (a list of ``(start, stop)``) of one block."""
+    acc = _empty_partial(X.shape[1], params.n_outputs) if acc is None else acc
+    for start, stop in bounds:
+        _gram_of_block(X[start:stop], Y[start:stop], params, acc)
+    return acc
+
+
 def gram_block(offset, X, Y, params, into=None):
     """Block function of :func:`gram_statistics` (see :mod:`skprivreg._rows`).
 
     ``(X^T X, X^T [Y, 1], 1^T Y)`` of the clipped rows of one block (a NumPy
     slice or a Dask chunk, any float dtype), computed in cache-sized pieces
-    and added to ``into`` in place when given.
+    and added to ``into`` in place when given. With ``params.n_threads > 1``
+    the pieces are shared by that many threads in contiguous runs, whose
+    partials are added in row order (the result does not depend on the
+    scheduling of the threads).
     """
     X = np.asarray(X)
     n_rows, d = X.shape
-    acc = _empty_partial(d, params.n_outputs) if into is None else into
-    for start, stop in iter_cache_blocks(n_rows, d + params.n_outputs + 1, params.cache_bytes):
-        _gram_of_block(X[start:stop], Y[start:stop], params, acc)
-    return acc
+    bounds = list(iter_cache_blocks(n_rows, d + params.n_outputs + 1, params.cache_bytes))
+    k = min(params.n_threads, len(bounds))
+    if k <= 1:
+        if into is None:
+            into = _empty_partial(d, params.n_outputs)
+        return _gram_of_range(X, Y, params, bounds, into)
+    runs = [bounds[i * len(bounds) // k:(i + 1) * len(bounds) // k] for i in range(k)]
+    parts = list(_pool(k).map(lambda run: _gram_of_range(X, Y, params, run), runs))
+    total = parts[0] if into is None else _add_partials(into, parts[0])
+    for part in parts[1:]:
+        total = _add_partials(total, part)
+    return total
 
 
 def _add_partials(a, b):
     return tuple(x + y for x, y in zip(a, b))
+
+
+class cache_blocked:  # noqa: N801 (used like a function)
+    """Block function summing ``function(X_piece, Y_piece)`` over cache-sized pieces.
+
+    For statistics whose block temporaries have the block's shape (a mapped
+    or clipped copy of the rows): each piece of ``n_columns``-wide rows fits
+    the cache, whatever the size of the block (a Dask chunk, a memmap
+    block), so the temporaries stay small. Partials are tuples of arrays,
+    summed in row order. Picklable when ``function`` is (for Dask).
+    """
+
+    def __init__(self, function, n_columns):
+        self.function = function
+        self.n_columns = int(n_columns)
+
+    def __call__(self, offset, X, Y, params=None, into=None):
+        acc = into
+        for start, stop in iter_cache_blocks(len(X), self.n_columns):
+            part = self.function(X[start:stop], None if Y is None else Y[start:stop])
+            acc = part if acc is None else _add_partials(acc, part)
+        return acc
 
 
 def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):
@@ -205,6 +276,12 @@ def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimat
     ``Y`` during the pass (nothing has been released then).
     """
     n_outputs = 1 if source.Y.ndim == 1 else int(source.Y.shape[1])
-    params = GramParams(x_bound, y_bound, n_outputs, estimator_name)
-    XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
+    n_threads = 1 if source.is_dask else N_THREADS
+    params = GramParams(x_bound, y_bound, n_outputs, estimator_name, n_threads=n_threads)
+    if n_threads > 1:
+        # The threads share the cores: BLAS calls inside them run single-threaded.
+        with threadpool_limits(1, user_api="blas"):
+            XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
+    else:
+        XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
     return augment_gram(XtX, XtY1, y_sum, source.n, intercept_scaling)

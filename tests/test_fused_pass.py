@@ -15,7 +15,7 @@ from skprivreg import BudgetAccountant
 from skprivreg._gram import cache_block_rows, gram_statistics
 from skprivreg._rows import RowSource
 from skprivreg.bounds import clip_rows
-from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor
+from skprivreg.linear_model import AdaSSPRegressor, LinearRegression, SSPRegressor
 from skprivreg.linear_model._base import augment_intercept
 
 ESTIMATORS = [SSPRegressor, AdaSSPRegressor]
@@ -149,7 +149,7 @@ def test_one_pass_per_release(passes, Estimator, lazy):
 @pytest.mark.parametrize("Estimator", ESTIMATORS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_fit_makes_no_copy_of_x(Estimator, dtype):
-    X, y = _data(200_000, 10)
+    X, y = _data(400_000, 10)
     X = np.ascontiguousarray(X, dtype=dtype)
     est = Estimator(**BOUNDS)
     _quiet(est.fit, X[:1000], y[:1000])  # imports and first-time allocations
@@ -178,3 +178,79 @@ def test_verbose_lines_are_the_same_for_neighbouring_datasets(capsys, Estimator,
     assert lines[-1] == f"[{Estimator.__name__}] pass 2 (XtX, XtY): 300,000 / 300,000 rows"
     # verbose=1: one line per pass; verbose=2: one per block (5 blocks of 65,536 rows)
     assert len(lines) == 3 * (1 if verbose == 1 else 5)
+
+
+# -- the full-DP LinearRegression: every pass, rounds included ----------------
+LINEAR_DECLARED = dict(x_range=(-4.0, 4.0), y_bound=(-6.0, 6.0))
+
+
+@pytest.mark.parametrize("declared", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_linear_regression_numpy_and_dask_agree_on_the_same_noise(fixed_noise, declared, dtype):
+    da = pytest.importorskip("dask.array")
+    X, y = _data(12_000, 3, seed=5)
+    X = X.astype(dtype)
+    ranges = LINEAR_DECLARED if declared else {}
+    params = dict(epsilon=4.0, delta=1e-6, n_rounds=3, bounds_budget=0.5, random_state=2,
+                  **ranges)
+    ref = LinearRegression(**params).fit(X, y)
+    lazy = LinearRegression(**params).fit(da.from_array(X, chunks=(2_500, 3)),
+                                          da.from_array(y, chunks=2_500))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    assert lazy.intercept_ == pytest.approx(ref.intercept_, rel=1e-8, abs=1e-10)
+    assert lazy.mean_fallback_ == ref.mean_fallback_
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("n_rounds", [1, 4])
+def test_linear_regression_one_pass_per_release(passes, lazy, n_rounds):
+    X, y = _data(8000, 3)
+    if lazy:
+        da = pytest.importorskip("dask.array")
+        X, y = da.from_array(X, chunks=(3000, 3)), da.from_array(y, chunks=3000)
+    est = _quiet(LinearRegression(n_rounds=n_rounds, **LINEAR_DECLARED).fit, X, y)
+    releases = [e.name for e in est.privacy_spent_]
+    rounds = [f"gradient_{t}" for t in range(1, n_rounds)]
+    middle = ["residual_scale", *rounds] if n_rounds > 1 else []
+    assert passes == ["label_moments, XtX, Xty", *middle, "selection"]
+    assert len(passes) <= len(releases)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_linear_regression_bad_input_raises_before_any_spend(lazy):
+    for X, y, message in _bad_inputs():
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            X, y = da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500)
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        est = LinearRegression(accountant=acc, **LINEAR_DECLARED)
+        with pytest.raises(ValueError, match=message):
+            _quiet(est.fit, X, y)
+        assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_linear_regression_makes_no_copy_of_x(dtype):
+    X, y = _data(400_000, 10)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    est = LinearRegression(n_rounds=2, **LINEAR_DECLARED)
+    _quiet(est.fit, X[:1000], y[:1000])
+    tracemalloc.start()
+    _quiet(est.fit, X, y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+
+
+def test_linear_regression_verbose_is_the_same_for_neighbouring_datasets(capsys):
+    X, y = _data(150_000, 3, seed=6)
+    X2, y2 = X.copy(), y.copy()
+    X2[77], y2[77] = [50.0, 50.0, -50.0], 1e4
+    outputs = []
+    for data in ((X, y), (X2, y2)):
+        for ranges in (LINEAR_DECLARED, {}):
+            _quiet(LinearRegression(epsilon=4.0, n_rounds=3, bounds_budget=0.5, verbose=2,
+                                    **ranges).fit, *data)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert "[LinearRegression] pass 5 (selection): 150,000 / 150,000 rows" in outputs[0]

@@ -103,7 +103,8 @@ def bound_block_counts(X_block, Y_block, bins):
         check_block_finite(Y_block, "y")
         return (
             counts_above(row_norms(X_block), bins),
-            counts_above(np.abs(np.asarray(Y_block, dtype=np.float64)).max(axis=1), bins),
+            counts_above(np.abs(np.asarray(Y_block, dtype=np.float64)).reshape(
+                len(Y_block), -1).max(axis=1), bins),
         )
 
 
@@ -115,7 +116,7 @@ def count_bounds(X, Y, source=None):
     Returns ``{'x_bound': counts of raw row norms of X, 'y_bound': counts of
     max_j |y_ij|}`` over :func:`~skprivreg.mechanisms.bound_bins`.
     ``source``: the :class:`~skprivreg._rows.RowSource` of ``(X, Y)`` to read
-    (it counts the pass and prints its progress), with 2-D ``Y``.
+    (it counts the pass and prints its progress); ``X`` and ``Y`` are then unused.
     """
     bins = bound_bins()
     block = partial(bound_block_counts, bins=bins)
