@@ -17,6 +17,7 @@ from skprivreg._rows import RowSource
 from skprivreg.bounds import clip_rows
 from skprivreg.linear_model import AdaSSPRegressor, LinearRegression, SSPRegressor
 from skprivreg.linear_model._base import augment_intercept
+from skprivreg.preprocessing import PrivateStandardScaler
 
 ESTIMATORS = [SSPRegressor, AdaSSPRegressor]
 BOUNDS = dict(x_bound=3.0, y_bound=4.0)
@@ -254,3 +255,37 @@ def test_linear_regression_verbose_is_the_same_for_neighbouring_datasets(capsys)
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1]
     assert "[LinearRegression] pass 5 (selection): 150,000 / 150,000 rows" in outputs[0]
+
+
+# -- PrivateStandardScaler ----------------------------------------------------
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("x_range", [(-5.0, 5.0), None])
+def test_scaler_bad_input_raises_before_any_spend(lazy, x_range):
+    for X, _, message in _bad_inputs()[:2]:
+        X = np.vstack([X] * 3)  # enough rows for a private range
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            X = da.from_array(X, chunks=(500, 3))
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        scaler = PrivateStandardScaler(epsilon=2.0, x_range=x_range, accountant=acc)
+        with pytest.raises(ValueError, match=message):
+            _quiet(scaler.fit, X)
+        assert acc.n_spends == 0 and not hasattr(scaler, "privacy_spent_")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scaler_numpy_dask_agree_and_no_copy_of_x(fixed_noise, dtype):
+    da = pytest.importorskip("dask.array")
+    X, _ = _data(400_000, 10, seed=7)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    scaler = PrivateStandardScaler(epsilon=1.0, random_state=0)
+    _quiet(scaler.fit, X[:20_000])
+    tracemalloc.start()
+    ref = _quiet(PrivateStandardScaler(epsilon=1.0, random_state=0).fit, X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+    lazy = _quiet(PrivateStandardScaler(epsilon=1.0, random_state=0).fit,
+                  da.from_array(X, chunks=(100_000, 10)))
+    np.testing.assert_allclose(lazy.mean_, ref.mean_, rtol=1e-9)
+    np.testing.assert_allclose(lazy.var_, ref.var_, rtol=1e-9)
