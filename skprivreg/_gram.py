@@ -119,27 +119,33 @@ class GramParams:
     ----------
     x_bound : float or None
         Rows with a larger L2 norm are scaled down to it (``None``: no clip).
-    y_bound : float or None
-        Labels are clipped to ``[-y_bound, y_bound]`` (``None``: no clip).
+    y_range : (low, high) or None
+        Labels are clipped to ``[low, high]`` (``None``: no clip).
     n_outputs : int
     estimator_name : str or None
         Named in the error for NaN or infinity, as scikit-learn does.
     cache_bytes : int or None
         Size of the cache a block should fill (default :data:`CACHE_BYTES`).
-
     n_threads : int
         Threads that share the cache blocks of one block (``1`` on a Dask
         worker, whose cores are the cluster's to schedule).
+    columns : array of int or None
+        Read only these columns of each block (a public support).
+    x_range : (low, high) or None
+        Per-entry clip of the (selected) columns, before the row clip.
     """
 
-    def __init__(self, x_bound, y_bound, n_outputs, estimator_name=None, cache_bytes=None,
-                 n_threads=1):
+    def __init__(self, x_bound, y_range, n_outputs, estimator_name=None, cache_bytes=None,
+                 n_threads=1, columns=None, x_range=None):
         self.x_bound = None if x_bound is None else float(x_bound)
-        self.y_bound = None if y_bound is None else float(y_bound)
+        self.y_range = None if y_range is None else tuple(float(v) for v in y_range)
         self.n_outputs = int(n_outputs)
         self.estimator_name = estimator_name
         self.cache_bytes = cache_bytes
         self.n_threads = int(n_threads)
+        self.columns = None if columns is None else np.asarray(columns, dtype=np.intp)
+        self.x_range = None if x_range is None else tuple(
+            np.asarray(v, dtype=np.float64) for v in x_range)
 
 
 def _empty_partial(d, n_outputs):
@@ -149,6 +155,8 @@ def _empty_partial(d, n_outputs):
 def _gram_of_block(X, Y, params, acc):
     """Add one cache-sized block's ``(X^T X, X^T [Y, 1], 1^T Y)`` to ``acc`` in place."""
     XtX, XtY1, y_sum = acc
+    if params.columns is not None:
+        X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
     X = _as_float64(X)
     n_rows, l = X.shape[0], params.n_outputs
     with np.errstate(over="ignore", invalid="ignore"):
@@ -157,12 +165,15 @@ def _gram_of_block(X, Y, params, acc):
         # NaN or infinity (refused), or only a squared norm that overflowed
         # (a finite row of norm > 1e154: scaled to the bound like any other).
         check_finite_block(X, "X", params.estimator_name)
+    if params.x_range is not None:
+        X = np.clip(X, *params.x_range)
+        squared = np.einsum("ij,ij->i", X, X)
     labels = np.empty((n_rows, l + 1))
     labels[:, :l] = np.asarray(Y).reshape(n_rows, l)
     if not np.isfinite(labels[:, :l]).all():
         check_finite_block(labels[:, :l], "y", params.estimator_name)
-    if params.y_bound is not None:
-        np.clip(labels[:, :l], -params.y_bound, params.y_bound, out=labels[:, :l])
+    if params.y_range is not None:
+        np.clip(labels[:, :l], *params.y_range, out=labels[:, :l])
     y_sum += labels[:, :l].sum(axis=0)
     labels[:, l] = 1.0
     if params.x_bound is not None:
@@ -177,7 +188,8 @@ def _gram_of_block(X, Y, params, acc):
 
 def _gram_of_range(X, Y, params, bounds, acc=None):
     """The partial of the cache blocks ``bounds`` (a list of ``(start, stop)``) of one block."""
-    acc = _empty_partial(X.shape[1], params.n_outputs) if acc is None else acc
+    d = X.shape[1] if params.columns is None else len(params.columns)
+    acc = _empty_partial(d, params.n_outputs) if acc is None else acc
     for start, stop in bounds:
         _gram_of_block(X[start:stop], Y[start:stop], params, acc)
     return acc
@@ -194,7 +206,8 @@ def gram_block(offset, X, Y, params, into=None):
     scheduling of the threads).
     """
     X = np.asarray(X)
-    n_rows, d = X.shape
+    n_rows = X.shape[0]
+    d = X.shape[1] if params.columns is None else len(params.columns)
     bounds = list(iter_cache_blocks(n_rows, d + params.n_outputs + 1, params.cache_bytes))
     k = min(params.n_threads, len(bounds))
     if k <= 1:
@@ -250,7 +263,7 @@ def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):
 
 
 def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimator_name=None,
-                    label="XtX, XtY"):
+                    label="XtX, XtY", columns=None, x_range=None, y_range=None):
     """One pass over ``source``: the clipped ``([X, c 1]^T [X, c 1], [X, c 1]^T Y)``.
 
     Parameters
@@ -266,6 +279,14 @@ def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimat
         Named in the error for NaN or infinity.
     label : str
         Name of the pass in ``verbose`` progress lines.
+    columns : array of int or None
+        Use only these columns of ``X`` (read block by block: no column copy
+        of the whole array).
+    x_range : (low, high) or None
+        Per-entry clip of the used columns (arrays of their length), applied
+        before the row clip.
+    y_range : (low, high) or None
+        Label clip range; overrides ``[-y_bound, y_bound]``.
 
     Returns
     -------
@@ -277,7 +298,10 @@ def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimat
     """
     n_outputs = 1 if source.Y.ndim == 1 else int(source.Y.shape[1])
     n_threads = 1 if source.is_dask else N_THREADS
-    params = GramParams(x_bound, y_bound, n_outputs, estimator_name, n_threads=n_threads)
+    if y_range is None and y_bound is not None:
+        y_range = (-y_bound, y_bound)
+    params = GramParams(x_bound, y_range, n_outputs, estimator_name, n_threads=n_threads,
+                        columns=columns, x_range=x_range)
     if n_threads > 1:
         # The threads share the cores: BLAS calls inside them run single-threaded.
         with threadpool_limits(1, user_api="blas"):

@@ -289,3 +289,33 @@ def test_scaler_numpy_dask_agree_and_no_copy_of_x(fixed_noise, dtype):
                   da.from_array(X, chunks=(100_000, 10)))
     np.testing.assert_allclose(lazy.mean_, ref.mean_, rtol=1e-9)
     np.testing.assert_allclose(lazy.var_, ref.var_, rtol=1e-9)
+
+
+# -- the Lasso's SSP refit on a public support ---------------------------------
+def test_ssp_refit_on_columns_equals_the_fit_on_the_clipped_copy(fixed_noise):
+    X, y = _data(5000, 6, seed=8)
+    columns = np.array([1, 4, 5])
+    x_range = (np.full(3, -2.0), np.array([2.0, 1.5, 3.0]))
+    y_range = (-3.0, 5.0)
+    params = dict(epsilon=2.0, delta=1e-6, x_bound=4.0, y_bound=5.0, random_state=4)
+    ref = SSPRegressor(**params).fit(np.clip(X[:, columns], *x_range), np.clip(y, *y_range))
+    fused = SSPRegressor(**params)._fit_columns(X, y, columns, x_range, y_range)
+    np.testing.assert_allclose(fused.coef_, ref.coef_, rtol=1e-10)
+    assert fused.intercept_ == pytest.approx(ref.intercept_, rel=1e-10)
+    assert fused.n_features_in_ == 3
+
+
+def test_lasso_refit_reads_the_support_inside_one_pass(monkeypatch, passes):
+    from skprivreg import PrivateLassoRegressor
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(4000, 8))
+    y = X[:, :2] @ [1.0, -1.0] + 0.1 * rng.normal(size=4000)
+    calls = []
+    original = SSPRegressor._fit_columns
+    monkeypatch.setattr(SSPRegressor, "_fit_columns",
+                        lambda self, *a: calls.append(a[2]) or original(self, *a))
+    est = _quiet(PrivateLassoRegressor(epsilon=4.0, max_features=2, selection_rule="lars",
+                                       x_range=(-4.0, 4.0), y_bound=6.0).fit, X, y)
+    assert calls and list(calls[0]) == list(np.flatnonzero(est.support_))
+    assert passes[-1] == "XtX, XtY"

@@ -171,6 +171,9 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         # input stays float32 (each block is accumulated in float64).
         X, y = validate_blockwise_data(self, X, y, dtype=[np.float64, np.float32],
                                        ensure_all_finite=False)
+        view = self.__dict__.pop("_column_view", {})
+        if view:
+            self.n_features_in_ = len(view["columns"])
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y
@@ -190,7 +193,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         XtX, XtY = gram_statistics(
             source, x_bound=x_bound, y_bound=y_bound,
             intercept_scaling=self.intercept_scaling if self.fit_intercept else None,
-            estimator_name=type(self).__name__,
+            estimator_name=type(self).__name__, **view,
         )
         ledger = self._plan_ledger(
             private,
@@ -209,6 +212,22 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         self.y_bound_ = y_bound
         self.n_outputs_ = n_outputs
         return self
+
+    def _fit_columns(self, X, y, columns, x_range, y_range):
+        """``fit(clip(X[:, columns], *x_range), clip(y, *y_range))`` without forming either.
+
+        The columns are selected and clipped block by block inside the one
+        statistics pass (for a refit on a public support). Both bounds must
+        be declared (they are not estimated from the selected columns).
+        """
+        if self.x_bound is None or self.y_bound is None:
+            raise ValueError("_fit_columns needs declared x_bound and y_bound.")
+        self._column_view = {"columns": np.asarray(columns, dtype=np.intp),
+                             "x_range": x_range, "y_range": y_range}
+        try:
+            return self.fit(X, y)
+        finally:
+            self.__dict__.pop("_column_view", None)
 
     def _resolve_bounds(self, X, Y, private, rng, source=None):
         """Declared bounds, or private estimates (which spend), or data maxima (which leak)."""
