@@ -104,6 +104,11 @@ def _run_block(fn, offset, X, Y, clip, check_finite, params, into=None):
     return fn(offset, X, Y, params, into)
 
 
+def _call_raw(fn, offset, X, Y, clip, check_finite, params, into=None):
+    """Apply ``fn`` to a block as stored (``raw_blocks``: ``fn`` converts, checks and clips)."""
+    return fn(offset, X, Y, params, into)
+
+
 class RowSource:
     """Row blocks of ``(X, Y)`` for a NumPy array, a memmap or a Dask array.
 
@@ -124,6 +129,17 @@ class RowSource:
         Check every block for NaN or infinity during the first complete pass
         (streamed and Dask inputs are validated while they are read, before
         anything is released).
+    raw_blocks : bool, default=False
+        Hand the block functions the blocks as stored (any dtype, no
+        finiteness check, no clip): for block functions that convert, check
+        and clip inside their own read of the block (:mod:`skprivreg._gram`).
+    verbose : int, default=0
+        Print one progress line per pass (``>= 1``) and, on NumPy and memmap
+        input, lines at fixed fractions of a pass that reads every row
+        (``>= 2``). A line carries only public facts: the source's name, the
+        pass number and label, rows read so far and ``n``.
+    name : str, default="rows"
+        Name printed at the start of progress lines (an estimator's name).
 
     Attributes
     ----------
@@ -133,10 +149,12 @@ class RowSource:
         Global index of the first row of each block (public: from ``n`` and
         the block or chunk sizes).
     is_dask : bool
+    n_passes : int
+        Passes run so far (each :meth:`reduce` call is one read of the rows).
     """
 
     def __init__(self, X, Y=None, *, block_rows=BLOCK_ROWS, fit_intercept=False, clip=None,
-                 check_finite=False):
+                 check_finite=False, raw_blocks=False, verbose=0, name="rows"):
         self.is_dask = is_dask_collection(X)
         self.n, self.d = int(X.shape[0]), int(X.shape[1])
         if self.is_dask:
@@ -156,47 +174,87 @@ class RowSource:
         self.p = self.d + int(self.fit_intercept)
         self.clip = clip
         self.check_finite = bool(check_finite)
+        self.raw_blocks = bool(raw_blocks)
+        self.verbose = int(verbose)
+        self.name = str(name)
+        self.n_passes = 0
+
+    def _progress(self, label, rows=None):
+        """One progress line of public facts (the pass number, its label, rows read, n)."""
+        text = f"[{self.name}] pass {self.n_passes}"
+        if label:
+            text += f" ({label})"
+        if rows is None:
+            text += f": {self.n:,} rows" + (" on Dask" if self.is_dask else "")
+        else:
+            text += f": {rows:,} / {self.n:,} rows"
+        print(text, flush=True)
 
     @property
     def y(self):
         """The labels (``Y``), as ISSP's single-target code names them."""
         return self.Y
 
-    def reduce(self, fn, combine=add_tuples, params=None, *, stop=None):
+    def reduce(self, fn, combine=add_tuples, params=None, *, stop=None, label=""):
         """One pass: ``combine`` over all blocks of ``fn(offset, X_b, Y_b, params)``.
 
         ``stop(partial)`` (NumPy and memmap input only) may end the pass
         early: it is called after each block with the running partial, and a
         true value returns that partial at once (the finiteness check of an
         incomplete pass stays pending). A Dask pass always reads every block.
+        ``label`` names the pass in progress lines.
+
+        Progress lines never depend on the data: a pass that may stop early
+        prints its line before it starts, never the rows it read.
         """
+        self.n_passes += 1
+        run = _call_raw if self.raw_blocks else _run_block
+        if self.verbose and (self.is_dask or stop is not None):
+            self._progress(label)
         if self.is_dask:
-            result = self._reduce_dask(fn, combine, params)
+            result = self._reduce_dask(fn, combine, params, run, label)
         else:
             result = None
+            checkpoints = self._checkpoints() if self.verbose and stop is None else {}
             for off, size in zip(self.offsets, self._sizes):
                 lo, hi = int(off), int(off + size)
-                result = _run_block(fn, lo, self.X[lo:hi],
-                                    None if self.Y is None else self.Y[lo:hi],
-                                    self.clip, self.check_finite, params, result)
+                result = run(fn, lo, self.X[lo:hi], None if self.Y is None else self.Y[lo:hi],
+                             self.clip, self.check_finite, params, result)
                 if stop is not None and stop(result):
                     return result
+                if hi in checkpoints:
+                    self._progress(label, hi)
         self.check_finite = False  # validated once, during the first complete pass
         return result
 
-    def _reduce_dask(self, fn, combine, params):
+    def _checkpoints(self):
+        """Block ends after which a complete pass prints its progress (public: from n).
+
+        ``verbose=1``: the end of the pass; ``verbose>=2``: also about every
+        tenth of the blocks.
+        """
+        ends = (self.offsets + self._sizes).tolist()
+        if self.verbose < 2:
+            return set(ends[-1:])
+        return {ends[int(round(k * (len(ends) - 1) / 10))] for k in range(11)}
+
+    def _reduce_dask(self, fn, combine, params, run=None, label=""):
         import dask
 
+        run = _run_block if run is None else run
         x_blocks = self.X.to_delayed().ravel()
         y_blocks = ([None] * len(x_blocks) if self.Y is None
                     else self.Y.to_delayed().ravel())
         params_task = dask.delayed(params, traverse=False)
         parts = [
-            dask.delayed(_run_block, pure=True)(fn, int(off), xb, yb, self.clip,
+            dask.delayed(run, pure=True)(fn, int(off), xb, yb, self.clip,
                                                 self.check_finite, params_task)
             for off, xb, yb in zip(self.offsets, x_blocks, y_blocks)
         ]
-        return tree_reduce(parts, combine).compute()
+        result = tree_reduce(parts, combine).compute()
+        if self.verbose:
+            self._progress(label, self.n)
+        return result
 
     def reduce_many(self, passes, *, stop=None):
         """Several passes in one read of the rows.
@@ -311,7 +369,8 @@ def sum_over_row_blocks(block_function, X, Y=None, block_rows=BLOCK_ROWS, combin
     return tuple(result) if combine is add_tuples else result
 
 
-def validate_blockwise_data(estimator, X, y, *, multi_output=True):
+def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.float64,
+                            ensure_all_finite=True):
     """``validate_data`` for NumPy input; shape-only checks for Dask input.
 
     Dask input is not materialised: dimensions, dtypes and matching row
@@ -320,10 +379,17 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True):
     functions (:func:`check_block_finite`), before any noise is drawn.
     A Dask data frame becomes a Dask array (its partition lengths, which
     are public, are computed).
+
+    ``dtype`` is scikit-learn's: a type, or a list of accepted types (the
+    first is the conversion target of any other). With
+    ``ensure_all_finite=False`` a NumPy ``X`` is not checked for NaN or
+    infinity here: the caller's first pass must do it, before any spend
+    (:func:`skprivreg._gram.gram_statistics` does).
     """
     if not (is_dask_collection(X) or is_dask_collection(y)):
         return validate_data(
-            estimator, X, y, dtype=np.float64, multi_output=multi_output, y_numeric=True
+            estimator, X, y, dtype=dtype, multi_output=multi_output, y_numeric=True,
+            ensure_all_finite=ensure_all_finite,
         )
     validate_data(estimator, X, y, skip_check_array=True)
     set_dask_feature_names(estimator, X, reset=True)
@@ -346,7 +412,10 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True):
     for name, value in (("X", X), ("y", y)):
         if not np.issubdtype(value.dtype, np.number):
             raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
-    return X.astype(np.float64), y.astype(np.float64)
+    accepted = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype]
+    if X.dtype not in accepted:
+        X = X.astype(accepted[0])
+    return X, y.astype(np.float64)
 
 
 def set_dask_feature_names(estimator, X, *, reset):

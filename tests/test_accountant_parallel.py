@@ -69,20 +69,20 @@ def test_grid_search_with_loky_workers_records_what_one_process_records():
 def _fit_in_worker(acc, X, y):
     """Fit in a worker; report whether the fit reached its data pass."""
     reads = []
-    original = ssp_module.sum_over_row_blocks
+    original = ssp_module.gram_statistics
 
     def counting(*args, **kwargs):
         reads.append(1)
         return original(*args, **kwargs)
 
-    ssp_module.sum_over_row_blocks = counting
+    ssp_module.gram_statistics = counting
     try:
         _estimator(acc, epsilon=1.0).fit(X, y)
         outcome = "spent"
     except BudgetExceededError:
         outcome = "refused"
     finally:
-        ssp_module.sum_over_row_blocks = original
+        ssp_module.gram_statistics = original
     return outcome, len(reads), os.getpid()
 
 

@@ -111,7 +111,7 @@ def _labels(n=4000, d=2, seed=1):
 
 
 def _ssp_points():
-    return [("skprivreg.linear_model._ssp", "sum_over_row_blocks", None)]
+    return [("skprivreg.linear_model._ssp", "gram_statistics", None)]
 
 
 def _reusecov_points(label=False):

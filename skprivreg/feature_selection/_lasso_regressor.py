@@ -396,16 +396,19 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
                 if est_x is not None:
                     x_range = (np.full(p, est_x[0][0]), np.full(p, est_x[1][0]))
                 ran += events
-            yc = y if y_range is None else np.clip(y, y_range[0], y_range[1])
             y_mag = None if y_range is None else y_bound_magnitude(y_range)
+            fused = (self.estimator == "ssp" and k > 0 and x_range is not None
+                     and y_range is not None)
+            yc = y if y_range is None or fused else np.clip(y, y_range[0], y_range[1])
             if k > 0:
-                Z = X[:, support]
+                Z = None if fused else X[:, support]
                 x_bound = z_range = None
                 if x_range is not None:
                     z_range = (x_range[0][support], x_range[1][support])
                     # Per-entry clipping (a per-row map); no warning, as
                     # whether an entry was clipped depends on one record.
-                    Z = np.clip(Z, x_range[0][support], x_range[1][support])
+                    if not fused:
+                        Z = np.clip(Z, x_range[0][support], x_range[1][support])
                     x_bound = float(np.linalg.norm(x_range_magnitude(x_range)[support]))
                 fit_intercept = self.fit_intercept
             else:
@@ -418,7 +421,12 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             with warnings.catch_warnings():
                 if not private:
                     warnings.simplefilter("ignore", category=UserWarning)
-                stage2.fit(Z, yc)
+                if fused:
+                    # SSP on the support: columns selected and clipped inside
+                    # its one statistics pass (no copy of X[:, support]).
+                    stage2._fit_columns(X, y, np.flatnonzero(support), z_range, y_range)
+                else:
+                    stage2.fit(Z, yc)
             self.stage2_ = stage2
             ledgers.append(stage2.privacy_spent_)
             if k > 0:

@@ -131,6 +131,12 @@ class AdaSSPRegressor(_BaseSSP):
     random_state : None, int or numpy.random.Generator, default=None
         Source of the noise; never publish a seed used on private data.
 
+    verbose : int, default=0
+        ``1``: one line per pass over the rows (the pass's name and ``n``);
+        ``2``: also about every tenth of a pass. Lines carry public facts
+        only (pass number, rows read so far, ``n``), never a value computed
+        from the data.
+
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
@@ -186,6 +192,7 @@ class AdaSSPRegressor(_BaseSSP):
         composition="gdp",
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -201,6 +208,7 @@ class AdaSSPRegressor(_BaseSSP):
         self.composition = composition
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def _sensitivities(self, x_bound_eff, y_bound, n_outputs, x_bound):
         gram = self._gram_sensitivity(x_bound)

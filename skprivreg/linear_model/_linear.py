@@ -17,8 +17,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._compat import Interval, StrOptions, fit_context, validate_data
-from .._rows import check_block_finite, sum_over_row_blocks
+from .._compat import Interval, StrOptions, fit_context
+from .._gram import cache_blocked
+from .._rows import RowSource, add_tuples, check_block_finite, validate_blockwise_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -424,6 +425,10 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     accountant : BudgetAccountant or None, default=None
     random_state : None, int or numpy.random.Generator, default=None
         Never publish a seed used on private data.
+    verbose : int, default=0
+        ``1``: one line per pass over the rows (its release and ``n``);
+        ``2``: also about every tenth of a pass. Lines carry public facts
+        only (pass number, rows read so far, ``n``).
 
     Attributes
     ----------
@@ -472,6 +477,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -487,6 +493,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         bounds_budget=0.1,
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -498,6 +505,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         self.bounds_budget = bounds_budget
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -505,8 +513,8 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
+        X : array-like or Dask array of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
 
         Returns
         -------
@@ -514,9 +522,10 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         """
         self._reset()  # no attribute of a previous fit survives
         # Public validation: shapes and dtypes only; finiteness is checked in
-        # the first pass over the rows, before any noise is drawn.
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
-                             y_numeric=True)
+        # the first pass over the rows, before any noise is drawn. float32
+        # stays float32 (mapped to float64 one cache-sized block at a time).
+        X, y = validate_blockwise_data(self, X, y, multi_output=False,
+                                       dtype=[np.float64, np.float32], ensure_all_finite=False)
         n, d = X.shape
         private = self._validate_privacy_params()
         # Invalid ranges are refused before any spend.
@@ -532,7 +541,9 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         # The planned ledger is spent before the first secret draw; the final
         # ledger has the same mu's (only the residual-clip sensitivities differ).
         rngs = self._secret_rngs("bounds", "noise", spend=ledger)
-        result = _fit_private(X, y, plan, self, rngs)
+        source = RowSource(X, y, raw_blocks=True, verbose=self.verbose,
+                           name=type(self).__name__)
+        result = _fit_private(source, plan, self, rngs)
         self._settle(result["ledger"])
         self.coef_, self.intercept_ = result["coef"], result["intercept"]
         self.mean_fallback_ = result["mean_fallback"]
@@ -572,9 +583,18 @@ def _range_bound(counts, n, epsilon, rng, bins, name, private):
     return private_norm_bound(counts, n, epsilon, rng, name=name)[0]
 
 
-def _fit_private(X, y, plan, est, rngs):
-    """Run the releases of ``plan`` on (X, y); returns released values only."""
-    n, d = X.shape
+def _data_pass(source, block, label):
+    """One pass over the rows: the sum of ``block(X_piece, y_piece)`` over cache-sized pieces."""
+    return source.reduce(cache_blocked(block, source.d + 2), add_tuples, label=label)
+
+
+def _fit_private(source, plan, est, rngs):
+    """Run the releases of ``plan`` on the rows of ``source``; returns released values only.
+
+    Each pass over the rows feeds one release (the first feeds the label
+    moments, the Gram matrix and ``A^T u``).
+    """
+    n, d = source.n, source.d
     fit_intercept = est.fit_intercept
     mus = _mus(plan)
     noise = rngs["noise"]
@@ -594,13 +614,14 @@ def _fit_private(X, y, plan, est, rngs):
         rmap = range_map(est.x_range, est.y_bound, d, fit_intercept)
     else:
         bins = bound_bins()
-        counts = count_bounds(X, y[:, None])
+        counts = count_bounds(None, None, source)
         counts_x, counts_y = counts["x_bound"], counts["y_bound"]
         bound_eps = {e.name: e.epsilon for e in plan.bound_events}
         if est.x_range is None:
             x_clip = _range_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"], bins,
                                   "x_bound", plan.private)
-            (x_sum,) = sum_over_row_blocks(partial(feature_sum_block, x_clip=x_clip), X)
+            (x_sum,) = _data_pass(source, partial(feature_sum_block, x_clip=x_clip),
+                                  "feature_mean")
             noisy_sum = release("feature_mean", x_sum, 2.0 * x_clip)
             center = noisy_sum / n if fit_intercept else np.zeros(d)
             half = np.full(d, x_clip)
@@ -623,7 +644,8 @@ def _fit_private(X, y, plan, est, rngs):
                  else math.sqrt(2.0) * plan.row_bound**2)
 
     # -- first pass: Gram, A^T u, label moments ------------------------------
-    AtA, Atu, moments = sum_over_row_blocks(partial(first_pass_block, **common), X, y)
+    AtA, Atu, moments = _data_pass(source, partial(first_pass_block, **common),
+                                   "label_moments, XtX, Xty")
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))
@@ -641,24 +663,26 @@ def _fit_private(X, y, plan, est, rngs):
     # -- refinement rounds ---------------------------------------------------
     clip = None
     if plan.n_rounds > 1:
-        (second,) = sum_over_row_blocks(partial(residual_moment_block, theta=theta, **common),
-                                        X, y)
+        (second,) = _data_pass(source, partial(residual_moment_block, theta=theta, **common),
+                               "residual_scale")
         noisy_second = release("residual_scale", second, 1.0)
         scale_event = events[-1]
         floor = 2.0 * scale_event.sigma  # keep the clip away from noise-driven zero
         rms = math.sqrt(max(float(noisy_second[0]), floor, 1e-12) / n)
         clip = min(_RESIDUAL_CLIP_RMS * rms, 2.0) if plan.private else None
         for t in range(1, plan.n_rounds):
-            (grad,) = sum_over_row_blocks(
-                partial(gradient_block, theta=theta, clip=clip, **common), X, y)
+            (grad,) = _data_pass(
+                source, partial(gradient_block, theta=theta, clip=clip, **common),
+                f"gradient_{t}")
             noisy_grad = release(f"gradient_{t}", grad,
                                  residual_gradient_sensitivity(R, 2.0 if clip is None else clip))
             theta = theta + solve_refinement(noisy_gram, ridge, noisy_grad)
 
     # -- private choice between the model and the mean -----------------------
     cap = float(min(max(9.0 * u_var, 1e-4), 4.0))
-    (diff,) = sum_over_row_blocks(
-        partial(selection_block, theta=theta, u_mean=u_mean, cap=cap, **common), X, y)
+    (diff,) = _data_pass(
+        source, partial(selection_block, theta=theta, u_mean=u_mean, cap=cap, **common),
+        "selection")
     noisy_diff = release("selection", diff, 2.0 * cap)
     sel_sigma = events[-1].sigma
     keep_model = float(noisy_diff[0]) < -_SELECTION_Z * sel_sigma if plan.private else (

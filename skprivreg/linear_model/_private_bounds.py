@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 
-from .._rows import check_block_finite, sum_over_row_blocks
+from .._rows import block_map, check_block_finite, sum_over_row_blocks
 from ..accounting import PrivacyEvent
 from ..bounds import (
     check_private_bound_feasible,
@@ -103,22 +103,28 @@ def bound_block_counts(X_block, Y_block, bins):
         check_block_finite(Y_block, "y")
         return (
             counts_above(row_norms(X_block), bins),
-            counts_above(np.abs(np.asarray(Y_block, dtype=np.float64)).max(axis=1), bins),
+            counts_above(np.abs(np.asarray(Y_block, dtype=np.float64)).reshape(
+                len(Y_block), -1).max(axis=1), bins),
         )
 
 
-def count_bounds(X, Y):
+def count_bounds(X, Y, source=None):
     """One pass over the row blocks: the counts behind every private bound.
 
     Releases nothing (the counts stay secret until :func:`release_bounds`
     adds noise) and refuses NaN or infinity, so it may run before the spend.
     Returns ``{'x_bound': counts of raw row norms of X, 'y_bound': counts of
     max_j |y_ij|}`` over :func:`~skprivreg.mechanisms.bound_bins`.
+    ``source``: the :class:`~skprivreg._rows.RowSource` of ``(X, Y)`` to read
+    (it counts the pass and prints its progress); ``X`` and ``Y`` are then unused.
     """
     bins = bound_bins()
-    return dict(
-        zip(BOUND_NAMES, sum_over_row_blocks(partial(bound_block_counts, bins=bins), X, Y))
-    )
+    block = partial(bound_block_counts, bins=bins)
+    if source is None:
+        counts = sum_over_row_blocks(block, X, Y)
+    else:
+        counts = source.reduce(block_map(block), label="bound counts")
+    return dict(zip(BOUND_NAMES, counts))
 
 
 def release_bounds(counts, bound_eps, rng, *, n_samples, quantile="auto", notions=None,
@@ -153,15 +159,15 @@ def release_bounds(counts, bound_eps, rng, *, n_samples, quantile="auto", notion
 
 
 def resolve_bounds(X, Y, bound_eps, rng, *, n_samples, quantile="auto", notions=None,
-                   neighbouring="replace-one"):
+                   neighbouring="replace-one", source=None):
     """:func:`count_bounds` then :func:`release_bounds` (``({}, [])`` if nothing is missing).
 
     ``x_bound`` bounds the raw row norm of X, ``y_bound`` the largest
-    ``|y_ij|`` of a row.
+    ``|y_ij|`` of a row. ``source``: as in :func:`count_bounds`.
     """
     if not bound_eps:
         return {}, []
     return release_bounds(
-        count_bounds(X, Y), bound_eps, rng, n_samples=n_samples, quantile=quantile,
+        count_bounds(X, Y, source), bound_eps, rng, n_samples=n_samples, quantile=quantile,
         notions=notions, neighbouring=neighbouring,
     )

@@ -7,17 +7,17 @@ bounds, clipping, intercept augmentation, the replace-one sensitivities of
 
 import math
 from dataclasses import dataclass
-from functools import partial
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context
-from .._rows import check_block_finite, sum_over_row_blocks, validate_blockwise_data
+from .._gram import gram_statistics
+from .._rows import RowSource, validate_blockwise_data
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import clip_entries, min_samples_for_private_bound, row_norms
+from ..bounds import min_samples_for_private_bound
 from ..mechanisms import (
     add_gaussian,
     gaussian_event,
@@ -46,7 +46,6 @@ __all__ = [
     "gram_sensitivity",
     "cross_sensitivity",
     "bound_block_counts",
-    "clipped_gram_block",
 ]
 
 
@@ -69,40 +68,6 @@ def cross_sensitivity(x_bound_eff, y_bound, n_outputs=1):
     return 2.0 * x_bound_eff * math.sqrt(n_outputs) * y_bound
 
 
-def clipped_gram_block(X_block, Y_block, x_bound, y_bound, intercept_scaling):
-    """``(X^T X, X^T Y)`` of one block after clipping.
-
-    Rows are clipped to ``x_bound``, entries of Y to ``y_bound`` (``None``:
-    no clipping), and the constant column ``intercept_scaling`` is appended
-    (``None``: no intercept) -- algebraically, without copying the block:
-    ``[X, c 1]^T [X, c 1] = [[X^T X, c X^T 1], [c 1^T X, c^2 n]]``. Pure, so it
-    may run on a Dask worker. One read of the block computes the row norms,
-    which also reveal NaN or infinity. Floating-point warnings are
-    suppressed: overflow is handled by the finiteness checks.
-    """
-    X = np.asarray(X_block, dtype=np.float64)
-    Y = np.asarray(Y_block, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        norms = row_norms(X)
-        if not np.isfinite(norms).all():
-            check_block_finite(X, "X")  # NaN/inf, or only a norm that overflowed
-        check_block_finite(Y, "y")
-        if x_bound is not None:
-            over = norms > x_bound
-            if over.any():
-                X = X * np.where(over, x_bound / np.where(over, norms, 1.0), 1.0)[:, None]
-        if y_bound is not None:
-            Y = clip_entries(Y, y_bound)[0]
-        XtX, XtY = X.T @ X, X.T @ Y
-        if intercept_scaling is not None:
-            c = float(intercept_scaling)
-            x_sum, y_sum = c * X.sum(axis=0), c * Y.sum(axis=0)
-            corner = np.array([[c * c * len(X)]])
-            XtX = np.block([[XtX, x_sum[:, None]], [x_sum[None, :], corner]])
-            XtY = np.vstack([XtY, y_sum[None, :]])
-    return XtX, XtY
-
-
 class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
     """Shared ``fit`` of the SSP family: bounds, clipping, statistics, ledger.
 
@@ -119,6 +84,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
         "composition": [StrOptions({"gdp", "basic"})],
+        "verbose": ["verbose"],
     }
 
     _release_names = ()
@@ -200,7 +166,14 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         self : object
         """
         self._reset()
-        X, y = validate_blockwise_data(self, X, y)
+        # Shapes and dtypes only: NaN or infinity in X is refused by the
+        # statistics pass, which runs before the first noise draw. float32
+        # input stays float32 (each block is accumulated in float64).
+        X, y = validate_blockwise_data(self, X, y, dtype=[np.float64, np.float32],
+                                       ensure_all_finite=False)
+        view = self.__dict__.pop("_column_view", {})
+        if view:
+            self.n_features_in_ = len(view["columns"])
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y
@@ -210,19 +183,17 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         check_bounds_feasible(X.shape[0], self._bound_epsilons(private), self.bounds_quantile)
         planned = self._plan_ledger(private, n_outputs)
         self._check_budget(planned)
-        # The spend is recorded before the first noise draw (after passes that
-        # release nothing and may still refuse bad Dask input).
+        # The spend is recorded before the first noise draw, after the passes
+        # that release nothing and refuse bad input (NaN, infinity).
         rngs = self._secret_rngs("bounds", "noise", spend=planned)
-        x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"])
-        XtX, XtY = sum_over_row_blocks(
-            partial(
-                clipped_gram_block,
-                x_bound=x_bound,
-                y_bound=y_bound,
-                intercept_scaling=self.intercept_scaling if self.fit_intercept else None,
-            ),
-            X,
-            Y,
+        source = RowSource(X, Y, raw_blocks=True, verbose=self.verbose,
+                           name=type(self).__name__)
+        x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"],
+                                                              source)
+        XtX, XtY = gram_statistics(
+            source, x_bound=x_bound, y_bound=y_bound,
+            intercept_scaling=self.intercept_scaling if self.fit_intercept else None,
+            estimator_name=type(self).__name__, **view,
         )
         ledger = self._plan_ledger(
             private,
@@ -242,12 +213,28 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         self.n_outputs_ = n_outputs
         return self
 
-    def _resolve_bounds(self, X, Y, private, rng):
+    def _fit_columns(self, X, y, columns, x_range, y_range):
+        """``fit(clip(X[:, columns], *x_range), clip(y, *y_range))`` without forming either.
+
+        The columns are selected and clipped block by block inside the one
+        statistics pass (for a refit on a public support). Both bounds must
+        be declared (they are not estimated from the selected columns).
+        """
+        if self.x_bound is None or self.y_bound is None:
+            raise ValueError("_fit_columns needs declared x_bound and y_bound.")
+        self._column_view = {"columns": np.asarray(columns, dtype=np.intp),
+                             "x_range": x_range, "y_range": y_range}
+        try:
+            return self.fit(X, y)
+        finally:
+            self.__dict__.pop("_column_view", None)
+
+    def _resolve_bounds(self, X, Y, private, rng, source=None):
         """Declared bounds, or private estimates (which spend), or data maxima (which leak)."""
         resolved = {"x_bound": self.x_bound, "y_bound": label_magnitude(self.y_bound)}
         estimated, events = resolve_bounds(
             X, Y, self._bound_epsilons(private), rng, n_samples=X.shape[0],
-            quantile=self.bounds_quantile,
+            quantile=self.bounds_quantile, source=source,
         )
         resolved.update(estimated)
         return resolved["x_bound"], resolved["y_bound"], events
@@ -368,6 +355,12 @@ class SSPRegressor(_BaseSSP):
         scikit-learn compatibility; see :mod:`skprivreg.testing` for
         reproducible noise in tests.
 
+    verbose : int, default=0
+        ``1``: one line per pass over the rows (the pass's name and ``n``);
+        ``2``: also about every tenth of a pass. Lines carry public facts
+        only (pass number, rows read so far, ``n``), never a value computed
+        from the data.
+
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
@@ -421,6 +414,7 @@ class SSPRegressor(_BaseSSP):
         composition="gdp",
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -435,6 +429,7 @@ class SSPRegressor(_BaseSSP):
         self.composition = composition
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def _sensitivities(self, x_bound_eff, y_bound, n_outputs, x_bound):
         return (

@@ -7,12 +7,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
+from .._gram import cache_blocked
 from .._rows import (
+    RowSource,
     _as_dask_array,
+    add_tuples,
+    block_map,
     check_block_finite,
     is_dask_collection,
     set_dask_feature_names,
-    sum_over_row_blocks,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -66,9 +69,17 @@ def _max_abs_block(X_block, _unused, *, check):
     return np.abs(X_block).max()
 
 
-def _validate_X(estimator, X, *, reset, allow_nan=False):
-    """``validate_data`` for NumPy/pandas input; shape-only checks for Dask input."""
+def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):
+    """``validate_data`` for NumPy/pandas input; shape-only checks for Dask input.
+
+    ``finite_in_pass``: float32 stays float32 and NaN or infinity is left to
+    the first pass over the rows (which refuses it before any spend), so no
+    whole-array copy or extra read is made.
+    """
     if not is_dask_collection(X):
+        if finite_in_pass:
+            return validate_data(estimator, X, dtype=[np.float64, np.float32], reset=reset,
+                                 ensure_all_finite=False)
         return validate_data(estimator, X, dtype=np.float64, reset=reset,
                              ensure_all_finite="allow-nan" if allow_nan else True)
     validate_data(estimator, X, skip_check_array=True, reset=reset)
@@ -80,6 +91,8 @@ def _validate_X(estimator, X, *, reset, allow_nan=False):
         raise ValueError("Dask input needs known chunk sizes: call .compute_chunk_sizes() first.")
     if not np.issubdtype(X.dtype, np.number):
         raise ValueError(f"X must be numeric, got dtype {X.dtype}.")
+    if finite_in_pass and X.dtype == np.float32:
+        return X
     return X.astype(np.float64)
 
 
@@ -335,7 +348,9 @@ class PrivateStandardScaler(
         self : object
         """
         self._reset()
-        X = _validate_X(self, X, reset=True)
+        # Shapes and dtypes only: the first pass over the rows refuses NaN or
+        # infinity, before any noise is drawn.
+        X = _validate_X(self, X, reset=True, finite_in_pass=True)
         private = self._validate_privacy_params()
         n, d = X.shape
         declared = check_x_range(self.x_range, d)
@@ -344,22 +359,29 @@ class PrivateStandardScaler(
             check_private_bound_feasible(n, bound_epsilon, "x_range")
         self._check_budget(ledger)
         rngs = self._secret_rngs("bounds", "noise", spend=ledger)
-        check = is_dask_collection(X)
+        # One pass per release, each block read in cache-sized pieces; the
+        # first pass checks for NaN or infinity.
+        source = RowSource(X, raw_blocks=True, name=type(self).__name__)
 
+        check = True
         if declared is not None:
             low, high = declared
         elif self.bounds == "private" and private:
             bins = bound_bins()
-            block = partial(_max_abs_counts_block, bins=bins, check=check)
-            (counts,) = sum_over_row_blocks(block, X)
+            block = cache_blocked(partial(_max_abs_counts_block, bins=bins, check=True), d)
+            (counts,) = source.reduce(block, add_tuples, label="x_range counts")
             bound, _ = private_norm_bound(counts, n, bound_epsilon, rngs["bounds"], name="x_range")
             low, high = np.full(d, -bound), np.full(d, bound)
+            check = False
         else:
-            maximum = sum_over_row_blocks(partial(_max_abs_block, check=check), X, combine=max)
+            block = block_map(partial(_max_abs_block, check=True), max)
+            maximum = source.reduce(block, max, label="x_range maximum")
             bound, _ = data_norm_bound(float(maximum), name="x_range")
             low, high = np.full(d, -bound), np.full(d, bound)
+            check = False
 
-        S1, S2 = sum_over_row_blocks(partial(_moment_block, low=low, high=high, check=check), X)
+        block = cache_blocked(partial(_moment_block, low=low, high=high, check=check), 2 * d)
+        S1, S2 = source.reduce(block, add_tuples, label="moments")
         noisy = add_gaussian(np.concatenate([S1, S2]), moments.sigma, rngs["noise"])
         self._settle(ledger)
         mean_u, var_u = released_mean_variance(noisy[:d], noisy[d:], n, moments.sigma)

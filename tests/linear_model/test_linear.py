@@ -160,7 +160,8 @@ def test_budget_checked_before_any_data_pass(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("data read before the budget check")
 
-    monkeypatch.setattr(lin, "sum_over_row_blocks", forbidden)
+    monkeypatch.setattr(lin, "_data_pass", forbidden)
+    monkeypatch.setattr(lin, "count_bounds", forbidden)
     with pytest.raises(BudgetExceededError):
         _fit(X, y, accountant=acc)
     assert acc.n_spends == 0

@@ -199,8 +199,14 @@ def test_bad_input_fails_before_spending(Estimator):
     X, y = _simulate(200, 3, seed=12)
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
+    # Public configuration errors come first; NaN is refused by the first pass.
+    bounds = dict(x_bound=3.0, y_bound=5.0)
     with pytest.raises(ValueError, match="NaN"):
-        Estimator(epsilon=1.0, delta=1e-5, accountant=acc).fit(X_nan, y)
+        Estimator(epsilon=1.0, delta=1e-5, accountant=acc, **bounds).fit(X_nan, y)
+    X_inf = X.copy()
+    X_inf[-1, 1] = -np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        Estimator(epsilon=1.0, delta=1e-5, accountant=acc, **bounds).fit(X_inf, y)
     with pytest.raises(ValueError):
         Estimator(epsilon=1.0, delta=1e-5, accountant=acc).fit(X, y[:-1])
     for bad in (dict(epsilon=0.0), dict(epsilon=-1.0), dict(delta=1.0), dict(delta=0.0)):
@@ -237,27 +243,6 @@ def test_same_seed_same_output_under_the_testing_facility(fixed_noise):
     a = est.fit(X, y).coef_.copy()
     np.testing.assert_array_equal(a, clone(est).fit(X, y).coef_)
     assert est.noise_reproducible_ and not est.privacy_spent_.for_publication
-
-
-def test_clipped_gram_block_equals_explicit_clip_and_augment():
-    from skprivreg.bounds import clip_rows
-    from skprivreg.linear_model._base import augment_intercept
-    from skprivreg.linear_model._ssp import clipped_gram_block
-
-    rng = np.random.default_rng(20)
-    X = rng.normal(size=(300, 4)) * rng.choice([1.0, 10.0], size=(300, 1))
-    Y = rng.normal(size=(300, 2)) * 5
-    XtX, XtY = clipped_gram_block(X, Y, 3.0, 4.0, 2.0)
-    Xc = augment_intercept(clip_rows(X, 3.0)[0], 2.0)
-    Yc = np.clip(Y, -4.0, 4.0)
-    np.testing.assert_allclose(XtX, Xc.T @ Xc, rtol=1e-12)
-    np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12)
-    big = X.copy()
-    big[5] = 1e200  # finite, but its norm overflows: must not be called NaN
-    clipped_gram_block(big, Y, 3.0, None, None)
-    big[5, 0] = np.inf
-    with pytest.raises(ValueError, match="NaN or infinity"):
-        clipped_gram_block(big, Y, 3.0, None, None)
 
 
 @pytest.mark.parametrize("Estimator", [SSPRegressor, AdaSSPRegressor])

@@ -1,0 +1,311 @@
+"""One fused pass for the sufficient statistics ``X^T X`` and ``X^T [Y, 1]``.
+
+A linear regression from sufficient statistics needs one read of the rows.
+:func:`gram_statistics` makes exactly that read: for every cache-sized block
+of rows it
+
+1. converts the block to float64 if needed (a float32 input is read as
+   float32 and accumulated in float64, one block at a time);
+2. computes the squared row norms, which also reveal NaN or infinity
+   (scikit-learn's error is raised for the block, before anything is
+   released: the pass runs before the first noise draw);
+3. clips each row to the public norm bound by a scale factor per row
+   (the scaled block is a cache-sized temporary, only when a row of the
+   block exceeds the bound);
+4. clips the labels to the public bound into a block buffer ``[Y, 1]``
+   whose last column is ones, so a single product gives ``X^T Y`` and
+   the column sums ``X^T 1`` of the intercept;
+5. adds ``X^T X`` (a symmetric rank-k update) and ``X^T [Y, 1]`` to the
+   running sums.
+
+Nothing of the size of ``X`` or ``Y`` is allocated: peak memory above the
+input is ``O(block_rows (d + l) + d^2 + d l)``. The intercept column is
+added algebraically afterwards (:func:`augment_gram`).
+
+The same block function runs on NumPy arrays, memmaps and Dask chunks
+(through :class:`~skprivreg._rows.RowSource` with ``raw_blocks=True``); a
+Dask chunk is itself split into cache-sized blocks on its worker. Block
+functions draw nothing random.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from sklearn.utils import assert_all_finite
+from threadpoolctl import threadpool_limits
+
+__all__ = [
+    "CACHE_BYTES",
+    "augment_gram",
+    "cache_block_rows",
+    "cache_blocked",
+    "check_finite_block",
+    "gram_block",
+    "gram_statistics",
+    "iter_cache_blocks",
+]
+
+
+def _cache_bytes():
+    """The per-core L2 cache size (bytes), or 1 MiB when the system does not say."""
+    try:
+        size = int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        size = 0
+    return size if size >= (1 << 17) else (1 << 20)
+
+
+#: Bytes of the cache a block of float64 rows is sized to fill (half of L2).
+CACHE_BYTES = _cache_bytes() // 2
+
+
+def _n_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+#: Threads of a pass over a NumPy array or memmap (one per core, at most 8).
+N_THREADS = max(1, min(_n_cores(), 8))
+
+_POOL = {}
+
+
+def _pool(n_threads):
+    """A thread pool of this process (keyed by pid: a forked child builds its own)."""
+    key = (os.getpid(), n_threads)
+    if key not in _POOL:
+        _POOL[key] = ThreadPoolExecutor(n_threads, thread_name_prefix="skprivreg-gram")
+    return _POOL[key]
+
+
+def cache_block_rows(n_columns, cache_bytes=None):
+    """Rows of a block of ``n_columns`` float64 values that fits the cache.
+
+    At least 256 rows (so BLAS works on matrices, not vectors, and the
+    Python cost per block stays small) and at most 65,536.
+    """
+    cache_bytes = CACHE_BYTES if cache_bytes is None else int(cache_bytes)
+    rows = cache_bytes // (8 * max(int(n_columns), 1))
+    return int(min(max(rows, 256), 1 << 16))
+
+
+def check_finite_block(block, name, estimator_name=None):
+    """scikit-learn's error for NaN or infinity in one block (may run on a worker)."""
+    assert_all_finite(block, allow_nan=False, input_name=name, estimator_name=estimator_name)
+
+
+def iter_cache_blocks(n_rows, n_columns, cache_bytes=None):
+    """``(start, stop)`` of the cache-sized blocks of ``n_rows`` rows."""
+    step = cache_block_rows(n_columns, cache_bytes)
+    for start in range(0, n_rows, step):
+        yield start, min(start + step, n_rows)
+
+
+def _as_float64(block):
+    """The block as float64: the block itself when it is float64, else a block-sized copy."""
+    block = np.asarray(block)
+    if block.dtype == np.float64:
+        return block
+    return block.astype(np.float64)
+
+
+class GramParams:
+    """Public inputs of one :func:`gram_block` pass (picklable, for Dask workers).
+
+    Parameters
+    ----------
+    x_bound : float or None
+        Rows with a larger L2 norm are scaled down to it (``None``: no clip).
+    y_range : (low, high) or None
+        Labels are clipped to ``[low, high]`` (``None``: no clip).
+    n_outputs : int
+    estimator_name : str or None
+        Named in the error for NaN or infinity, as scikit-learn does.
+    cache_bytes : int or None
+        Size of the cache a block should fill (default :data:`CACHE_BYTES`).
+    n_threads : int
+        Threads that share the cache blocks of one block (``1`` on a Dask
+        worker, whose cores are the cluster's to schedule).
+    columns : array of int or None
+        Read only these columns of each block (a public support).
+    x_range : (low, high) or None
+        Per-entry clip of the (selected) columns, before the row clip.
+    """
+
+    def __init__(self, x_bound, y_range, n_outputs, estimator_name=None, cache_bytes=None,
+                 n_threads=1, columns=None, x_range=None):
+        self.x_bound = None if x_bound is None else float(x_bound)
+        self.y_range = None if y_range is None else tuple(float(v) for v in y_range)
+        self.n_outputs = int(n_outputs)
+        self.estimator_name = estimator_name
+        self.cache_bytes = cache_bytes
+        self.n_threads = int(n_threads)
+        self.columns = None if columns is None else np.asarray(columns, dtype=np.intp)
+        self.x_range = None if x_range is None else tuple(
+            np.asarray(v, dtype=np.float64) for v in x_range)
+
+
+def _empty_partial(d, n_outputs):
+    return (np.zeros((d, d)), np.zeros((d, n_outputs + 1)), np.zeros(n_outputs))
+
+
+def _gram_of_block(X, Y, params, acc):
+    """Add one cache-sized block's ``(X^T X, X^T [Y, 1], 1^T Y)`` to ``acc`` in place."""
+    XtX, XtY1, y_sum = acc
+    if params.columns is not None:
+        X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
+    X = _as_float64(X)
+    n_rows, l = X.shape[0], params.n_outputs
+    with np.errstate(over="ignore", invalid="ignore"):
+        squared = np.einsum("ij,ij->i", X, X)
+    if not np.isfinite(squared).all():
+        # NaN or infinity (refused), or only a squared norm that overflowed
+        # (a finite row of norm > 1e154: scaled to the bound like any other).
+        check_finite_block(X, "X", params.estimator_name)
+    if params.x_range is not None:
+        X = np.clip(X, *params.x_range)
+        squared = np.einsum("ij,ij->i", X, X)
+    labels = np.empty((n_rows, l + 1))
+    labels[:, :l] = np.asarray(Y).reshape(n_rows, l)
+    if not np.isfinite(labels[:, :l]).all():
+        check_finite_block(labels[:, :l], "y", params.estimator_name)
+    if params.y_range is not None:
+        np.clip(labels[:, :l], *params.y_range, out=labels[:, :l])
+    y_sum += labels[:, :l].sum(axis=0)
+    labels[:, l] = 1.0
+    if params.x_bound is not None:
+        over = squared > params.x_bound**2
+        if over.any():
+            scale = np.ones(n_rows)
+            scale[over] = params.x_bound / np.sqrt(squared[over])
+            X = X * scale[:, None]
+    XtX += X.T @ X
+    XtY1 += X.T @ labels
+
+
+def _gram_of_range(X, Y, params, bounds, acc=None):
+    """The partial of the cache blocks ``bounds`` (a list of ``(start, stop)``) of one block."""
+    d = X.shape[1] if params.columns is None else len(params.columns)
+    acc = _empty_partial(d, params.n_outputs) if acc is None else acc
+    for start, stop in bounds:
+        _gram_of_block(X[start:stop], Y[start:stop], params, acc)
+    return acc
+
+
+def gram_block(offset, X, Y, params, into=None):
+    """Block function of :func:`gram_statistics` (see :mod:`skprivreg._rows`).
+
+    ``(X^T X, X^T [Y, 1], 1^T Y)`` of the clipped rows of one block (a NumPy
+    slice or a Dask chunk, any float dtype), computed in cache-sized pieces
+    and added to ``into`` in place when given. With ``params.n_threads > 1``
+    the pieces are shared by that many threads in contiguous runs, whose
+    partials are added in row order (the result does not depend on the
+    scheduling of the threads).
+    """
+    X = np.asarray(X)
+    n_rows = X.shape[0]
+    d = X.shape[1] if params.columns is None else len(params.columns)
+    bounds = list(iter_cache_blocks(n_rows, d + params.n_outputs + 1, params.cache_bytes))
+    k = min(params.n_threads, len(bounds))
+    if k <= 1:
+        if into is None:
+            into = _empty_partial(d, params.n_outputs)
+        return _gram_of_range(X, Y, params, bounds, into)
+    runs = [bounds[i * len(bounds) // k:(i + 1) * len(bounds) // k] for i in range(k)]
+    parts = list(_pool(k).map(lambda run: _gram_of_range(X, Y, params, run), runs))
+    total = parts[0] if into is None else _add_partials(into, parts[0])
+    for part in parts[1:]:
+        total = _add_partials(total, part)
+    return total
+
+
+def _add_partials(a, b):
+    return tuple(x + y for x, y in zip(a, b))
+
+
+class cache_blocked:  # noqa: N801 (used like a function)
+    """Block function summing ``function(X_piece, Y_piece)`` over cache-sized pieces.
+
+    For statistics whose block temporaries have the block's shape (a mapped
+    or clipped copy of the rows): each piece of ``n_columns``-wide rows fits
+    the cache, whatever the size of the block (a Dask chunk, a memmap
+    block), so the temporaries stay small. Partials are tuples of arrays,
+    summed in row order. Picklable when ``function`` is (for Dask).
+    """
+
+    def __init__(self, function, n_columns):
+        self.function = function
+        self.n_columns = int(n_columns)
+
+    def __call__(self, offset, X, Y, params=None, into=None):
+        acc = into
+        for start, stop in iter_cache_blocks(len(X), self.n_columns):
+            part = self.function(X[start:stop], None if Y is None else Y[start:stop])
+            acc = part if acc is None else _add_partials(acc, part)
+        return acc
+
+
+def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):
+    """``([X, c 1]^T [X, c 1], [X, c 1]^T Y)`` from the sums of one pass.
+
+    ``intercept_scaling=None``: no intercept column, ``(X^T X, X^T Y)``.
+    """
+    XtY, x_sum = XtY1[:, :-1], XtY1[:, -1]
+    if intercept_scaling is None:
+        return XtX, XtY
+    c = float(intercept_scaling)
+    gram = np.block([[XtX, c * x_sum[:, None]],
+                     [c * x_sum[None, :], np.array([[c * c * n_samples]])]])
+    return gram, np.vstack([XtY, c * y_sum[None, :]])
+
+
+def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimator_name=None,
+                    label="XtX, XtY", columns=None, x_range=None, y_range=None):
+    """One pass over ``source``: the clipped ``([X, c 1]^T [X, c 1], [X, c 1]^T Y)``.
+
+    Parameters
+    ----------
+    source : RowSource
+        The rows, with ``raw_blocks=True`` (blocks are read in their own
+        dtype) and 2-D ``Y``.
+    x_bound, y_bound : float or None
+        Public clipping bounds of the row norms of ``X`` and of the labels.
+    intercept_scaling : float or None
+        Value ``c`` of the constant column (``None``: no intercept).
+    estimator_name : str or None
+        Named in the error for NaN or infinity.
+    label : str
+        Name of the pass in ``verbose`` progress lines.
+    columns : array of int or None
+        Use only these columns of ``X`` (read block by block: no column copy
+        of the whole array).
+    x_range : (low, high) or None
+        Per-entry clip of the used columns (arrays of their length), applied
+        before the row clip.
+    y_range : (low, high) or None
+        Label clip range; overrides ``[-y_bound, y_bound]``.
+
+    Returns
+    -------
+    XtX : ndarray of shape (p, p)
+    XtY : ndarray of shape (p, n_outputs)
+
+    Raises scikit-learn's ``ValueError`` for NaN or infinity in ``X`` or
+    ``Y`` during the pass (nothing has been released then).
+    """
+    n_outputs = 1 if source.Y.ndim == 1 else int(source.Y.shape[1])
+    n_threads = 1 if source.is_dask else N_THREADS
+    if y_range is None and y_bound is not None:
+        y_range = (-y_bound, y_bound)
+    params = GramParams(x_bound, y_range, n_outputs, estimator_name, n_threads=n_threads,
+                        columns=columns, x_range=x_range)
+    if n_threads > 1:
+        # The threads share the cores: BLAS calls inside them run single-threaded.
+        with threadpool_limits(1, user_api="blas"):
+            XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
+    else:
+        XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
+    return augment_gram(XtX, XtY1, y_sum, source.n, intercept_scaling)

@@ -1,0 +1,321 @@
+"""The fused statistics pass (skprivreg._gram) and the fits built on it.
+
+Exact statistics against a direct computation, bad input refused before any
+spend (NumPy and Dask), NumPy = Dask on the same noise, one pass per release,
+no copy of X (tracemalloc), and verbose output that carries public facts only.
+"""
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+from skprivreg import BudgetAccountant
+from skprivreg._gram import cache_block_rows, gram_statistics
+from skprivreg._rows import RowSource
+from skprivreg.bounds import clip_rows
+from skprivreg.linear_model import AdaSSPRegressor, LinearRegression, SSPRegressor
+from skprivreg.linear_model._base import augment_intercept
+from skprivreg.preprocessing import PrivateStandardScaler
+
+ESTIMATORS = [SSPRegressor, AdaSSPRegressor]
+BOUNDS = dict(x_bound=3.0, y_bound=4.0)
+
+
+def _data(n=3000, d=4, l=None, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.choice([0.5, 4.0], size=(n, 1))  # some rows over 3
+    shape = (n,) if l is None else (n, l)
+    return X, rng.normal(size=shape) * 3
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("intercept", [None, 2.0])
+def test_statistics_equal_the_direct_computation(monkeypatch, dtype, intercept):
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "CACHE_BYTES", 4096)  # many small blocks (256 rows)
+    X, Y = _data(3001, 4, l=2)
+    X = X.astype(dtype)
+    XtX, XtY = gram_statistics(RowSource(X, Y, raw_blocks=True, block_rows=1000),
+                               x_bound=3.0, y_bound=4.0, intercept_scaling=intercept)
+    Xc = clip_rows(X.astype(np.float64), 3.0)[0]
+    if intercept is not None:
+        Xc = augment_intercept(Xc, intercept)
+    Yc = np.clip(Y, -4.0, 4.0)
+    np.testing.assert_allclose(XtX, Xc.T @ Xc, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12, atol=1e-9)
+
+
+def test_a_finite_row_whose_norm_overflows_is_clipped_not_refused():
+    X, y = _data(500, 3)
+    X[7] = 1e200
+    XtX, _ = gram_statistics(RowSource(X, y[:, None], raw_blocks=True), x_bound=3.0,
+                             y_bound=None)
+    assert np.isfinite(XtX).all()
+
+
+def test_block_rows_follow_the_cache_and_d():
+    assert cache_block_rows(10, 1 << 20) == (1 << 20) // 80
+    assert cache_block_rows(100_000, 1 << 20) == 256
+    assert cache_block_rows(1, 1 << 30) == 1 << 16
+
+
+def _bad_inputs():
+    X, y = _data(2000, 3)
+    nan, inf, y_inf = X.copy(), X.copy(), y.copy()
+    nan[1500, 2] = np.nan
+    inf[3, 0] = -np.inf
+    y_inf[1999] = np.inf
+    return [(nan, y, "NaN"), (inf, y, "infinity"), (X, y_inf, "infinity")]
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_bad_input_raises_before_any_spend(Estimator, lazy):
+    for X, y, message in _bad_inputs():
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            X, y = da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500)
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        est = Estimator(epsilon=1.0, delta=1e-6, accountant=acc, **BOUNDS)
+        with pytest.raises(ValueError, match=message):
+            _quiet(est.fit, X, y)
+        assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_wrong_dtype_raises_before_any_spend(Estimator):
+    X, y = _data(300, 3)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError):
+        Estimator(accountant=acc, **BOUNDS).fit(X.astype(str).astype(object) + "x", y)
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(ValueError, match="numeric"):
+        Estimator(accountant=acc, **BOUNDS).fit(da.from_array(X.astype(str)), da.from_array(y))
+    assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("declared", [True, False])
+def test_numpy_and_dask_agree_on_the_same_noise(fixed_noise, Estimator, dtype, declared):
+    da = pytest.importorskip("dask.array")
+    X, y = _data(12_000, 4, seed=2)
+    X = X.astype(dtype)
+    bounds = BOUNDS if declared else {}
+    ref = Estimator(epsilon=2.0, delta=1e-6, random_state=1, **bounds).fit(X, y)
+    lazy = Estimator(epsilon=2.0, delta=1e-6, random_state=1, **bounds).fit(
+        da.from_array(X, chunks=(2_500, 4)), da.from_array(y, chunks=2_500))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    assert lazy.intercept_ == pytest.approx(ref.intercept_, rel=1e-9, abs=1e-12)
+    assert lazy.x_bound_ == ref.x_bound_ and lazy.y_bound_ == ref.y_bound_
+
+
+@pytest.fixture
+def passes(monkeypatch):
+    """Labels of every pass over the rows (each RowSource.reduce call reads them once)."""
+    labels = []
+    reduce = RowSource.reduce
+
+    def counted(self, *args, **kwargs):
+        labels.append(kwargs.get("label", ""))
+        return reduce(self, *args, **kwargs)
+
+    monkeypatch.setattr(RowSource, "reduce", counted)
+    return labels
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_one_pass_per_release(passes, Estimator, lazy):
+    X, y = _data(8000, 3)
+    if lazy:
+        da = pytest.importorskip("dask.array")
+        X, y = da.from_array(X, chunks=(3000, 3)), da.from_array(y, chunks=3000)
+    _quiet(Estimator(**BOUNDS).fit, X, y)
+    assert passes == ["XtX, XtY"]
+    passes.clear()
+    _quiet(Estimator(epsilon=4.0, bounds_budget=0.5).fit, X, y)  # + the private bounds
+    assert passes == ["bound counts", "XtX, XtY"]
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fit_makes_no_copy_of_x(Estimator, dtype):
+    X, y = _data(400_000, 10)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    est = Estimator(**BOUNDS)
+    _quiet(est.fit, X[:1000], y[:1000])  # imports and first-time allocations
+    tracemalloc.start()
+    _quiet(est.fit, X, y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+
+
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+@pytest.mark.parametrize("verbose", [1, 2])
+def test_verbose_lines_are_the_same_for_neighbouring_datasets(capsys, Estimator, verbose):
+    X, y = _data(300_000, 3, seed=4)
+    X2, y2 = X.copy(), y.copy()
+    X2[123_456], y2[123_456] = [100.0, -5.0, 1e6], -40.0  # one row replaced
+    outputs = []
+    for data in ((X, y), (X2, y2)):
+        for bounds in (BOUNDS, {}):
+            _quiet(Estimator(epsilon=4.0, bounds_budget=0.5, verbose=verbose, **bounds).fit,
+                   *data)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    lines = outputs[0].splitlines()
+    assert lines[0].startswith(f"[{Estimator.__name__}] pass 1 (XtX, XtY)")
+    assert lines[-1] == f"[{Estimator.__name__}] pass 2 (XtX, XtY): 300,000 / 300,000 rows"
+    # verbose=1: one line per pass; verbose=2: one per block (5 blocks of 65,536 rows)
+    assert len(lines) == 3 * (1 if verbose == 1 else 5)
+
+
+# -- the full-DP LinearRegression: every pass, rounds included ----------------
+LINEAR_DECLARED = dict(x_range=(-4.0, 4.0), y_bound=(-6.0, 6.0))
+
+
+@pytest.mark.parametrize("declared", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_linear_regression_numpy_and_dask_agree_on_the_same_noise(fixed_noise, declared, dtype):
+    da = pytest.importorskip("dask.array")
+    X, y = _data(12_000, 3, seed=5)
+    X = X.astype(dtype)
+    ranges = LINEAR_DECLARED if declared else {}
+    params = dict(epsilon=4.0, delta=1e-6, n_rounds=3, bounds_budget=0.5, random_state=2,
+                  **ranges)
+    ref = LinearRegression(**params).fit(X, y)
+    lazy = LinearRegression(**params).fit(da.from_array(X, chunks=(2_500, 3)),
+                                          da.from_array(y, chunks=2_500))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    assert lazy.intercept_ == pytest.approx(ref.intercept_, rel=1e-8, abs=1e-10)
+    assert lazy.mean_fallback_ == ref.mean_fallback_
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("n_rounds", [1, 4])
+def test_linear_regression_one_pass_per_release(passes, lazy, n_rounds):
+    X, y = _data(8000, 3)
+    if lazy:
+        da = pytest.importorskip("dask.array")
+        X, y = da.from_array(X, chunks=(3000, 3)), da.from_array(y, chunks=3000)
+    est = _quiet(LinearRegression(n_rounds=n_rounds, **LINEAR_DECLARED).fit, X, y)
+    releases = [e.name for e in est.privacy_spent_]
+    rounds = [f"gradient_{t}" for t in range(1, n_rounds)]
+    middle = ["residual_scale", *rounds] if n_rounds > 1 else []
+    assert passes == ["label_moments, XtX, Xty", *middle, "selection"]
+    assert len(passes) <= len(releases)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_linear_regression_bad_input_raises_before_any_spend(lazy):
+    for X, y, message in _bad_inputs():
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            X, y = da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500)
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        est = LinearRegression(accountant=acc, **LINEAR_DECLARED)
+        with pytest.raises(ValueError, match=message):
+            _quiet(est.fit, X, y)
+        assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_linear_regression_makes_no_copy_of_x(dtype):
+    X, y = _data(400_000, 10)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    est = LinearRegression(n_rounds=2, **LINEAR_DECLARED)
+    _quiet(est.fit, X[:1000], y[:1000])
+    tracemalloc.start()
+    _quiet(est.fit, X, y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+
+
+def test_linear_regression_verbose_is_the_same_for_neighbouring_datasets(capsys):
+    X, y = _data(150_000, 3, seed=6)
+    X2, y2 = X.copy(), y.copy()
+    X2[77], y2[77] = [50.0, 50.0, -50.0], 1e4
+    outputs = []
+    for data in ((X, y), (X2, y2)):
+        for ranges in (LINEAR_DECLARED, {}):
+            _quiet(LinearRegression(epsilon=4.0, n_rounds=3, bounds_budget=0.5, verbose=2,
+                                    **ranges).fit, *data)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert "[LinearRegression] pass 5 (selection): 150,000 / 150,000 rows" in outputs[0]
+
+
+# -- PrivateStandardScaler ----------------------------------------------------
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("x_range", [(-5.0, 5.0), None])
+def test_scaler_bad_input_raises_before_any_spend(lazy, x_range):
+    for X, _, message in _bad_inputs()[:2]:
+        X = np.vstack([X] * 3)  # enough rows for a private range
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            X = da.from_array(X, chunks=(500, 3))
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        scaler = PrivateStandardScaler(epsilon=2.0, x_range=x_range, accountant=acc)
+        with pytest.raises(ValueError, match=message):
+            _quiet(scaler.fit, X)
+        assert acc.n_spends == 0 and not hasattr(scaler, "privacy_spent_")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_scaler_numpy_dask_agree_and_no_copy_of_x(fixed_noise, dtype):
+    da = pytest.importorskip("dask.array")
+    X, _ = _data(400_000, 10, seed=7)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    scaler = PrivateStandardScaler(epsilon=1.0, random_state=0)
+    _quiet(scaler.fit, X[:20_000])
+    tracemalloc.start()
+    ref = _quiet(PrivateStandardScaler(epsilon=1.0, random_state=0).fit, X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+    lazy = _quiet(PrivateStandardScaler(epsilon=1.0, random_state=0).fit,
+                  da.from_array(X, chunks=(100_000, 10)))
+    np.testing.assert_allclose(lazy.mean_, ref.mean_, rtol=1e-9)
+    np.testing.assert_allclose(lazy.var_, ref.var_, rtol=1e-9)
+
+
+# -- the Lasso's SSP refit on a public support ---------------------------------
+def test_ssp_refit_on_columns_equals_the_fit_on_the_clipped_copy(fixed_noise):
+    X, y = _data(5000, 6, seed=8)
+    columns = np.array([1, 4, 5])
+    x_range = (np.full(3, -2.0), np.array([2.0, 1.5, 3.0]))
+    y_range = (-3.0, 5.0)
+    params = dict(epsilon=2.0, delta=1e-6, x_bound=4.0, y_bound=5.0, random_state=4)
+    ref = SSPRegressor(**params).fit(np.clip(X[:, columns], *x_range), np.clip(y, *y_range))
+    fused = SSPRegressor(**params)._fit_columns(X, y, columns, x_range, y_range)
+    np.testing.assert_allclose(fused.coef_, ref.coef_, rtol=1e-10)
+    assert fused.intercept_ == pytest.approx(ref.intercept_, rel=1e-10)
+    assert fused.n_features_in_ == 3
+
+
+def test_lasso_refit_reads_the_support_inside_one_pass(monkeypatch, passes):
+    from skprivreg import PrivateLassoRegressor
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(4000, 8))
+    y = X[:, :2] @ [1.0, -1.0] + 0.1 * rng.normal(size=4000)
+    calls = []
+    original = SSPRegressor._fit_columns
+    monkeypatch.setattr(SSPRegressor, "_fit_columns",
+                        lambda self, *a: calls.append(a[2]) or original(self, *a))
+    est = _quiet(PrivateLassoRegressor(epsilon=4.0, max_features=2, selection_rule="lars",
+                                       x_range=(-4.0, 4.0), y_bound=6.0).fit, X, y)
+    assert calls and list(calls[0]) == list(np.flatnonzero(est.support_))
+    assert passes[-1] == "XtX, XtY"
