@@ -1,16 +1,24 @@
-"""Fit time of every sufficient-statistics estimator against one read of the data.
+"""Fit time of the sufficient-statistics estimators against one read of the data.
 
 The floor is what any linear regression from sufficient statistics must do:
 ``G = X.T @ X; b = X.T @ y; cho_solve(cho_factor(G), b)`` on the same array.
 Every figure is a ratio to that floor measured in the same run, as the median
 of ``--repeats`` interleaved (floor, fit) pairs, so the shared machine's load
-cancels. Also reported: scikit-learn's ``Ridge(solver='cholesky')`` and
+cancels as far as it can (the 1-minute load average is recorded with every
+cell). Also reported: scikit-learn's ``Ridge(solver='cholesky')`` and
 ``LinearRegression``, the peak memory a fit allocates above its input
 (``tracemalloc``: NumPy allocations are traced), and, with ``--dask``, the
-Dask path on a 2-worker ``LocalCluster`` against the NumPy fit.
+Dask path on a 2-worker ``LocalCluster`` against the NumPy fit, with the
+number of passes over the rows.
 
-Run: ``python benchmarks/bench_speed.py [--quick] [--dask] [--memmap]``;
-writes ``results/speed.{json,md}`` (and ``speed.png`` with matplotlib: time
+Grid: d in {10, 100, 1000}, n in {1e5, 1e6, 1e7 (memmap)}. Cells that do not
+fit this machine are skipped and listed in the results: 1e7 x 1000 float64
+is 80 GB; 1e6 x 1000 is 8 GB in memory (scikit-learn's fits copy it once
+more) on a 23 GB machine shared by several jobs; at 1e7 x 100 (an 8 GB
+memmap) only the floor and our fits run, once.
+
+Run: ``python benchmarks/bench_speed.py [--quick] [--dask] [--memmap]
+[--reusecov]``; writes ``results/speed.{json,md}`` and ``speed.png`` (time
 against n, which must be linear).
 
 Bounds are declared (the private bound estimate costs one more pass, reported
@@ -33,6 +41,8 @@ from scipy.linalg import cho_factor, cho_solve
 
 from _common import write_results
 
+OURS = ("SSPRegressor", "AdaSSPRegressor", "LinearRegression (1 round)")
+
 
 def floor_fit(X, y):
     G = X.T @ X
@@ -40,7 +50,16 @@ def floor_fit(X, y):
     return cho_solve(cho_factor(G), b)
 
 
-def _estimators(d, n_outputs=None):
+def floor_fit_one_thread(X, y):
+    """The floor with BLAS on one thread (robust to a loaded machine, where a
+    multi-threaded BLAS call can wait for a descheduled thread)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        return floor_fit(X, y)
+
+
+def _estimators(d, n_outputs=None, only=None):
     from sklearn.linear_model import LinearRegression as SkLinearRegression
     from sklearn.linear_model import Ridge
 
@@ -50,22 +69,27 @@ def _estimators(d, n_outputs=None):
         ReuseCovRegressor,
         SSPRegressor,
     )
+    from skprivreg.preprocessing import PrivateStandardScaler
 
     x_bound = math.sqrt(d)
     bound = {"x_bound": x_bound, "y_bound": 2.0 * math.sqrt(d)}
     cases = {
         "SSPRegressor": lambda: SSPRegressor(epsilon=1.0, **bound),
         "AdaSSPRegressor": lambda: AdaSSPRegressor(epsilon=1.0, **bound),
-        "SSPRegressor, private bounds": lambda: SSPRegressor(epsilon=1.0),
         "LinearRegression (1 round)": lambda: LinearRegression(
             epsilon=1.0, x_range=(-1.0, 1.0), y_bound=2.0 * math.sqrt(d), n_rounds=1),
-        "LinearRegression (default)": lambda: LinearRegression(
+        "LinearRegression (default, 8 rounds)": lambda: LinearRegression(
             epsilon=1.0, x_range=(-1.0, 1.0), y_bound=2.0 * math.sqrt(d)),
+        "SSPRegressor, private bounds": lambda: SSPRegressor(epsilon=1.0),
+        "PrivateStandardScaler": lambda: PrivateStandardScaler(epsilon=1.0,
+                                                               x_range=(-1.0, 1.0)),
         "sklearn Ridge(cholesky)": lambda: Ridge(alpha=1.0, solver="cholesky"),
         "sklearn LinearRegression": lambda: SkLinearRegression(),
     }
     if n_outputs:
         cases = {"ReuseCovRegressor": lambda: ReuseCovRegressor(epsilon=1.0, **bound)}
+    if only is not None:
+        cases = {k: v for k, v in cases.items() if k in only}
     return cases
 
 
@@ -87,48 +111,73 @@ def _peak_above_input(function):
 
 def measure(X, y, factory, repeats):
     """Median ratio of fit time to the floor, over interleaved pairs."""
-    ratios, seconds = [], []
+    ratios, ratios1, seconds, floors, floors1 = [], [], [], [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        factory().fit(X, y)  # warm-up (imports, first-touch)
+        if repeats > 1:
+            factory().fit(X, y)  # warm-up (imports, first-touch)
         for _ in range(repeats):
             t_floor = _timed(lambda: floor_fit(X, y))
+            t_floor1 = _timed(lambda: floor_fit_one_thread(X, y))
             t_fit = _timed(lambda: factory().fit(X, y))
             ratios.append(t_fit / t_floor)
+            ratios1.append(t_fit / t_floor1)
             seconds.append(t_fit)
+            floors.append(t_floor)
+            floors1.append(t_floor1)
         peak = _peak_above_input(lambda: factory().fit(X, y))
-    return {"ratio": statistics.median(ratios), "seconds": statistics.median(seconds),
-            "peak_mb": peak / 2**20}
+    return {"ratio": statistics.median(ratios), "ratio_1thread": statistics.median(ratios1),
+            "seconds": statistics.median(seconds),
+            "floor_seconds": statistics.median(floors),
+            "floor_1thread_seconds": statistics.median(floors1), "peak_mb": peak / 2**20,
+            "load": os.getloadavg()[0]}
 
 
 def _data(n, d, seed=0, n_outputs=None, dtype=np.float64, memmap_dir=None):
     rng = np.random.default_rng(seed)
     if memmap_dir is not None:
-        path = os.path.join(memmap_dir, f"X_{n}_{d}.dat")
+        path = os.path.join(memmap_dir, f"X_{n}_{d}.npy")
         X = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n, d))
-        for start in range(0, n, 1 << 18):
-            stop = min(n, start + (1 << 18))
+        step = max(1, (1 << 24) // d)
+        for start in range(0, n, step):
+            stop = min(n, start + step)
             X[start:stop] = rng.uniform(-1, 1, size=(stop - start, d))
         X.flush()
+        X = np.load(path, mmap_mode="r")
     else:
         X = rng.uniform(-1, 1, size=(n, d)).astype(dtype)
     beta = rng.normal(size=(d,) if n_outputs is None else (d, n_outputs)) / math.sqrt(d)
-    noise = rng.normal(size=n if n_outputs is None else (n, n_outputs))
-    y = np.asarray(X @ beta, dtype=np.float64) + 0.5 * noise
+    y = np.empty(n if n_outputs is None else (n, n_outputs))
+    step = max(1, (1 << 24) // d)
+    for start in range(0, n, step):  # block by block (X may be a memmap)
+        stop = min(n, start + step)
+        y[start:stop] = X[start:stop] @ beta
+    y += 0.5 * rng.normal(size=y.shape)
     return X, y
 
 
-def run_numpy(sizes, repeats, memmap_dir=None):
+def _report(row):
+    extra = f" load {row['load']:.1f}"
+    print(f"{row['input']:7s} n={row['n']:.0e} d={row['d']:4d} {row['estimator']:38s} "
+          f"{row['ratio']:6.2f}x floor {row['ratio_1thread']:6.2f}x 1-thread floor "
+          f"{row['seconds']:8.3f} s "
+          f"peak {row['peak_mb']:8.1f} MB{extra}", flush=True)
+
+
+def run_numpy(sizes, repeats, memmap_dir=None, only=None, dtype=np.float64):
     rows = []
     for n, d in sizes:
-        X, y = _data(n, d, memmap_dir=memmap_dir)
-        for name, factory in _estimators(d).items():
+        X, y = _data(n, d, memmap_dir=memmap_dir, dtype=dtype)
+        kind = "memmap" if memmap_dir else "numpy"
+        if dtype == np.float32:
+            kind += " float32"
+        for name, factory in _estimators(d, only=only).items():
             result = measure(X, y, factory, repeats)
-            rows.append({"n": n, "d": d, "estimator": name,
-                         "input": "memmap" if memmap_dir else "numpy", **result})
-            print(f"n={n:.0e} d={d:4d} {name:32s} {result['ratio']:6.2f}x floor "
-                  f"{result['seconds']:7.3f} s peak {result['peak_mb']:8.1f} MB", flush=True)
+            rows.append({"n": n, "d": d, "estimator": name, "input": kind,
+                         "input_mb": X.nbytes / 2**20, **result})
+            _report(rows[-1])
         del X, y
+        gc.collect()
     return rows
 
 
@@ -144,47 +193,86 @@ def run_reusecov(repeats):
     return rows
 
 
-def run_dask(n, d, repeats):
+def _count_passes():
+    """Patch RowSource.reduce to count passes; returns (list, undo)."""
+    from skprivreg._rows import RowSource
+
+    calls = []
+    original = RowSource.reduce
+
+    def counted(self, *args, **kwargs):
+        calls.append(kwargs.get("label", ""))
+        return original(self, *args, **kwargs)
+
+    RowSource.reduce = counted
+    return calls, lambda: setattr(RowSource, "reduce", original)
+
+
+def run_dask(sizes, repeats):
     import dask.array as da
     from dask.distributed import Client, LocalCluster
 
-    from skprivreg.linear_model import AdaSSPRegressor, SSPRegressor
-
-    X, y = _data(n, d)
-    bound = {"x_bound": math.sqrt(d), "y_bound": 2.0 * math.sqrt(d)}
     rows = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, \
-            Client(cluster):
-        Xd = da.from_array(X, chunks=(max(1, n // 8), d)).persist()
-        yd = da.from_array(y, chunks=(max(1, n // 8),)).persist()
-        for name, cls in (("SSPRegressor", SSPRegressor), ("AdaSSPRegressor", AdaSSPRegressor)):
-            t_np, t_dask = [], []
-            for _ in range(repeats):
-                t_np.append(_timed(lambda: cls(epsilon=1.0, **bound).fit(X, y)))
-                t_dask.append(_timed(lambda: cls(epsilon=1.0, **bound).fit(Xd, yd)))
-            rows.append({"n": n, "d": d, "estimator": name, "input": "dask (2 workers)",
-                         "ratio_to_numpy": statistics.median(t_dask) / statistics.median(t_np),
-                         "seconds": statistics.median(t_dask)})
-            print(f"dask {name}: {rows[-1]['ratio_to_numpy']:.2f}x the NumPy fit", flush=True)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        for n, d in sizes:
+            X, y = _data(n, d)
+            chunk = max(1, n // 8)
+            Xd = da.from_array(X, chunks=(chunk, d)).persist()
+            yd = da.from_array(y, chunks=(chunk,)).persist()
+            for name, factory in _estimators(d, only=OURS + (
+                    "LinearRegression (default, 8 rounds)",)).items():
+                t_np, t_dask = [], []
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    factory().fit(Xd, yd)  # warm-up
+                    for _ in range(repeats):
+                        t_np.append(_timed(lambda: factory().fit(X, y)))
+                        t_dask.append(_timed(lambda: factory().fit(Xd, yd)))
+                    calls, undo = _count_passes()
+                    try:
+                        est = factory().fit(Xd, yd)
+                    finally:
+                        undo()
+                releases = len(est.privacy_spent_.events)
+                rows.append({"n": n, "d": d, "estimator": name, "input": "dask (2 workers)",
+                             "ratio_to_numpy": statistics.median(t_dask) / statistics.median(t_np),
+                             "seconds": statistics.median(t_dask),
+                             "numpy_seconds": statistics.median(t_np),
+                             "passes": len(calls), "releases": releases,
+                             "load": os.getloadavg()[0]})
+                print(f"dask n={n:.0e} d={d} {name}: {rows[-1]['ratio_to_numpy']:.2f}x the "
+                      f"NumPy fit, {len(calls)} passes for {releases} releases", flush=True)
+            del Xd, yd
     return rows
 
 
-def _markdown(rows, reusecov, dask_rows):
+def _markdown(rows, reusecov, dask_rows, skipped):
     lines = ["# Fit time against one read of the data", "",
              "Ratio = median over interleaved pairs of (fit time) / (floor time), the floor",
              "being `X.T @ X`, `X.T @ y` and a Cholesky solve on the same array in the same",
-             "run. Peak = memory allocated by the fit above its input (tracemalloc).", "",
-             "| input | n | d | estimator | ratio to floor | fit s | peak MB |",
-             "|---|---|---|---|---|---|---|"]
+             "run (BLAS threads as configured: 2 here), and the same floor with BLAS on one",
+             "thread (1-thread floor; our fits share a block's pieces between 2 threads).",
+             "Peak = memory allocated by the fit above its input (tracemalloc). Load =",
+             "1-minute load average of the shared 2-core machine after the cell.", "",
+             "| input | n | d | estimator | ratio to floor | ratio to 1-thread floor | fit s | "
+             "floor s | peak MB | input MB | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows + reusecov:
         lines.append(f"| {r['input']} | {r['n']:.0e} | {r['d']} | {r['estimator']} | "
-                     f"{r['ratio']:.2f} | {r['seconds']:.3f} | {r['peak_mb']:.1f} |")
+                     f"{r['ratio']:.2f} | {r['ratio_1thread']:.2f} | {r['seconds']:.3f} | "
+                     f"{r['floor_seconds']:.3f} | "
+                     f"{r['peak_mb']:.1f} | {r.get('input_mb', float('nan')):.0f} | "
+                     f"{r['load']:.1f} |")
     if dask_rows:
-        lines += ["", "| Dask (2 workers) | n | d | estimator | time / NumPy fit |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "| Dask (2 workers) | n | d | estimator | time / NumPy fit | Dask s | "
+                  "NumPy s | passes | releases |", "|---|---|---|---|---|---|---|---|---|"]
         for r in dask_rows:
             lines.append(f"| | {r['n']:.0e} | {r['d']} | {r['estimator']} | "
-                         f"{r['ratio_to_numpy']:.2f} |")
+                         f"{r['ratio_to_numpy']:.2f} | {r['seconds']:.3f} | "
+                         f"{r['numpy_seconds']:.3f} | {r['passes']} | {r['releases']} |")
+    if skipped:
+        lines += ["", "Skipped cells:", ""] + [f"- {s}" for s in skipped]
     return "\n".join(lines) + "\n"
 
 
@@ -198,37 +286,59 @@ def _plot(rows):
         return
     from _common import RESULTS
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name in sorted({r["estimator"] for r in rows}):
-        points = sorted((r["n"], r["seconds"]) for r in rows
-                        if r["estimator"] == name and r["d"] == 10 and r["input"] == "numpy")
-        if len(points) > 1:
-            ax.loglog(*zip(*points), marker="o", label=name)
-    ax.set_xlabel("n (rows), d = 10")
-    ax.set_ylabel("fit time (s)")
-    ax.legend(fontsize=7)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, d in zip(axes, (10, 100)):
+        for name in ("floor",) + OURS + ("sklearn Ridge(cholesky)",):
+            if name == "floor":
+                points = {(r["n"], r["floor_seconds"]) for r in rows
+                          if r["d"] == d and r["estimator"] == "SSPRegressor"
+                          and r["input"] in ("numpy", "memmap")}
+            else:
+                points = {(r["n"], r["seconds"]) for r in rows if r["estimator"] == name
+                          and r["d"] == d and r["input"] in ("numpy", "memmap")}
+            points = sorted(points)
+            if len(points) > 1:
+                ax.loglog(*zip(*points), marker="o", label=name)
+        ax.set_xlabel(f"n (rows), d = {d}; n = 1e7 from a memmap")
+        ax.set_ylabel("fit time (s)")
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / "speed.png", dpi=120)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n <= 1e6, d <= 100, 3 repeats")
+    parser.add_argument("--quick", action="store_true", help="n <= 1e6, d <= 100")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dask", action="store_true", help="also the 2-worker Dask path")
     parser.add_argument("--memmap", action="store_true", help="also n = 1e7 from a memmap")
+    parser.add_argument("--reusecov", action="store_true",
+                        help="also ReuseCovRegressor at n=20,000, d=50, 10,000 outcomes")
     args = parser.parse_args()
     sizes = [(100_000, 10), (1_000_000, 10), (100_000, 100), (1_000_000, 100)]
-    if not args.quick:
-        sizes += [(100_000, 1000)]
+    skipped = ["n=1e7, d=1000: 80 GB of float64, beyond this machine's disk budget and RAM.",
+               "n=1e6, d=1000: 8 GB in memory (scikit-learn's fits copy it once more) on a "
+               "23 GB machine shared by several jobs."]
     rows = run_numpy(sizes, args.repeats)
+    if not args.quick:
+        rows += run_numpy([(100_000, 1000)], 1, only=OURS + ("sklearn Ridge(cholesky)",))
+        skipped.append("n=1e5, d=1000: one pair per fit, and only our one-round fits and "
+                       "Ridge (the others take minutes on the shared machine).")
+    rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], args.repeats,
+                      only=("SSPRegressor", "AdaSSPRegressor"), dtype=np.float32)
     if args.memmap:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows += run_numpy([(10_000_000, 10)], 1, memmap_dir=tmp)
-    reusecov = [] if args.quick else run_reusecov(args.repeats)
-    dask_rows = run_dask(1_000_000, 10, args.repeats) if args.dask else []
-    path = write_results("speed", {"rows": rows, "reusecov": reusecov, "dask": dask_rows},
-                         _markdown(rows, reusecov, dask_rows))
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+            rows += run_numpy([(10_000_000, 10)], 1, memmap_dir=tmp,
+                              only=OURS + ("sklearn Ridge(cholesky)",))
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+            rows += run_numpy([(10_000_000, 100)], 1, memmap_dir=tmp, only=OURS)
+        skipped.append("n=1e7, d=100 (8 GB memmap): the floor and our fits only, one "
+                       "pair each (scikit-learn would load and copy 8 GB).")
+    reusecov = run_reusecov(args.repeats) if args.reusecov else []
+    dask_rows = run_dask([(1_000_000, 10), (1_000_000, 100)], args.repeats) if args.dask else []
+    path = write_results("speed", {"rows": rows, "reusecov": reusecov, "dask": dask_rows,
+                                   "skipped": skipped},
+                         _markdown(rows, reusecov, dask_rows, skipped))
     _plot(rows)
     print(f"wrote {path}")
 

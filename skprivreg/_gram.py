@@ -33,13 +33,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.utils import assert_all_finite
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 __all__ = [
     "CACHE_BYTES",
     "augment_gram",
     "cache_block_rows",
     "cache_blocked",
+    "reduce_threaded",
+    "source_block_rows",
+    "threads_for",
     "check_finite_block",
     "gram_block",
     "gram_statistics",
@@ -84,12 +87,12 @@ def _pool(n_threads):
 def cache_block_rows(n_columns, cache_bytes=None):
     """Rows of a block of ``n_columns`` float64 values that fits the cache.
 
-    At least 256 rows (so BLAS works on matrices, not vectors, and the
-    Python cost per block stays small) and at most 65,536.
+    At least 1,024 rows (so the products run at BLAS speed on wide rows and
+    the Python cost per block stays small) and at most 65,536.
     """
     cache_bytes = CACHE_BYTES if cache_bytes is None else int(cache_bytes)
     rows = cache_bytes // (8 * max(int(n_columns), 1))
-    return int(min(max(rows, 256), 1 << 16))
+    return int(min(max(rows, 1024), 1 << 16))
 
 
 def check_finite_block(block, name, estimator_name=None):
@@ -186,13 +189,22 @@ def _gram_of_block(X, Y, params, acc):
     XtY1 += X.T @ labels
 
 
-def _gram_of_range(X, Y, params, bounds, acc=None):
-    """The partial of the cache blocks ``bounds`` (a list of ``(start, stop)``) of one block."""
-    d = X.shape[1] if params.columns is None else len(params.columns)
-    acc = _empty_partial(d, params.n_outputs) if acc is None else acc
-    for start, stop in bounds:
-        _gram_of_block(X[start:stop], Y[start:stop], params, acc)
-    return acc
+def _run_pieces(bounds, run, n_threads, into, combine):
+    """``run(list of pieces, acc or None) -> partial`` over ``bounds``, shared by threads.
+
+    With ``n_threads > 1`` the pieces are split into that many contiguous
+    runs, one per thread, whose partials are combined in row order: the
+    result does not depend on how the threads were scheduled.
+    """
+    k = min(n_threads, len(bounds))
+    if k <= 1:
+        return run(bounds, into)
+    runs = [bounds[i * len(bounds) // k:(i + 1) * len(bounds) // k] for i in range(k)]
+    parts = list(_pool(k).map(lambda r: run(r, None), runs))
+    total = parts[0] if into is None else combine(into, parts[0])
+    for part in parts[1:]:
+        total = combine(total, part)
+    return total
 
 
 def gram_block(offset, X, Y, params, into=None):
@@ -200,26 +212,20 @@ def gram_block(offset, X, Y, params, into=None):
 
     ``(X^T X, X^T [Y, 1], 1^T Y)`` of the clipped rows of one block (a NumPy
     slice or a Dask chunk, any float dtype), computed in cache-sized pieces
-    and added to ``into`` in place when given. With ``params.n_threads > 1``
-    the pieces are shared by that many threads in contiguous runs, whose
-    partials are added in row order (the result does not depend on the
-    scheduling of the threads).
+    and added to ``into`` in place when given; with ``params.n_threads > 1``
+    the pieces are shared by threads (:func:`_run_pieces`).
     """
     X = np.asarray(X)
-    n_rows = X.shape[0]
     d = X.shape[1] if params.columns is None else len(params.columns)
-    bounds = list(iter_cache_blocks(n_rows, d + params.n_outputs + 1, params.cache_bytes))
-    k = min(params.n_threads, len(bounds))
-    if k <= 1:
-        if into is None:
-            into = _empty_partial(d, params.n_outputs)
-        return _gram_of_range(X, Y, params, bounds, into)
-    runs = [bounds[i * len(bounds) // k:(i + 1) * len(bounds) // k] for i in range(k)]
-    parts = list(_pool(k).map(lambda run: _gram_of_range(X, Y, params, run), runs))
-    total = parts[0] if into is None else _add_partials(into, parts[0])
-    for part in parts[1:]:
-        total = _add_partials(total, part)
-    return total
+    bounds = list(iter_cache_blocks(X.shape[0], d + params.n_outputs + 1, params.cache_bytes))
+
+    def run(pieces, acc):
+        acc = _empty_partial(d, params.n_outputs) if acc is None else acc
+        for start, stop in pieces:
+            _gram_of_block(X[start:stop], Y[start:stop], params, acc)
+        return acc
+
+    return _run_pieces(bounds, run, params.n_threads, into, _add_partials)
 
 
 def _add_partials(a, b):
@@ -233,19 +239,58 @@ class cache_blocked:  # noqa: N801 (used like a function)
     or clipped copy of the rows): each piece of ``n_columns``-wide rows fits
     the cache, whatever the size of the block (a Dask chunk, a memmap
     block), so the temporaries stay small. Partials are tuples of arrays,
-    summed in row order. Picklable when ``function`` is (for Dask).
+    summed in row order; ``n_threads > 1`` shares the pieces of a block
+    between threads (:func:`_run_pieces`; use 1 on Dask workers).
+    Picklable when ``function`` is (for Dask).
     """
 
-    def __init__(self, function, n_columns):
+    def __init__(self, function, n_columns, n_threads=1):
         self.function = function
         self.n_columns = int(n_columns)
+        self.n_threads = int(n_threads)
 
     def __call__(self, offset, X, Y, params=None, into=None):
-        acc = into
-        for start, stop in iter_cache_blocks(len(X), self.n_columns):
-            part = self.function(X[start:stop], None if Y is None else Y[start:stop])
-            acc = part if acc is None else _add_partials(acc, part)
-        return acc
+        def run(pieces, acc):
+            for start, stop in pieces:
+                part = self.function(X[start:stop], None if Y is None else Y[start:stop])
+                acc = part if acc is None else _add_partials(acc, part)
+            return acc
+
+        bounds = list(iter_cache_blocks(len(X), self.n_columns))
+        return _run_pieces(bounds, run, self.n_threads, into, _add_partials)
+
+
+def threads_for(source):
+    """Threads of a pass over ``source``: :data:`N_THREADS` on NumPy, 1 on Dask workers."""
+    return 1 if source.is_dask else N_THREADS
+
+
+_CONTROLLER = {}
+
+
+def _blas_controller():
+    """The process's ThreadpoolController (finding the BLAS libraries once costs milliseconds)."""
+    if os.getpid() not in _CONTROLLER:
+        _CONTROLLER[os.getpid()] = ThreadpoolController()
+    return _CONTROLLER[os.getpid()]
+
+
+def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
+    """``source.reduce(...)``, with BLAS kept to one thread when the pass runs threads."""
+    if n_threads > 1:
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            return source.reduce(fn, combine, params, label=label)
+    return source.reduce(fn, combine, params, label=label)
+
+
+def source_block_rows(n_columns):
+    """Rows per :class:`~skprivreg._rows.RowSource` block: a whole number of cache blocks.
+
+    About 65,536 rows, so a block splits into equal cache-sized pieces
+    (no short piece per block).
+    """
+    piece = cache_block_rows(n_columns)
+    return piece * max(1, (1 << 16) // piece)
 
 
 def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):
@@ -297,15 +342,11 @@ def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimat
     ``Y`` during the pass (nothing has been released then).
     """
     n_outputs = 1 if source.Y.ndim == 1 else int(source.Y.shape[1])
-    n_threads = 1 if source.is_dask else N_THREADS
+    n_threads = threads_for(source)
     if y_range is None and y_bound is not None:
         y_range = (-y_bound, y_bound)
     params = GramParams(x_bound, y_range, n_outputs, estimator_name, n_threads=n_threads,
                         columns=columns, x_range=x_range)
-    if n_threads > 1:
-        # The threads share the cores: BLAS calls inside them run single-threaded.
-        with threadpool_limits(1, user_api="blas"):
-            XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
-    else:
-        XtX, XtY1, y_sum = source.reduce(gram_block, _add_partials, params, label=label)
+    XtX, XtY1, y_sum = reduce_threaded(source, gram_block, _add_partials, params, label=label,
+                                       n_threads=n_threads)
     return augment_gram(XtX, XtY1, y_sum, source.n, intercept_scaling)

@@ -41,7 +41,7 @@ def _quiet(function, *args, **kwargs):
 def test_statistics_equal_the_direct_computation(monkeypatch, dtype, intercept):
     import skprivreg._gram as gram
 
-    monkeypatch.setattr(gram, "CACHE_BYTES", 4096)  # many small blocks (256 rows)
+    monkeypatch.setattr(gram, "CACHE_BYTES", 4096)  # many small blocks (1,024 rows)
     X, Y = _data(3001, 4, l=2)
     X = X.astype(dtype)
     XtX, XtY = gram_statistics(RowSource(X, Y, raw_blocks=True, block_rows=1000),
@@ -64,7 +64,7 @@ def test_a_finite_row_whose_norm_overflows_is_clipped_not_refused():
 
 def test_block_rows_follow_the_cache_and_d():
     assert cache_block_rows(10, 1 << 20) == (1 << 20) // 80
-    assert cache_block_rows(100_000, 1 << 20) == 256
+    assert cache_block_rows(100_000, 1 << 20) == 1024
     assert cache_block_rows(1, 1 << 30) == 1 << 16
 
 

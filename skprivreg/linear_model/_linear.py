@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context
-from .._gram import cache_blocked
+from .._gram import cache_blocked, reduce_threaded, source_block_rows, threads_for
 from .._rows import RowSource, add_tuples, check_block_finite, validate_blockwise_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
@@ -126,15 +126,23 @@ def mean_weight(n_samples, mu):
 # Block functions (pure; one read of the block each)
 # ---------------------------------------------------------------------------
 def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
-    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does)."""
-    X = np.asarray(X_block, dtype=np.float64)
-    if check:
-        check_block_finite(X, "X")
+    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does).
+
+    The block is read in its own dtype and mapped into a float64 copy (one
+    sweep); the finiteness check is a sum over the mapped values (before
+    the clip, which would map an infinity to 1), with the exact check only
+    when that sum is not finite.
+    """
+    X = np.asarray(X_block)
     if x_clip is not None:  # private path: rows clipped to the released bound first
+        X = np.asarray(X, dtype=np.float64)
         norms = row_norms(X)
         X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
-    Z = X - rmap.center
-    Z /= rmap.half
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = np.subtract(X, rmap.center, dtype=np.float64)
+        Z /= rmap.half
+        if check and not np.isfinite(np.add.reduce(Z, axis=None)):
+            check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
     if rmap.clip_coordinates:
         np.clip(Z, -1.0, 1.0, out=Z)
     if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
@@ -145,10 +153,12 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
             Z[over] *= (rmap.row_bound / norms[over])[:, None]
     u = None
     if y_block is not None:
-        y = np.asarray(y_block, dtype=np.float64).ravel()
-        if check:
-            check_block_finite(y, "y")
-        u = np.clip((y - rmap.y_center) / rmap.y_half, -1.0, 1.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            u = np.subtract(np.asarray(y_block).ravel(), rmap.y_center, dtype=np.float64)
+            u /= rmap.y_half
+            if check and not np.isfinite(np.add.reduce(u)):
+                check_block_finite(np.asarray(y_block), "y")
+        np.clip(u, -1.0, 1.0, out=u)
     return Z, u
 
 
@@ -168,17 +178,26 @@ def _transpose_times(Z, r, fit_intercept):
 
 
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
-    """``(A^T A, A^T u, [sum u, sum u^2])`` of one block, ``A = [Z, c 1]``.
+    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows])`` of one block (see :func:`first_pass_stats`).
 
     The first pass over the rows: it also refuses NaN or infinity, before any noise.
     """
     Z, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
-    ZtZ = Z.T @ Z
-    if fit_intercept:
-        z_sum = _INTERCEPT * Z.sum(axis=0)
-        ZtZ = np.block([[ZtZ, z_sum[:, None]],
-                        [z_sum[None, :], np.array([[_INTERCEPT**2 * len(Z)]])]])
-    return ZtZ, _transpose_times(Z, u, fit_intercept), np.array([u.sum(), (u * u).sum()])
+    labels = np.empty((len(u), 2))
+    labels[:, 0] = u
+    labels[:, 1] = 1.0
+    return Z.T @ Z, Z.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
+
+
+def first_pass_stats(ZtZ, ZtL, sums, fit_intercept):
+    """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass."""
+    Ztu, z_sum = ZtL[:, 0], ZtL[:, 1]
+    if not fit_intercept:
+        return ZtZ, Ztu, sums[:2]
+    c = _INTERCEPT
+    AtA = np.block([[ZtZ, c * z_sum[:, None]],
+                    [c * z_sum[None, :], np.array([[c * c * sums[2]]])]])
+    return AtA, np.append(Ztu, c * sums[0]), sums[:2]
 
 
 def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
@@ -542,7 +561,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         # ledger has the same mu's (only the residual-clip sensitivities differ).
         rngs = self._secret_rngs("bounds", "noise", spend=ledger)
         source = RowSource(X, y, raw_blocks=True, verbose=self.verbose,
-                           name=type(self).__name__)
+                           name=type(self).__name__, block_rows=source_block_rows(d + 2))
         result = _fit_private(source, plan, self, rngs)
         self._settle(result["ledger"])
         self.coef_, self.intercept_ = result["coef"], result["intercept"]
@@ -584,8 +603,14 @@ def _range_bound(counts, n, epsilon, rng, bins, name, private):
 
 
 def _data_pass(source, block, label):
-    """One pass over the rows: the sum of ``block(X_piece, y_piece)`` over cache-sized pieces."""
-    return source.reduce(cache_blocked(block, source.d + 2), add_tuples, label=label)
+    """One pass over the rows: the sum of ``block(X_piece, y_piece)`` over cache-sized pieces.
+
+    On NumPy input the pieces of each block are shared by threads (the sums
+    are added in row order, so the result does not depend on scheduling).
+    """
+    n_threads = threads_for(source)
+    return reduce_threaded(source, cache_blocked(block, source.d + 2, n_threads), add_tuples,
+                           label=label, n_threads=n_threads)
 
 
 def _fit_private(source, plan, est, rngs):
@@ -644,8 +669,9 @@ def _fit_private(source, plan, est, rngs):
                  else math.sqrt(2.0) * plan.row_bound**2)
 
     # -- first pass: Gram, A^T u, label moments ------------------------------
-    AtA, Atu, moments = _data_pass(source, partial(first_pass_block, **common),
-                                   "label_moments, XtX, Xty")
+    AtA, Atu, moments = first_pass_stats(
+        *_data_pass(source, partial(first_pass_block, **common), "label_moments, XtX, Xty"),
+        fit_intercept)
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))

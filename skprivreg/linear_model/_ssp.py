@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context
-from .._gram import gram_statistics
+from .._gram import gram_statistics, source_block_rows
 from .._rows import RowSource, validate_blockwise_data
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
@@ -187,7 +187,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         # that release nothing and refuse bad input (NaN, infinity).
         rngs = self._secret_rngs("bounds", "noise", spend=planned)
         source = RowSource(X, Y, raw_blocks=True, verbose=self.verbose,
-                           name=type(self).__name__)
+                           name=type(self).__name__,
+                           block_rows=source_block_rows(X.shape[1] + n_outputs + 1))
         x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"],
                                                               source)
         XtX, XtY = gram_statistics(

@@ -163,6 +163,13 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         Charged the whole search's (epsilon, delta) once, before any data is read.
     random_state : None
         Every draw of the search is secret (fresh OS entropy).
+    verbose : int, default=0
+        ``>= 1``: a line with the plan before the runs (candidates, per-run
+        epsilon, the cap on the number of runs), a line when the selection
+        ends, and the refit's own progress lines (its ``verbose`` is set when
+        it has one). There is **no line per run**: the number of runs is a
+        secret draw of the selection, and so is which candidate each run
+        fits and whether its private test failed.
 
     Attributes
     ----------
@@ -191,11 +198,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "y_bound": [Real, tuple, list, np.ndarray, None],
         "refit_budget": [Interval(Real, 0, 1, closed="left")],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, *, estimator=None, param_grid=None, epsilon=1.0, delta=1e-6,
                  n_repetitions=10, eta=1.0, validation_fraction=0.25, y_bound=None,
-                 refit_budget=0.0, accountant=None, random_state=None):
+                 refit_budget=0.0, accountant=None, random_state=None, verbose=0):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -207,6 +215,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         self.refit_budget = refit_budget
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- public planning --------------------------------------------------
     def _budgets(self):
@@ -243,8 +252,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     def _candidate(self, params, prefix, epsilon, delta=None):
         est = clone(self.estimator).set_params(**params)
         delta = self._budgets()[1] if delta is None else delta
-        return est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
-                                 f"{prefix}accountant": None})
+        est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
+                          f"{prefix}accountant": None})
+        if f"{prefix}verbose" in est.get_params():
+            # Runs print nothing: a line per run would reveal their secret number.
+            est.set_params(**{f"{prefix}verbose": 0})
+        return est
 
     def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
         """Each candidate's ledger at ``epsilon``, from a fit on synthetic data.
@@ -388,6 +401,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         pmf[-1] += max(1.0 - pmf.sum(), 0.0)  # min(K, cap)
         n_runs = 1 + int(np.searchsorted(np.cumsum(pmf), rng.random() * pmf.sum()))
         n_runs = min(n_runs, cap)
+        self._say(f"{len(candidates)} candidates, per-run epsilon {eps_c:.4g}, "
+                  f"at most {cap} runs (their number is secret)")
 
         best = None
         for _ in range(n_runs):
@@ -408,6 +423,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             if best is None or score > best[0]:
                 best = (score, index, est)
         self._settle(ledger)
+        self._say("selection done")
         if best is None:
             raise PrivateTestFailed(
                 "Every run of the private search failed its private test; the search's "
@@ -416,6 +432,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         score, index, est = best
         if eps_refit > 0:
             est = self._candidate(candidates[index], prefix, eps_refit, delta_refit)
+            if f"{prefix}verbose" in est.get_params():
+                est.set_params(**{f"{prefix}verbose": self.verbose})
+            self._say(f"refit on {n:,} rows")
             est.fit(X, y)  # a PrivateTestFailed propagates: the spend is recorded
         self.best_estimator_ = est
         self.best_params_ = dict(candidates[index])
@@ -433,6 +452,11 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         self.candidate_epsilon_ = float(eps_c)
         self.candidate_delta_ = float(delta_sel)
         return self
+
+    def _say(self, text):
+        """A progress line of public facts (never a per-run line: their number is secret)."""
+        if self.verbose:
+            print(f"[{type(self).__name__}] {text}", flush=True)
 
     @staticmethod
     def _check_run(run_ledger, q_rdp):

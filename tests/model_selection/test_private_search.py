@@ -288,3 +288,23 @@ def test_selection_bound_matches_google_dp_accounting(eta, mean):
     laplace = rdp_accountant.RdpAccountant(orders=list(RDP_ORDERS))
     laplace.compose(dp_event.LaplaceDpEvent(1 / 0.7))
     np.testing.assert_allclose(laplace_rdp(0.7), laplace._rdp, rtol=1e-12)
+
+
+def test_verbose_prints_public_facts_only_and_no_line_per_run(capsys):
+    # The number of runs is a fresh secret draw in every fit, and the data
+    # differ in one row: the lines must not change.
+    X, y = _data(n=3000)
+    X2, y2 = X.copy(), y.copy()
+    X2[5], y2[5] = [1.0, -1.0, 1.0], -6.0
+    estimator = AdaSSPRegressor(x_bound=2.0, y_bound=6.5, verbose=1)  # runs stay silent
+    outputs = []
+    for data in ((X, y), (X2, y2), (X, y), (X2, y2)):
+        _search(estimator=estimator, refit_budget=0.25, n_repetitions=5, verbose=1).fit(*data)
+        outputs.append(capsys.readouterr().out)
+    assert len(set(outputs)) == 1
+    lines = outputs[0].splitlines()
+    assert len(lines) == 4
+    assert lines[0].startswith("[PrivateGridSearchCV] 2 candidates, per-run epsilon")
+    assert lines[1:3] == ["[PrivateGridSearchCV] selection done",
+                          "[PrivateGridSearchCV] refit on 3,000 rows"]
+    assert lines[3] == "[AdaSSPRegressor] pass 1 (XtX, XtY): 3,000 / 3,000 rows"
