@@ -360,6 +360,19 @@ BEFORE = {
 }
 
 
+#: c/sigma after the first round of the tighter analysis (location bound
+#: 784 L0 (1 - 28 L0)^-3, unrelaxed ladder ratio e^{~16 k L0}, exponential leverage
+#: schedule, planner-chosen shape share), measured with ``issp_plan`` at main 6883cd0.
+ROUND1 = {
+    (10**6, 1, 1.0): 4.29e6, (10**6, 1, 4.0): 2.39e3, (10**6, 10, 1.0): 4.29e6,
+    (10**6, 10, 4.0): 2.39e3, (10**7, 1, 1.0): 4.55e6, (10**7, 1, 4.0): 137.0,
+    (10**7, 10, 1.0): 4.55e6, (10**7, 10, 4.0): 875.0, (10**8, 1, 1.0): 243.0,
+    (10**8, 1, 4.0): 2.04, (10**8, 10, 1.0): 1.39e3, (10**8, 10, 4.0): 3.36,
+    (10**9, 1, 1.0): 2.99, (10**9, 1, 4.0): 0.324, (10**9, 10, 1.0): 4.94,
+    (10**9, 10, 4.0): 0.431,
+}
+
+
 def analysis_table():
     from skprivreg.linear_model import issp_plan
 
@@ -369,6 +382,7 @@ def analysis_table():
         for (n, d, eps), before in BEFORE.items():
             plan = issp_plan(n_samples=n, n_features=d, epsilon=eps, delta=1e-6)
             rows.append({"n": n, "d": d, "epsilon": eps, "before": before,
+                         "round1": ROUND1[(n, d, eps)],
                          "after": plan.predicted_noise_ratio, "k": plan.k,
                          "L0": plan.leverage_bound, "log_blowup": plan.log_blowup,
                          "split": list(plan.budget_split),
@@ -406,17 +420,22 @@ def analysis_fit(n, d, eps, seed=0):
 
 
 def analysis_markdown(res):
-    lines = ["# ISSP privacy analysis: c/sigma before and after", "",
+    lines = ["# ISSP privacy analysis: c/sigma of the planner, published and proven", "",
              f"Command: `{res['command']}`; {res['date']} UTC.", "",
-             "delta = 1e-6, residual_bound='auto', budget_split='auto'. Before: published "
+             "delta = 1e-6, residual_bound='auto', budget_split='auto'. Published: "
              "location constant 3136 L0 and ladder e^{108 k L0} with a 5% shape share. "
-             "After: direct location bound 784 L0 (1 - 28 L0)^-3, the unrelaxed ladder "
-             "ratio, and the shape share chosen by the planner.", "",
-             "| n | d | eps | before | after | k | ln (R_2k/R0)^2 | split | FAIL predicted |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "Round 1: direct location bound 784 L0 (1 - 28 L0)^-3, the unrelaxed ladder "
+             "ratio e^{~16 k L0}, the exponential leverage schedule, and the shape share "
+             "chosen by the planner. Now: geometric leverage schedule, weights "
+             "(L0/(1 - k L0), (1 + k L_u) R_2k)-good, union l1 distance 5, ladder ratio "
+             "e^{~(k+3) L0}, shape distance 5 L_u/(1 - 5 L_u).", "",
+             "| n | d | eps | published | round 1 | now | k | L0 | ln (R_2k/R0)^2 | split "
+             "| FAIL predicted |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["table"]:
         lines.append(f"| {r['n']:.0e} | {r['d']} | {r['epsilon']:g} | {r['before']:.3g} | "
-                     f"{r['after']:.3g} | {r['k']} | {r['log_blowup']:.3g} | "
+                     f"{r['round1']:.3g} | {r['after']:.3g} | {r['k']} | {r['L0']:.3g} | "
+                     f"{r['log_blowup']:.3g} | "
                      f"{'/'.join(f'{x:g}' for x in r['split'])} | "
                      f"{'yes' if r['fail_predicted'] else 'no'} |")
     fit = res.get("fit")

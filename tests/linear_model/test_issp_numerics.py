@@ -287,8 +287,9 @@ def test_every_epsilon_and_split_gives_a_valid_plan(epsilon):
         assert plan.delta_loc >= D / (2 * math.e)  # never collapses
         assert 0 < plan.noise_per_r0 < math.inf and plan.k >= 1
         assert 0 < plan.leverage_bound <= 1 / (96 * plan.k)
-        # the Claim-19 cap holds for the L0 used
-        assert 56 * plan.leverage_bound <= eps_c / (3 * (math.log(2) - log_dc)) * (1 + 1e-9)
+        # the shape-step cap holds for the L0 used: 5 L_u/(1 - 5 L_u), L_u = L0/(1 - k L0)
+        L_u = plan.leverage_bound / (1 - plan.k * plan.leverage_bound)
+        assert 5 * L_u / (1 - 5 * L_u) <= eps_c / (3 * (math.log(2) - log_dc)) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("split", SPLITS)
