@@ -148,7 +148,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     the shape-step cap still admits L0; the rest is not spent
     (``planning_['eps_unused']``, and ``privacy_spent_`` says so).
     ``budget_split='auto'`` picks f_T and f_C (shape share in
-    {0.5, 1, 2, 5}% of eps1, kept only where the shape-step cap admits L0)
+    {0.1, 0.2, 0.5, 1, 2, 5}% of eps1, kept only where the shape-step cap
+    admits L0)
     from public facts to minimise the predicted noise.
 
     **Required bounds.** None. ``leverage_bound`` (L0) and ``residual_bound``
@@ -212,7 +213,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         warning is emitted if delta >= 1/n_samples).
     leverage_bound : 'auto' or float, default='auto'
         L0, at most ``1/(96k)`` and the shape-step cap
-        ``min(eps_C, 0.999)/(168 ln(2/delta_C))``.
+        ``5 L_u/(1 - 5 L_u) <= min(eps_C, 0.999)/(3 ln(2/delta_C))`` with
+        ``L_u = L0/(1 - k L0)``.
     residual_bound : 'auto' or float, default='auto'
         R0 in units of y; ``'auto'`` estimates it privately.
     fit_intercept : bool, default=True

@@ -445,8 +445,8 @@ def issp_plan(
     data. Raises
     :class:`ConfigurationError` when the request is infeasible from these
     public facts (n < p + 2, delta outside (0, 0.1], L0 above
-    ``1/(96k)`` or the shape-step cap, ``432 k^2 L0 > 700``, too few rows for
-    the private residual scale).
+    ``1/(96k)`` or the shape-step cap, a residual blow-up
+    ``ln (R_2k/R0)^2 > 700``, too few rows for the private residual scale).
 
     Parameters
     ----------
@@ -469,8 +469,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         ``predicted_noise_ratio`` (c/sigma on clean Gaussian data, i.e. the
         privacy error relative to the OLS error), ``predicted_n_min`` (the
         smallest n whose Gaussian design is on the clean path with blow-up
-        ``e^{432k^2L0} <= max_blowup`` at this k) and data-independent
-        warnings.
+        ``(R_2k/R0)^2 <= max_blowup`` at this k) and data-independent
+        warnings. The constants are proved on the ISSP privacy analysis page.
     """
     n, d = int(n_samples), int(n_features)
     p = d + int(bool(fit_intercept))
