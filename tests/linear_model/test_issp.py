@@ -115,15 +115,6 @@ def test_capped_score_always_fails():
         assert all(ptr_test(0.0, 4.0, eps, delta, rng)[0] for _ in range(2000))
 
 
-def _rho(k, L0):
-    """Ladder ratio (1 + 2 L_1)/(1 - (k+1) sqrt(L_1 L_2)) of the analysis page."""
-    L_u = L0 / (1 - k * L0)
-    L_1 = L_u / (1 - 2 * L_u)
-    L_w = L0 / (1 - (k + 1) * L0)
-    L_2 = L_w / (1 - (k + 1) * L_w)
-    return (1 + 2 * L_1) / (1 - (k + 1) * math.sqrt(L_1 * L_2))
-
-
 def test_plan_reproduces_table_p_e():
     """The spec table's setting (k = 320, L0 = 1/(432 k^2), paper split).
 
@@ -147,9 +138,10 @@ def test_plan_reproduces_table_p_e():
         # (D - delta_C) e^{-1/3}) with delta_C = (D/2) e^{-1/3}.
         D = 2e-6 / 3
         delta_M = min(D / 2, (D - D / 2 * math.exp(-1 / 3)) * math.exp(-1 / 3))
-        g = math.log(_rho(k, L0)) + 1e-12
+        # (R_2k/R0)^2 = e^{log_blowup}: the ladder itself is pinned in test_issp_pins
         L_u = L0 / (1 - k * L0)
-        sens = math.sqrt(25 * L_u / (1 - 5 * L_u) ** 3) * (1 + k * L_u) * math.exp(2 * k * g)
+        sens = (math.sqrt(25 * L_u / (1 - 5 * L_u) ** 3) * (1 + k * L_u)
+                * math.exp(plan.log_blowup / 2))
         assert plan.noise_per_r0 == pytest.approx(sens / gdp_mu(1 / 3, delta_M), rel=1e-9)
         # c/R0 = 0.175 in the spec table (published constants): 18 times less now
         assert 0.175 / plan.noise_per_r0 > 18
