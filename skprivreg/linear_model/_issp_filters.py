@@ -57,10 +57,13 @@ RESIDUAL_REBASE_TOL = 1e-9
 # Public schedules
 # ---------------------------------------------------------------------------
 #: Relative margin by which consecutive leverage thresholds (and residual
-#: rungs) are spaced wider than the proofs need, so that the rounding of
-#: ``exp`` and of the products (a few units of 1e-16) never makes a float
-#: threshold ratio fall below the proven one.
-SCHEDULE_FLOAT_MARGIN = 1e-12
+#: rungs) are spaced wider than the proofs need, and by which ``L_top`` is
+#: shaded down. The proofs assume exact arithmetic; the margin keeps the
+#: proven ratios through the rounding of the schedules themselves and through
+#: float leverages with relative error below 5e-7 (the factor passes switch
+#: to exact whitening before float leverages reach about ``p eps 1e7``).
+#: It costs a factor ``e^{-2k 1e-6}`` on the lowest leverage threshold.
+SCHEDULE_FLOAT_MARGIN = 1e-6
 
 
 def leverage_top(L0, k):
@@ -70,7 +73,7 @@ def leverage_top(L0, k):
     of leverage at most ``L_top`` under ``S_{A_{2k}}``, so
     ``S_w >= S_{A_{k+1}} >= (1 - (k-1) L_top) S_{A_{2k}}`` and every kept row
     has ``h_i(w) <= L_top / (1 - (k-1) L_top) = L0`` (ISSP privacy analysis page).
-    The value is shaded down by :data:`SCHEDULE_FLOAT_MARGIN` against rounding.
+    The value is shaded down by :data:`SCHEDULE_FLOAT_MARGIN`.
     """
     return L0 / (1.0 + (k - 1.0) * L0) * (1.0 - SCHEDULE_FLOAT_MARGIN)
 
@@ -89,9 +92,9 @@ def leverage_bound_for_base(L_base, k):
     """Smallest ``L0`` whose :func:`leverage_base` is at least ``L_base`` (inf if none).
 
     ``L_top e^{-2k s(L_top)}`` increases in ``L_top`` up to ``1/(2k+1)``; the
-    ``L_top`` reaching ``L_base`` is found by bisection there, then
-    ``L0 = L_top / (1 - (k-1) L_top)`` (bumped up until :func:`leverage_base`
-    reaches ``L_base``).
+    ``L_top`` reaching ``L_base`` is found by bisection there, then ``L0`` is
+    the inverse of :func:`leverage_top` (bumped up by rounding steps until
+    :func:`leverage_base` reaches ``L_base``).
     """
     if not L_base > 0 or not math.isfinite(L_base):
         return math.inf
@@ -111,9 +114,13 @@ def leverage_bound_for_base(L_base, k):
             lo = mid
         if hi - lo <= 1e-15 * hi:
             break
-    L0 = hi / (1.0 - (k - 1.0) * hi) / (1.0 - SCHEDULE_FLOAT_MARGIN)
-    while leverage_base(L0, k) < L_base:
-        L0 *= 1.0 + 1e-13
+    # leverage_top(L0) = hi: L0/(1 + (k-1) L0) = t with t = hi/(1 - margin).
+    t = hi / (1.0 - SCHEDULE_FLOAT_MARGIN)
+    if not (k - 1.0) * t < 1.0:
+        return math.inf
+    L0 = t / (1.0 - (k - 1.0) * t)
+    while leverage_base(L0, k) < L_base:  # rounding only: a few steps at most
+        L0 *= 1.0 + 1e-14
     return L0
 
 
