@@ -20,6 +20,7 @@ from skprivreg import BudgetAccountant  # noqa: E402
 from skprivreg._rows import RowSource  # noqa: E402
 from skprivreg.linear_model import ISSPRegressor  # noqa: E402
 from skprivreg.linear_model._issp import _issp_trace  # noqa: E402
+from skprivreg.linear_model._issp_filters import leverage_bound_for_base  # noqa: E402
 from skprivreg.linear_model._issp_mechanism import _issp_core  # noqa: E402
 from skprivreg.linear_model._issp_reference import _direct_leverages  # noqa: E402
 
@@ -116,8 +117,7 @@ def _dirty_case():
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = X @ np.array([1.0, 2.0]) + 0.3 * rng.standard_normal(n)
     h, _ = _direct_leverages(np.column_stack([X, np.ones(n)]))
-    g = math.e**2 * 1.2 * h.max()
-    L0 = g / (1 - 2 * k * g)
+    L0 = leverage_bound_for_base(1.2 * h.max(), k)
     X[4321] = [3e7, -4e7]  # leverage ~ 1: removed, factor rebased by TSQR
     y[4321] = 1e9
     y[[17, 2500, 5999]] += [30.0, -25.0, 40.0]  # residual filtering removes them

@@ -107,8 +107,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     The noise has the shape of :math:`S_v^{-1}`, so the error does not depend
     on the condition number of :math:`X^\\top X`; no norm bounds on rows or
     labels are needed. On clean data (every leverage at most
-    ``L_base = e^{-2} L0/(1+2kL0)`` and every OLS residual at most ``R0``) the
-    output is exactly :math:`N(\\beta_{ols}, c^2 (\\tilde X^\\top\\tilde X)^{-1})`.
+    ``L_base = L_top (1 - L_top)^{2k}``, ``L_top = L0/(1 + (k-1) L0)``, and every
+    OLS residual at most ``R0``) the output is exactly
+    :math:`N(\\beta_{ols}, c^2 (\\tilde X^\\top\\tilde X)^{-1})`.
 
     **Guarantee.** Full DP (the whole row ``(x_i, y_i)`` is protected) under
     replace-one neighbouring (n public): ``(epsilon, delta)``-DP for every
@@ -116,16 +117,24 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     caveats below). **Corrected constants**: the paper's PTR lemma does not
     hold as stated, so ``k = floor(tau + A) + 1`` for a
     truncated-Laplace PTR of sensitivity 4 (about 1.7 times the paper's k);
-    the printed leverage schedule breaks Theorem 9, so the thresholds are
-    ``L_j = e^{(j-2k)/k} L0/(1+2kL0)``; the covariance-shape step needs
-    ``56 L0 <= min(eps_C, 0.999)/(3 ln(2/delta_C))``; the location step uses
-    the analytic Gaussian mechanism so any epsilon is allowed. **Tighter
-    analysis**: the residual ladder is ``R_j = R0 e^{g j}`` with the unrelaxed
-    intertwining ratio ``e^g = (1 + 12 L0)/(1 - 8(2k+1)(1 + 12 L0) L0)``
-    (about ``e^{16 k L0}``; the paper relaxes it to ``e^{108 k L0}``), and the
-    location sensitivity is ``||S_v^{1/2}(b - b')||^2 <= 784 L0 (1 - 28 L0)^{-3}
-    R_{2k}^2`` (the paper's bound is ``3136 L0 R_{2k}^2``); so
-    ``c = sqrt(784 L0 (1 - 28 L0)^{-3}) R_{2k} sigma_AG(eps_M, delta_M)``.
+    the printed leverage schedule breaks Theorem 9, so the thresholds are the
+    geometric schedule ``L_j = L_top (1 - L_top)^{2k-j}`` (removing one row of
+    leverage ``h`` raises any other leverage by at most the factor
+    ``1/(1 - h)``); the location step uses the analytic Gaussian mechanism so
+    any epsilon is allowed. **Tighter analysis** (proved on the ISSP privacy
+    analysis page): the filtered weights ``v`` of two neighbouring datasets
+    differ by at most ``m = 5`` in l1 on the union of their rows, and are
+    ``(L_u, (1 + k L_u) R_{2k})``-good with ``L_u = L0/(1 - k L0)``; the
+    residual ladder is ``R_j = R0 e^{g j}`` with
+    ``e^g = (1 + 2 L_1)/(1 - (k+1) sqrt(L_1 L_2))`` (about ``e^{(k+3) L0}``; the
+    paper has ``e^{108 k L0}``), where ``L_1 = L_u/(1 - 2 L_u)`` and
+    ``L_2 = L_w/(1 - (k+1) L_w)``, ``L_w = L0/(1 - (k+1) L0)``. The location
+    sensitivity is ``||S_v^{1/2}(b - b')||^2 <= 25 L_u (1 + k L_u)^2
+    (1 - 5 L_u)^{-3} R_{2k}^2`` (the paper's bound is ``3136 L0 R_{2k}^2``), so
+    ``c = sqrt(25 L_u (1 - 5 L_u)^{-3}) (1 + k L_u) R_{2k} sigma_AG(eps_M, delta_M)``;
+    the covariance-shape step needs
+    ``5 L_u/(1 - 5 L_u) <= min(eps_C, 0.999)/(3 ln(2/delta_C))`` (the paper
+    has ``56 L0`` on the left).
 
     **Budget split inside fit.** ``r0_budget_fraction`` of (epsilon, delta)
     for the private residual scale (``residual_bound='auto'``, Karwa-Vadhan
@@ -139,7 +148,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     the shape-step cap still admits L0; the rest is not spent
     (``planning_['eps_unused']``, and ``privacy_spent_`` says so).
     ``budget_split='auto'`` picks f_T and f_C (shape share in
-    {0.5, 1, 2, 5}% of eps1, kept only where the shape-step cap admits L0)
+    {0.1, 0.2, 0.5, 1, 2, 5}% of eps1, kept only where the shape-step cap
+    admits L0)
     from public facts to minimise the predicted noise.
 
     **Required bounds.** None. ``leverage_bound`` (L0) and ``residual_bound``
@@ -203,7 +213,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         warning is emitted if delta >= 1/n_samples).
     leverage_bound : 'auto' or float, default='auto'
         L0, at most ``1/(96k)`` and the shape-step cap
-        ``min(eps_C, 0.999)/(168 ln(2/delta_C))``.
+        ``5 L_u/(1 - 5 L_u) <= min(eps_C, 0.999)/(3 ln(2/delta_C))`` with
+        ``L_u = L0/(1 - k L0)``.
     residual_bound : 'auto' or float, default='auto'
         R0 in units of y; ``'auto'`` estimates it privately.
     fit_intercept : bool, default=True

@@ -17,8 +17,9 @@ removing rows whose whitened Gram block ``Z_E Z_E^T`` has an eigenvalue above
 kept rows is then recomputed from scratch in a new pass (a rebase) instead of
 being downdated.
 
-The leverage thresholds are the corrected schedule
-:math:`L_j = e^{(j-2k)/k} L_0/(1 + 2kL_0)`: with the paper's printed schedule
+The leverage thresholds are the geometric schedule
+:math:`L_j = L_{top}(1 - L_{top})^{2k-j}`, :math:`L_{top} = L_0/(1 + (k-1)L_0)`
+(:func:`leverage_thresholds`): with the paper's printed schedule
 :math:`e^{j/k} L_0` the returned weights can have leverage above ``L0``,
 which breaks its Theorem 9(2).
 """
@@ -33,7 +34,11 @@ from ._issp_passes import _EPS, RowWeights, _safe_norm, cross_pass, factor_pass,
 from ._issp_scan import scan_pass
 
 __all__ = [
+    "leverage_base",
+    "leverage_bound_for_base",
     "leverage_thresholds",
+    "leverage_top",
+    "weights_leverage_bound",
     "ladder_log_ratio",
     "residual_thresholds",
     "slf_engine",
@@ -51,45 +56,141 @@ RESIDUAL_REBASE_TOL = 1e-9
 # ---------------------------------------------------------------------------
 # Public schedules
 # ---------------------------------------------------------------------------
-def leverage_thresholds(L0, k, schedule="corrected"):
-    """Leverage thresholds ``L_j``, ``j = 0..2k``.
+#: Relative margin by which consecutive leverage thresholds (and residual
+#: rungs) are spaced wider than the proofs need, and by which ``L_top`` is
+#: shaded down. The proofs assume exact arithmetic; the margin keeps the
+#: proven ratios through the rounding of the schedules themselves and through
+#: float leverages with relative error below 5e-7 (the factor passes switch
+#: to exact whitening before float leverages reach about ``p eps 1e7``).
+#: It costs a factor ``e^{-2k 1e-6}`` on the lowest leverage threshold.
+SCHEDULE_FLOAT_MARGIN = 1e-6
 
-    ``'corrected'`` (used by ISSP):
-    :math:`L_j = e^{(j-2k)/k} L_0/(1 + 2kL_0)`, so that the returned weights have
-    leverage at most ``L0`` (Theorem 9(2)). ``'printed'`` is the paper's
-    Algorithm 5, :math:`e^{j/k}L_0`, kept only to show in tests that it breaks
-    Theorem 9(2).
+
+def leverage_top(L0, k):
+    """Top leverage threshold ``L_top = L0 / (1 + (k - 1) L0)``.
+
+    Theorem 9(2): ``A_{k+1}`` is ``A_{2k}`` minus at most ``k - 1`` rows, each
+    of leverage at most ``L_top`` under ``S_{A_{2k}}``, so
+    ``S_w >= S_{A_{k+1}} >= (1 - (k-1) L_top) S_{A_{2k}}`` and every kept row
+    has ``h_i(w) <= L_top / (1 - (k-1) L_top) = L0`` (ISSP privacy analysis page).
+    The value is shaded down by :data:`SCHEDULE_FLOAT_MARGIN`.
+    """
+    return L0 / (1.0 + (k - 1.0) * L0) * (1.0 - SCHEDULE_FLOAT_MARGIN)
+
+
+def leverage_spacing(L0, k):
+    """Log-spacing ``s = -ln(1 - L_top)`` (plus :data:`SCHEDULE_FLOAT_MARGIN`) of the geometric schedule."""
+    return -math.log1p(-leverage_top(L0, k)) + SCHEDULE_FLOAT_MARGIN
+
+
+def leverage_base(L0, k):
+    """Lowest threshold ``L_top e^{-2k s}``: the clean path needs every leverage at most this."""
+    return leverage_top(L0, k) * math.exp(-2.0 * k * leverage_spacing(L0, k))
+
+
+def leverage_bound_for_base(L_base, k):
+    """Smallest ``L0`` whose :func:`leverage_base` is at least ``L_base`` (inf if none).
+
+    ``L_top e^{-2k s(L_top)}`` increases in ``L_top`` up to ``1/(2k+1)``; the
+    ``L_top`` reaching ``L_base`` is found by bisection there, then ``L0`` is
+    the inverse of :func:`leverage_top` (bumped up by rounding steps until
+    :func:`leverage_base` reaches ``L_base``).
+    """
+    if not L_base > 0 or not math.isfinite(L_base):
+        return math.inf
+
+    def base_of(top):
+        return top * math.exp(-2.0 * k * (-math.log1p(-top) + SCHEDULE_FLOAT_MARGIN))
+
+    hi = 1.0 / (2.0 * k + 1.0)
+    if base_of(hi) < L_base:
+        return math.inf
+    lo = L_base
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if base_of(mid) >= L_base:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-15 * hi:
+            break
+    # leverage_top(L0) = hi: L0/(1 + (k-1) L0) = t with t = hi/(1 - margin).
+    t = hi / (1.0 - SCHEDULE_FLOAT_MARGIN)
+    if not (k - 1.0) * t < 1.0:
+        return math.inf
+    L0 = t / (1.0 - (k - 1.0) * t)
+    while leverage_base(L0, k) < L_base:  # rounding only: a few steps at most
+        L0 *= 1.0 + 1e-14
+    return L0
+
+
+def leverage_thresholds(L0, k, schedule="geometric"):
+    r"""Leverage thresholds ``L_j``, ``j = 0..2k``.
+
+    ``'geometric'`` (used by ISSP): :math:`L_j = L_{top} e^{-(2k-j)s}` with
+    :math:`L_{top} = L_0/(1 + (k-1)L_0)` and :math:`s = -\ln(1 - L_{top})`
+    (:func:`leverage_spacing`), so :math:`L_{j+1} \ge L_j/(1 - L_j)`: removing
+    one row of leverage at most ``L_j`` multiplies every other leverage by at
+    most :math:`1/(1 - L_j)` (Sherman-Morrison), which is all the stability
+    proof of Theorem 9 needs, and the returned weights have leverage at most
+    ``L0`` (Theorem 9(2)). The earlier proven schedule
+    :math:`e^{(j-2k)/k} L_0/(1 + 2kL_0)` is never tighter (its lowest threshold
+    is below ``e^{-2}`` times the geometric one) and is not offered.
+    ``'printed'`` is the paper's Algorithm 5, :math:`e^{j/k}L_0`, kept only to
+    show in tests that it breaks Theorem 9(2).
     """
     j = np.arange(2 * k + 1, dtype=np.float64)
-    if schedule == "corrected":
-        top = L0 / (1.0 + 2.0 * k * L0)
-        return np.exp((j - 2 * k) / k) * top
+    if schedule == "geometric":
+        return leverage_top(L0, k) * np.exp(-(2 * k - j) * leverage_spacing(L0, k))
     if schedule == "printed":
         return np.exp(j / k) * L0
-    raise ValueError("schedule must be 'corrected' or 'printed'.")
+    raise ValueError("schedule must be 'geometric' or 'printed'.")
+
+
+def weights_leverage_bound(L0, k):
+    """``L_u = L0 / (1 - k L0)``: leverage bound of every weight vector at most ``k`` below ``w``.
+
+    ``w`` is ``(L0, inf)``-good (Theorem 9(2)); removing mass ``m <= k`` gives
+    ``S_u >= (1 - m L0) S_w``, so ``h_i(u) <= L0/(1 - k L0)`` on ``supp(w)``.
+    This bounds the residual-thresholded weights ``u^{(j)}`` and the final
+    ``v`` (``||w - v||_1 < k``).
+    """
+    return L0 / (1.0 - k * L0)
 
 
 def ladder_log_ratio(k, L0):
     r"""Log-ratio ``g`` of consecutive residual thresholds, ``R_{j+1} = e^g R_j``.
 
-    .. math:: g(k, L_0) = \ln(1 + 12 L_0) - \ln\bigl(1 - 8 (2k + 1)(1 + 12 L_0) L_0\bigr).
+    .. math::
 
-    The intertwining argument (Brown et al. 2024, intertwining lemma) needs
-    ``R_{j+1}/R_j >= eta_1 eta_2`` with ``eta_1 = 1 + 12 L0`` and the exact
-    ``eta_2 = 1/(1 - 4 ||v||_1 L_1)`` of its residual-perturbation lemma at ``||v||_1 <= 2k + 1``,
-    ``L_1 = 2 eta_1 L0``; the paper then relaxes ``(1 - z)^{-1} <= 1 + 2z``,
-    ``16(2k+1)(1+12 L0) <= 96 k`` and ``1 + x <= e^x`` to ``e^{108 k L0}``.
-    ``g`` is that product without the relaxations: about ``16 k L0``, and
-    ``g <= 108 k L0`` whenever ``k L0 <= 1/96`` (the paper's chain). The
-    privacy proof needs ``k L0 <= 1/96``, which the planner enforces; outside
-    that range (hand-picked ``L0`` in engine tests, never a private fit) the
-    published ``108 k L0`` is returned, so the ladder stays finite.
+       g = \lnrac{1 + 2L_1}{1 - (k+1)\sqrt{L_1 L_2}},\quad
+       L_1 = rac{L_u}{1 - 2L_u},\; L_u = rac{L_0}{1 - kL_0},\quad
+       L_2 = rac{L_w}{1 - (k+1)L_w},\; L_w = rac{L_0}{1 - (k+1)L_0},
+
+    plus :data:`SCHEDULE_FLOAT_MARGIN`; about ``(k + 3) L0``. The intertwining
+    argument (Brown et al. 2024), redone without relaxations (ISSP privacy
+    analysis page): the restricted weights are within ``l1`` distance ``< 2``
+    of ``u`` (factor ``1 + 2 L_1`` on residuals), and at most ``k + 1`` rows
+    outside them carry weight on the neighbour (factor
+    ``1/(1 - (k+1) sqrt(L_1 L_2))``). The paper's ``108 k L0`` is an upper
+    bound of it whenever ``k L0 <= 1/96`` (which the planner enforces);
+    outside the range where the denominators are positive (hand-picked
+    ``L0`` in engine tests, never a private fit) the published ``108 k L0``
+    is returned, so the ladder stays finite.
     """
     relaxed = 108.0 * k * L0
-    z = 8.0 * (2 * k + 1) * (1.0 + 12.0 * L0) * L0
-    if not z < 1.0:
+    if not (k + 1.0) * L0 < 0.5:
         return relaxed
-    return min(math.log1p(12.0 * L0) - math.log1p(-z), relaxed)
+    L_u = weights_leverage_bound(L0, k)
+    L_1 = L_u / (1.0 - 2.0 * L_u)
+    L_w = L0 / (1.0 - (k + 1.0) * L0)
+    if not (k + 1.0) * L_w < 1.0:
+        return relaxed
+    L_2 = L_w / (1.0 - (k + 1.0) * L_w)
+    b = (k + 1.0) * math.sqrt(L_1 * L_2)
+    if not b < 1.0:
+        return relaxed
+    return min(math.log1p(2.0 * L_1) - math.log1p(-b) + SCHEDULE_FLOAT_MARGIN, relaxed)
 
 
 def residual_thresholds(R0, L0, k):
@@ -97,7 +198,6 @@ def residual_thresholds(R0, L0, k):
     g = ladder_log_ratio(k, L0)
     with np.errstate(over="ignore", invalid="ignore"):  # only hand-picked L0 can overflow
         return R0 * np.exp(g * np.arange(2 * k + 1, dtype=np.float64))
-
 
 
 # ---------------------------------------------------------------------------
@@ -137,7 +237,7 @@ def _slf_weights(n, k, removed_idx, removed_level):
     return W
 
 
-def slf_engine(source, L0, k, *, n_candidates=None, schedule="corrected", dense_weights=True,
+def slf_engine(source, L0, k, *, n_candidates=None, schedule="geometric", dense_weights=True,
                gram=None):
     """Corrected StableLeverageFiltering by passes over ``source``.
 

@@ -14,23 +14,34 @@ from scipy.stats import norm
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..exceptions import ConfigurationError
 from ..mechanisms import gaussian_sigma, ptr_calibration
-from ._issp_filters import ladder_log_ratio
+from ._issp_filters import (
+    ladder_log_ratio,
+    leverage_base,
+    leverage_bound_for_base,
+    leverage_thresholds,
+    leverage_top,
+    weights_leverage_bound,
+)
 
 __all__ = ["ISSPPlan", "issp_plan", "issp_k", "r0_groups"]
 
 #: Sensitivity of max(SCORE1, SCORE2) under replace-one neighbours.
 SCORE_SENSITIVITY = 4.0
-#: Sensitivity of the location step (proved in the ISSP privacy analysis page):
-#: ||S_v^{1/2}(b - b')||^2 <= m^2 L R^2 (1 - m L)^{-3} with m = 7, L = 4 L0, R = 2 R_{2k},
-#: i.e. 784 L0 (1 - 28 L0)^{-3} e^{432 k^2 L0} R0^2.
-LOCATION_SENSITIVITY_CONSTANT = 784.0
-#: The published bound 4 m^2 L R^2 (Brown et al. 2024, location lemma): 3136 e^{432 k^2 L0} L0 R0^2.
+# Privacy constants of the release (each proved on the ISSP privacy analysis page):
+#: Mass bound m on ||v - v'||_1 over the union of two neighbouring datasets:
+#: 2 (the replaced row, once in each dataset) + 3 (k - 1)/k < 5 (weight-stability lemma).
+WEIGHT_MASS = 5.0
+#: v is (L_u, (1 + k L_u) R_{2k})-good with L_u = L0/(1 - k L0) (weights_leverage_bound).
+#: Location: ||S_v^{1/2}(b - b')||^2 <= m^2 L_u ((1 + k L_u) R_{2k})^2 (1 - m L_u)^{-3}.
+#: Shape: d_PD(S_v, S_v') <= m L_u / (1 - m L_u).
+#: The published location bound 4 m^2 L R^2 with m = 7, L = 4 L0, R = 2 R_{2k}
+#: (Brown et al. 2024, location lemma): 3136 e^{432 k^2 L0} L0 R0^2.
 PAPER_LOCATION_SENSITIVITY_CONSTANT = 3136.0
-#: Mass bound m = ||v - v'||_1 + 2 on the union of two neighbouring datasets.
-WEIGHT_MASS = 7.0
+#: The published shape bound d_PD <= 56 L0 (Brown et al. 2024, shape-distance lemma).
+PAPER_SHAPE_CONSTANT = 56.0
 #: Shape-step shares of eps1 that budget_split='auto' tries (the rest after the PTR goes
 #: to the location step).
-AUTO_SHAPE_FRACTIONS = (0.005, 0.01, 0.02, 0.05)
+AUTO_SHAPE_FRACTIONS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05)
 #: Largest log blow-up ln (R_{2k}/R0)^2 allowed (the noise would overflow float64 beyond it).
 MAX_LOG_BLOWUP = 700.0
 #: The covariance-shape bound holds for epsilon in the open interval (0, 1): cap at 0.999.
@@ -177,22 +188,52 @@ def _delta_shares(delta1, eps_loc, eps_shape):
     return delta_ptr, delta_loc, log_delta_shape, D
 
 
-def _shape_cap(eps_shape, log_delta_shape):
-    """Largest L0 allowed by the shape step: ``56 L0 <= min(eps_C, 0.999) / (3 ln(2/delta_C))``."""
-    return min(eps_shape, SHAPE_EPSILON_CAP) / (3.0 * (math.log(2.0) - log_delta_shape)) / 56.0
+def shape_distance_bound(L0, k, constants="proven"):
+    """Bound on ``d_PD(S_v, S_v')`` for neighbouring datasets (both PTR scores below k).
+
+    ``'proven'``: ``m L_u / (1 - m L_u)`` with ``m`` = :data:`WEIGHT_MASS` and
+    ``L_u`` = :func:`weights_leverage_bound` (``inf`` unless ``m L_u < 1``):
+    ``S_v' - S_v = sum_i (v'_i - v_i) x_i x_i^T`` on the union of the two
+    datasets, so the trace norm of ``S_v^{-1/2} S_v' S_v^{-1/2} - I`` is at most
+    ``sum_i |v_i - v'_i| h_i(v)``, with ``h_i(v) <= L_u`` on ``supp(v)`` and
+    ``<= L_u/(1 - m L_u)`` elsewhere. ``'paper'``: ``56 L0``.
+    """
+    if constants == "paper":
+        return PAPER_SHAPE_CONSTANT * L0
+    mL = WEIGHT_MASS * weights_leverage_bound(L0, k)
+    if not 0 <= mL < 1.0:
+        return math.inf
+    return mL / (1.0 - mL)
 
 
-def _location_epsilon_cap(L0, delta1, eps_shape):
+def _shape_cap(eps_shape, log_delta_shape, k, constants="proven"):
+    """Largest L0 with ``shape_distance_bound(L0, k) <= min(eps_C, 0.999) / (3 ln(2/delta_C))``."""
+    target = min(eps_shape, SHAPE_EPSILON_CAP) / (3.0 * (math.log(2.0) - log_delta_shape))
+    if constants == "paper":
+        return target / PAPER_SHAPE_CONSTANT
+    # m L_u/(1 - m L_u) = t  <=>  L_u = t/(m (1 + t))  <=>  L0 = L_u/(1 + k L_u).
+    L_u = target / (WEIGHT_MASS * (1.0 + target))
+    L0 = L_u / (1.0 + k * L_u)
+    while shape_distance_bound(L0, k) > target:
+        L0 *= 1.0 - 1e-13
+    return L0
+
+
+def _location_epsilon_cap(L0, delta1, eps_shape, k, constants="proven"):
     """Largest ``eps_M`` for which the shape-step cap still admits ``L0`` (may be <= 0).
 
     With ``ln(2/delta_C) = ln(4/D) + eps_M`` (:func:`_delta_shares`), the cap
-    ``min(eps_C, 0.999) / (168 ln(2/delta_C)) >= L0`` holds iff
-    ``eps_M <= min(eps_C, 0.999)/(168 L0) - ln(4/D)``.
+    ``b(L0) <= min(eps_C, 0.999) / (3 ln(2/delta_C))`` (``b`` =
+    :func:`shape_distance_bound`) holds iff
+    ``eps_M <= min(eps_C, 0.999)/(3 b(L0)) - ln(4/D)``.
     """
     D = 2.0 * delta1 / 3.0
     if not L0 > 0 or not math.isfinite(L0):
         return -math.inf
-    return min(eps_shape, SHAPE_EPSILON_CAP) / (168.0 * L0) - math.log(4.0 / D)
+    b = shape_distance_bound(L0, k, constants)
+    if not math.isfinite(b):
+        return -math.inf
+    return min(eps_shape, SHAPE_EPSILON_CAP) / (3.0 * b) - math.log(4.0 / D)
 
 
 def weighted_ols_shift_bound(m, L, R):
@@ -235,28 +276,31 @@ def _ladder_L0_for(k, log_blowup):
 def location_sensitivity_sq(L0, k, constants="proven"):
     """Squared location sensitivity per ``R0^2``: ``||S_v^{1/2}(b - b')||^2 / R0^2``.
 
-    ``'proven'``: ``m^2 L (2 R_{2k}/R0)^2 (1 - mL)^{-3}`` with ``m = 7`` and
-    ``L = 4 L0``, that is ``784 L0 (1 - 28 L0)^{-3} e^{432 k^2 L0}`` (the direct
-    normal-equation bound of the privacy analysis page; needs ``28 L0 < 1``).
+    ``'proven'``: :func:`weighted_ols_shift_bound` at ``m = 5``
+    (:data:`WEIGHT_MASS`), ``L = L_u = L0/(1 - k L0)`` and
+    ``R = (1 + k L_u) R_{2k}``, that is
+    ``25 L_u (1 + k L_u)^2 (1 - 5 L_u)^{-3} (R_{2k}/R0)^2`` (``v`` and ``v'``
+    are ``(L_u, (1 + k L_u) R_{2k})``-good; the privacy analysis page).
     ``'paper'``: ``4 m^2 L (2 R_{2k}/R0)^2 = 3136 L0 e^{432 k^2 L0}`` (Brown et al.
-    2024, location lemma). The first is the smaller one whenever ``28 L0 <= 0.37``.
-    Here ``e^{432 k^2 L0}`` stands for ``(R_{2k}/R0)^2``, which with the exact
-    ladder (:func:`ladder_log_blowup`) is ``e^{4 k g(k, L0)}``.
+    2024, location lemma, ``m = 7``, ``L = 4 L0``).
+    ``(R_{2k}/R0)^2`` is ``e^{4 k g(k, L0)}`` (:func:`ladder_log_blowup`).
     Returns the square as a logarithm-safe pair ``(log_factor, log_blowup)``
     so that huge blow-ups stay finite: the value is ``e^{log_factor + log_blowup}``.
     """
     log_blowup = ladder_log_blowup(k, L0, constants)
-    mL = WEIGHT_MASS * 4.0 * L0
     if not L0 > 0:
         return -math.inf, log_blowup
     if constants == "paper":
         return math.log(PAPER_LOCATION_SENSITIVITY_CONSTANT * L0), log_blowup
+    if not k * L0 < 1.0:
+        return math.inf, log_blowup
+    L_u = weights_leverage_bound(L0, k)
+    mL = WEIGHT_MASS * L_u
     if not mL < 1.0:
         return math.inf, log_blowup
-    # weighted_ols_shift_bound(m=7, L=4 L0, R=2 R_{2k}) / R0^2 as a logarithm:
-    # 49 * 4 L0 * 4 e^{432 k^2 L0} / (1 - 28 L0)^3 = 784 L0 e^{432 k^2 L0} / (1 - 28 L0)^3.
-    proven = math.log(WEIGHT_MASS**2 * 4.0 * L0 * 4.0) - 3.0 * math.log1p(-mL)
-    return min(proven, math.log(PAPER_LOCATION_SENSITIVITY_CONSTANT * L0)), log_blowup
+    proven = (2.0 * math.log(WEIGHT_MASS) + math.log(L_u) + 2.0 * math.log1p(k * L_u)
+              - 3.0 * math.log1p(-mL))
+    return proven, log_blowup
 
 
 def _leverage_quantile(n, p, eta):
@@ -265,11 +309,8 @@ def _leverage_quantile(n, p, eta):
 
 
 def _auto_leverage_bound(n, p, k, slack, eta):
-    """``L0`` with ``L_base = e^{-2} L0/(1+2kL0) = slack * q``; inf if impossible."""
-    g = math.e**2 * slack * _leverage_quantile(n, p, eta)
-    if 2.0 * k * g >= 1.0:
-        return math.inf
-    return g / (1.0 - 2.0 * k * g)
+    """``L0`` with ``L_base`` (:func:`leverage_base`) ``= slack * q``; inf if impossible."""
+    return leverage_bound_for_base(slack * _leverage_quantile(n, p, eta), k)
 
 
 def _residual_bound_per_sigma(n, auto, slack, eta):
@@ -296,13 +337,14 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     # cap still admits the L0 the other caps allow; the rest of the share is
     # left unspent (recorded as eps_unused). Public facts only.
     target = min(wanted, cap_lev, cap_over)
-    eps_loc_max = _location_epsilon_cap(target, delta1, eps_shape) * (1.0 - 1e-12)
+    eps_loc_max = _location_epsilon_cap(target, delta1, eps_shape, k,
+                                        constants) * (1.0 - 1e-12)
     eps_unused = 0.0
     if 0 < eps_loc_max < eps_loc:
         eps_unused, eps_loc = eps_loc - eps_loc_max, eps_loc_max
     delta_ptr, delta_loc, log_delta_shape, delta_gauss = _delta_shares(delta1, eps_loc,
                                                                        eps_shape)
-    caps = (cap_lev, _shape_cap(eps_shape, log_delta_shape), cap_over)
+    caps = (cap_lev, _shape_cap(eps_shape, log_delta_shape, k, constants), cap_over)
     if leverage_bound == "auto":
         L0 = min(wanted, *caps)
         feasible = wanted <= min(caps)
@@ -336,9 +378,8 @@ def _predicted_score1(n, p, k, L0):
     evenly spaced levels including 0 and k: ``N_j`` decreases in ``j``, so this
     overstates the minimum by at most the spacing ``k/256``.
     """
-    top = L0 / (1.0 + 2.0 * k * L0)
-    levels = np.unique(np.round(np.linspace(0, k, min(k + 1, 257)))).astype(np.float64)
-    thresholds = np.exp((levels - 2 * k) / k) * top
+    levels = np.unique(np.round(np.linspace(0, k, min(k + 1, 257)))).astype(np.int64)
+    thresholds = leverage_thresholds(L0, k)[levels]
     counts = n * beta_dist.sf(thresholds, p / 2.0, (n - p) / 2.0)
     return float(min(k, np.min(counts + levels)))
 
@@ -363,7 +404,7 @@ def _min_n_to_pass(p, k, L0, tau, n_max=1e16):
 def _min_n_for_clean_path(p, k, L0, slack, eta, n_max=1e16):
     """Smallest n whose Gaussian-design max leverage is <= L_base(L0) (bisection on log n)."""
     L0 = min(L0, 1.0 / (96.0 * k))
-    target = math.exp(-2.0) * L0 / (1.0 + 2.0 * k * L0) / slack
+    target = leverage_base(L0, k) / slack
 
     def ok(n):
         return _leverage_quantile(n, p, eta) <= target
@@ -404,8 +445,8 @@ def issp_plan(
     data. Raises
     :class:`ConfigurationError` when the request is infeasible from these
     public facts (n < p + 2, delta outside (0, 0.1], L0 above
-    ``1/(96k)`` or the shape-step cap, ``432 k^2 L0 > 700``, too few rows for
-    the private residual scale).
+    ``1/(96k)`` or the shape-step cap, a residual blow-up
+    ``ln (R_2k/R0)^2 > 700``, too few rows for the private residual scale).
 
     Parameters
     ----------
@@ -428,8 +469,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         ``predicted_noise_ratio`` (c/sigma on clean Gaussian data, i.e. the
         privacy error relative to the OLS error), ``predicted_n_min`` (the
         smallest n whose Gaussian design is on the clean path with blow-up
-        ``e^{432k^2L0} <= max_blowup`` at this k) and data-independent
-        warnings.
+        ``(R_2k/R0)^2 <= max_blowup`` at this k) and data-independent
+        warnings. The constants are proved on the ISSP privacy analysis page.
     """
     n, d = int(n_samples), int(n_features)
     p = d + int(bool(fit_intercept))
@@ -467,7 +508,7 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         # location step gets the rest. A smaller f_C is kept only when the
         # shape-step cap still admits the automatic L0 (``feasible``).
         for f_C in AUTO_SHAPE_FRACTIONS:
-            for f_T in np.round(np.arange(0.10, 0.9001, 0.05), 2):
+            for f_T in np.round(np.arange(0.05, 0.9001, 0.05), 2):
                 cand = plan_for((float(f_T), round(1.0 - f_C - float(f_T), 4), f_C))
                 if not cand["feasible"]:
                     continue
@@ -502,7 +543,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         if L0 > cap_shape:
             raise ConfigurationError(
                 f"leverage_bound={L0:.6g} exceeds the shape-step cap {cap_shape:.6g} "
-                "(56 L0 <= min(eps_shape, 0.999)/(3 ln(2/delta_shape)))."
+                "(d_PD bound 5 L_u/(1 - 5 L_u), L_u = L0/(1 - k L0), at most "
+                "min(eps_shape, 0.999)/(3 ln(2/delta_shape)))."
             )
         if L0 > cap_over:
             raise ConfigurationError(
@@ -573,8 +615,8 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         eps_unused=chosen["eps_unused"], ptr_fail_prob=float(ptr_fail_prob),
         ptr_scale=chosen["ptr_scale"],
         ptr_half_width=chosen["ptr_half_width"], ptr_tau=chosen["ptr_tau"], k=k,
-        leverage_bound=L0, leverage_top=L0 / (1 + 2 * k * L0),
-        leverage_base=math.exp(-2) * L0 / (1 + 2 * k * L0), log_blowup=chosen["log_blowup"],
+        leverage_bound=L0, leverage_top=leverage_top(L0, k),
+        leverage_base=leverage_base(L0, k), log_blowup=chosen["log_blowup"],
         sensitivity_per_r0=chosen["sensitivity_per_r0"], noise_per_r0=chosen["noise_per_r0"],
         constants=_constants, residual_bound=residual_bound, r0_groups=m, r0_group_size=b,
         clean_path_possible=clean, fail_predicted=bool(fail_predicted), predicted_n_pass=n_pass,

@@ -1,7 +1,7 @@
 """Direct transcriptions of ISSP's filters (reference implementations, for tests).
 
 These recompute every leverage and every weighted least-squares fit from
-scratch, ``O(n p^2)`` per step: the corrected StableLeverageFiltering and
+scratch, ``O(n p^2)`` per step: StableLeverageFiltering (geometric schedule) and
 Algorithms 2-3 of Brown et al. (2024). The production engines
 (:func:`~._issp_filters.slf_engine`, :func:`~._issp_filters.srf_engine`)
 must return the same scores and weights.
@@ -112,9 +112,9 @@ def stable_residual_filtering(X, y, W, L0, R0, k, *, method="fast", n_candidates
     return res.score_num, srf_weights(n, k, W, res.F_idx, res.F_level)
 
 
-def stable_leverage_filtering(X, L0, k, *, schedule="corrected", method="engine",
+def stable_leverage_filtering(X, L0, k, *, schedule="geometric", method="engine",
                               early_stop=True, n_candidates=None, chunk_size=None):
-    """StableLeverageFiltering with the corrected schedule: ``(SCORE1, W = k w or None)``.
+    """StableLeverageFiltering with the geometric schedule: ``(SCORE1, W = k w or None)``.
 
     ``method='reference'`` recomputes every leverage from scratch
     (``early_stop=False`` runs every level even after saturation and always

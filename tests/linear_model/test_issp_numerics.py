@@ -16,6 +16,7 @@ from skprivreg.accounting import BudgetAccountant
 from skprivreg.exceptions import ConfigurationError
 from skprivreg.linear_model import ISSPRegressor, issp_plan
 from skprivreg.linear_model._issp_mechanism import _group_grams, _group_rss, _segment_groups
+from skprivreg.linear_model._issp_filters import leverage_bound_for_base
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PlanningWarning",
@@ -71,9 +72,8 @@ def _sphere(rng, n, d):
 
 
 def _clean_L0(h_max, k, slack=1.2):
-    """L0 with L_base = e^{-2} L0/(1+2kL0) = slack * h_max."""
-    g = math.e**2 * slack * h_max
-    return g / (1 - 2 * k * g)
+    """Smallest L0 whose lowest leverage threshold L_base is slack * h_max."""
+    return leverage_bound_for_base(slack * h_max, k)
 
 
 def _core(X, y, *, k, L0, R0, c=1.0, seed=0, fit_intercept=True, chunk_size=1024):
@@ -287,8 +287,9 @@ def test_every_epsilon_and_split_gives_a_valid_plan(epsilon):
         assert plan.delta_loc >= D / (2 * math.e)  # never collapses
         assert 0 < plan.noise_per_r0 < math.inf and plan.k >= 1
         assert 0 < plan.leverage_bound <= 1 / (96 * plan.k)
-        # the Claim-19 cap holds for the L0 used
-        assert 56 * plan.leverage_bound <= eps_c / (3 * (math.log(2) - log_dc)) * (1 + 1e-9)
+        # the shape-step cap holds for the L0 used: 5 L_u/(1 - 5 L_u), L_u = L0/(1 - k L0)
+        L_u = plan.leverage_bound / (1 - plan.k * plan.leverage_bound)
+        assert 5 * L_u / (1 - 5 * L_u) <= eps_c / (3 * (math.log(2) - log_dc)) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -458,8 +459,7 @@ def test_nearly_collinear_columns_are_not_cut_by_one_row():
     x = rng.choice([-1.0, 1.0], n) * rng.uniform(0.9, 1.1, n)
     X = np.column_stack([x, x * (1 + 1e-14 * rng.choice([-1.0, 1.0], n))])
     y = x + 0.1 * rng.standard_normal(n)
-    g = math.e**2 * 4.6e-4
-    L0 = g / (1 - 2 * k * g)
+    L0 = leverage_bound_for_base(4.6e-4, k)
     assert _core(X, y, k=k, L0=L0, R0=1.0, fit_intercept=False).score1 == 0
     for _ in range(25):
         X2 = X.copy()
@@ -561,8 +561,7 @@ def test_last_bits_columns_give_exact_leverages_residuals_and_release(fit_interc
     np.testing.assert_allclose(factor.to_original(factor.beta), beta, rtol=1e-9)
     assert factor.T is not None  # the exact whitening coordinates were needed
 
-    g = math.e**2 * 1.5 * h.max()
-    L0, R0 = g / (1 - 2 * k * g), 3 * r.max()
+    L0, R0 = leverage_bound_for_base(1.5 * h.max(), k), 3 * r.max()
     trace = _core(X, y, k=k, L0=L0, R0=R0, c=1e-6, fit_intercept=fit_intercept,
                   chunk_size=256)
     assert (trace.score1, trace.score2_num) == (0, 0) and trace.passed

@@ -3,7 +3,8 @@ computed here independently, and the production path behaves as the formula says
 
 Each test was checked to fail under the deliberate break named in its
 docstring (the paper's printed leverage schedule; the leverage top threshold
-without its 1/(1 + 2kL0) factor; the residual ladder constant 108 -> 54; the
+without its 1/(1 + (k-1)L0) factor; the geometric spacing -ln(1 - L_top) replaced
+by 1/k; the residual ladder's k + 1 replaced by k; the
 release shaped by S_w instead of S_v; the residual-scale histogram's Laplace
 scale halved).
 """
@@ -16,7 +17,11 @@ from scipy import linalg, stats
 
 from skprivreg._rows import RowSource
 from skprivreg.linear_model import _issp_mechanism, issp_plan
-from skprivreg.linear_model._issp_filters import leverage_thresholds, residual_thresholds
+from skprivreg.linear_model._issp_filters import (
+    leverage_bound_for_base,
+    leverage_thresholds,
+    residual_thresholds,
+)
 from skprivreg.linear_model._issp_mechanism import _issp_core, private_residual_scale
 from skprivreg.linear_model._issp_plan import issp_k
 from skprivreg.linear_model._issp_reference import (
@@ -50,26 +55,39 @@ def _with_leverage(X, i, target):
 
 
 # ---------------------------------------------------------------------------
-# (a), (b): leverage schedule L_j = e^{(j-2k)/k} L0/(1+2kL0)
+# (a), (b): leverage schedule L_j = L_top (1 - L_top)^{2k-j}, L_top = L0/(1+(k-1)L0)
 # ---------------------------------------------------------------------------
+MARGIN = 1e-6  # float margin of the schedules (relative), as documented
+
+
+def _geometric(L0, k):
+    top = L0 / (1 + (k - 1) * L0) * (1 - MARGIN)
+    s = -math.log(1 - top) + MARGIN
+    return np.array([top * math.exp(-(2 * k - j) * s) for j in range(2 * k + 1)])
+
+
 @pytest.mark.parametrize("k, L0", [(1, 1e-3), (4, 1 / 384), (51, 1e-5), (320, 2e-8)])
-def test_leverage_threshold_array_is_the_corrected_formula(k, L0):
-    """Breaks caught: the printed schedule e^{j/k} L0; the top without 1/(1 + 2kL0)."""
-    j = np.arange(2 * k + 1)
-    top = L0 / (1 + 2 * k * L0)
-    expected = np.array([math.exp((jj - 2 * k) / k) * top for jj in j])
-    np.testing.assert_allclose(leverage_thresholds(L0, k), expected, rtol=1e-14, atol=0)
-    assert leverage_thresholds(L0, k)[-1] == pytest.approx(top, rel=1e-15)
-    assert leverage_thresholds(L0, k)[0] == pytest.approx(math.exp(-2) * top, rel=1e-14)
+def test_leverage_threshold_array_is_the_geometric_formula(k, L0):
+    """Breaks caught: the printed schedule e^{j/k} L0; the top without 1/(1 + (k-1)L0);
+    the spacing 1/k of the earlier exponential schedule."""
+    L = leverage_thresholds(L0, k)
+    np.testing.assert_allclose(L, _geometric(L0, k), rtol=1e-13, atol=0)
+    # the two facts the proof uses, on the float values themselves:
+    # L_{j+1} (1 - L_j) >= L_j (one removal), L_top / (1 - (k-1) L_top) <= L0 (Theorem 9(2))
+    assert np.all(L[1:] * (1 - L[:-1]) >= L[:-1])
+    assert L[-1] / (1 - (k - 1) * L[-1]) <= L0
 
 
-def test_plan_leverage_top_and_base_are_the_corrected_formula():
+def test_plan_leverage_top_and_base_are_the_geometric_formula():
     for n, d, eps in [(10**7, 3, 4.0), (10**9, 20, 1.0)]:
         plan = issp_plan(n_samples=n, n_features=d, epsilon=eps, delta=1e-6, residual_bound=1.0)
         k, L0 = plan.k, plan.leverage_bound
-        assert plan.leverage_top == pytest.approx(L0 / (1 + 2 * k * L0), rel=1e-15)
-        assert plan.leverage_base == pytest.approx(math.exp(-2) * L0 / (1 + 2 * k * L0),
-                                                   rel=1e-14)
+        L = _geometric(L0, k)
+        assert plan.leverage_top == pytest.approx(L[-1], rel=1e-15)
+        assert plan.leverage_base == pytest.approx(L[0], rel=1e-13)
+        # the automatic L0 is the smallest one whose L_base is 1.25 times the
+        # Gaussian-design quantile: L0 recovered from L_base
+        assert leverage_bound_for_base(plan.leverage_base, k) == pytest.approx(L0, rel=1e-11)
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +96,7 @@ def leverage_case():
     n, p, k = 4000, 2, 4
     X = _sphere(rng, n, p) * math.sqrt(p)
     h, _ = _direct_leverages(X)
-    g = math.e**2 * 1.2 * h.max()
-    L0 = g / (1 - 2 * k * g)  # L_base = 1.2 max leverage: clean
+    L0 = leverage_bound_for_base(1.2 * h.max(), k)  # L_base = 1.2 max leverage: clean
     return X, k, L0
 
 
@@ -87,15 +104,16 @@ def test_a_row_between_the_top_threshold_and_L0_leaves_at_the_top_level(leverage
     """Production engine: a row with L_top < h < L0 leaves at level 2k (w_i = 0), SCORE1 = 1.
 
     Printed schedule (thresholds >= L0): nothing leaves, SCORE1 = 0. Top without
-    1/(1 + 2kL0) (L_2k = L0): the row leaves at level 2k - 1, so w_i = 1/k.
+    1/(1 + (k-1)L0) (L_2k = L0): the row leaves at level 2k - 1, so w_i = 1/k.
     """
     X, k, L0 = leverage_case
-    top = L0 / (1 + 2 * k * L0)
+    L = _geometric(L0, k)
+    top = L[-1]
     target = math.sqrt(top * L0)
-    assert target > math.exp(-1 / k) * L0  # the uncorrected top would catch it one level lower
+    assert target < L0 * (1 - L0)  # the uncorrected top would catch it one level lower
     X2 = _with_leverage(X, 7, target)
     h, _ = _direct_leverages(X2)
-    assert h[7] == pytest.approx(target, rel=1e-9) and np.sort(h)[-2] < math.exp(-2) * top
+    assert h[7] == pytest.approx(target, rel=1e-9) and np.sort(h)[-2] < L[0]
     score, W = stable_leverage_filtering(X2, L0, k)
     assert score == 1
     assert W[7] == 0 and np.all(np.delete(W, 7) == k)
@@ -109,9 +127,9 @@ def test_a_row_between_the_top_threshold_and_L0_leaves_at_the_top_level(leverage
 
 
 def test_a_row_between_two_levels_leaves_at_the_lower_one(leverage_case):
-    """L_{j0} < h < L_{j0+1} (corrected schedule): the row leaves at level j0."""
+    """L_{j0} < h < L_{j0+1} (geometric schedule): the row leaves at level j0."""
     X, k, L0 = leverage_case
-    L = np.array([math.exp((j - 2 * k) / k) * L0 / (1 + 2 * k * L0) for j in range(2 * k + 1)])
+    L = _geometric(L0, k)
     j0 = k + 1
     X2 = _with_leverage(X, 11, math.sqrt(L[j0] * L[j0 + 1]))
     score, W = stable_leverage_filtering(X2, L0, k)
@@ -121,35 +139,49 @@ def test_a_row_between_two_levels_leaves_at_the_lower_one(leverage_case):
 
 
 # ---------------------------------------------------------------------------
-# (c): residual ladder R_j = R0 e^{108 k L0 j}
+# (c): residual ladder R_j = R0 rho^j
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("k, L0, R0", [(1, 1e-3, 1.0), (4, 1e-3, 2.5), (51, 1e-5, 6.5),
-                                       (320, 2e-8, 1e-3)])
-def test_residual_ladder_is_the_exact_intertwining_ratio(k, L0, R0):
-    """R_{j+1}/R_j = eta_1 eta_2 = (1 + 12 L0)/(1 - 8(2k+1)(1 + 12 L0) L0), never above e^{108 k L0}.
+def _rho(k, L0):
+    """(1 + 2 L_1)/(1 - (k+1) sqrt(L_1 L_2)) of the intertwining lemma, written out."""
+    L_u = L0 / (1 - k * L0)
+    L_1 = L_u / (1 - 2 * L_u)
+    L_w = L0 / (1 - (k + 1) * L0)
+    L_2 = L_w / (1 - (k + 1) * L_w)
+    return (1 + 2 * L_1) / (1 - (k + 1) * math.sqrt(L_1 * L_2))
 
-    Break caught: the ratio's 8 replaced by 7 (the ladder is the intertwining ratio).
+
+@pytest.mark.parametrize("k, L0, R0", [(1, 1e-3, 1.0), (4, 1e-3, 2.5), (51, 1e-5, 6.5),
+                                       (320, 2e-8, 1e-3), (213, 8.2e-6, 7.0)])
+def test_residual_ladder_is_the_exact_intertwining_ratio(k, L0, R0):
+    """R_{j+1}/R_j = rho(k, L0) (times e^{1e-6}), about e^{(k+3) L0}, far below e^{108 k L0}.
+
+    Break caught: k + 1 replaced by k in rho (the ladder is the intertwining ratio).
     """
-    eta = (1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0)
-    expected = np.array([R0 * eta**j for j in range(2 * k + 1)])
-    np.testing.assert_allclose(residual_thresholds(R0, L0, k), expected, rtol=1e-12, atol=0)
-    assert eta <= math.exp(108 * k * L0)
+    rho = _rho(k, L0) * math.exp(MARGIN)
+    expected = np.array([R0 * rho**j for j in range(2 * k + 1)])
+    R = residual_thresholds(R0, L0, k)
+    np.testing.assert_allclose(R, expected, rtol=1e-12, atol=0)
+    assert np.all(R[1:] >= _rho(k, L0) * R[:-1])  # the float rungs keep the proven ratio
+    assert rho <= math.exp(108 * k * L0)
 
 
 def test_plan_blowup_and_sensitivity_use_the_exact_ladder():
-    """c carries (2 R_{2k}/R0)^2 = 4 e^{4 k g}, g = ln(R_{j+1}/R_j); 784 = 7^2 * 4 * 2^2.
+    """c carries ((1 + k L_u) R_{2k}/R0)^2, R_{2k}/R0 = rho^{2k}; m = 5, L = L_u = L0/(1 - k L0).
 
-    The location sensitivity is m^2 L R^2 (1 - mL)^{-3} with m = 7, L = 4 L0,
-    R = 2 R_{2k}; the published constant 4 m^2 L R^2 = 3136 L0 R_{2k}^2 stays
-    reachable with constants='paper'.
+    The location sensitivity is m^2 L R^2 (1 - mL)^{-3} with m = 5, L = L_u,
+    R = (1 + k L_u) R_{2k}; the published constant 4 m^2 L R^2 = 3136 L0 R_{2k}^2
+    stays reachable with constants='paper'. Breaks caught: m = 4; R without
+    its (1 + k L_u).
     """
     plan = issp_plan(n_samples=10**8, n_features=5, epsilon=2.0, delta=1e-6, residual_bound=1.0)
     k, L0 = plan.k, plan.leverage_bound
-    g = math.log((1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0))
+    g = math.log(_rho(k, L0)) + MARGIN
     assert plan.log_blowup == pytest.approx(4 * k * g, rel=1e-12)
     assert plan.log_blowup < 432 * k * k * L0
+    L_u = L0 / (1 - k * L0)
     assert plan.sensitivity_per_r0 == pytest.approx(
-        math.sqrt(784 * L0 / (1 - 28 * L0) ** 3) * math.exp(2 * k * g), rel=1e-12)
+        math.sqrt(25 * L_u / (1 - 5 * L_u) ** 3) * (1 + k * L_u) * math.exp(2 * k * g),
+        rel=1e-12)
     paper = issp_plan(n_samples=10**8, n_features=5, epsilon=0.9, delta=1e-6,
                       residual_bound=1.0, budget_split="paper", _constants="paper")
     assert paper.sensitivity_per_r0 == pytest.approx(
@@ -170,7 +202,7 @@ def test_a_residual_between_two_rungs_is_removed_at_the_lower_one():
     y = X @ np.array([1.0, -1.0]) + 0.1 * rng.standard_normal(n)
     i = 17
     R0 = 1.0
-    eta = (1 + 12 * L0) / (1 - 8 * (2 * k + 1) * (1 + 12 * L0) * L0)
+    eta = _rho(k, L0) * math.exp(MARGIN)
     R = [R0 * eta**j for j in range(2 * k + 1)]
     j0 = k + 2
     # residual of row i under the fit on all rows = (1 - h_i) * (y_i - x_i^T beta_{-i})
@@ -203,8 +235,7 @@ def test_release_noise_is_shaped_by_S_v():
     i = 5
     y = X @ np.array([1.0, 2.0]) + 0.1 * rng.standard_normal(n)
     h, _ = _direct_leverages(X)
-    g = math.e**2 * 1.05 * h.max()
-    L0 = g / (1 - 2 * k * g)
+    L0 = leverage_bound_for_base(1.05 * h.max(), k)
     R0 = 1.0
     R = residual_thresholds(R0, L0, k)
     j0 = k + 1  # removed at level k+1: survives k-1 of the k weight levels
