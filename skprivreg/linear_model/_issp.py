@@ -172,7 +172,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     delta = 1e-6 and the automatic split the predicted noise is at most 3 times
     the OLS error from about n = 7.7e6 at epsilon = 1, 5.8e5 at epsilon = 4 and
     2.1e5 at epsilon = 8 (2.2 times at n = 1e7, epsilon = 1). Below that it
-    FAILs or adds noise tens to thousands of times the OLS error. ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
+    FAILs or adds noise tens to thousands of times the OLS error.
+    ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
     (or :func:`issp_plan`) prints the numbers; ``planning_`` holds them.
 
     **Dask.** ``X`` and ``y`` may be a Dask array or Dask DataFrame/Series

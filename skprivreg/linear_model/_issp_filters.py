@@ -80,7 +80,10 @@ def leverage_top(L0, k):
 
 
 def leverage_spacing(L0, k):
-    """Log-spacing ``s = -ln(1 - L_top)`` (plus :data:`SCHEDULE_FLOAT_MARGIN`) of the geometric schedule."""
+    """Log-spacing ``s = -ln(1 - L_top)`` of the geometric schedule.
+
+    Plus :data:`SCHEDULE_FLOAT_MARGIN`.
+    """
     return -math.log1p(-leverage_top(L0, k)) + SCHEDULE_FLOAT_MARGIN
 
 
