@@ -24,10 +24,10 @@ parameters: row norms :math:`B_X = \\sqrt{\\chi^2_{d,\\,0.999}}`, entries
 :math:`|x_{ij}| \\le 4`, labels :math:`B_Y = z_{0.9995}\\,\\mathrm{sd}(y)`.
 
 :class:`~skprivreg.linear_model.ISSPRegressor` is not in the plot: with its
-proven constants it reaches its clean path only with about :math:`10^{9}`
-to :math:`10^{11}` rows (see
-:ref:`sphx_glr_auto_examples_plot_issp_planner.py`); at 30,000 rows it
-fails its private test and would release zeros.
+proven constants and d = 20 it reaches its clean path from about
+:math:`2 \cdot 10^5` (epsilon = 16) to :math:`6 \cdot 10^6` (epsilon = 1)
+rows (see :ref:`sphx_glr_auto_examples_plot_issp_planner.py`); at 30,000
+rows it fails its private test and would release zeros.
 """
 
 # %%
@@ -168,5 +168,5 @@ print(f"{'Lasso support found':<22}" + "".join(f"{v:9.2f}" for v in released.mea
 #   its error is below the dense estimators and even below OLS on all
 #   columns (which fits 17 irrelevant coefficients); at epsilon 1 to 4
 #   AdaSSP and SSP are two to three times better.
-# - ISSP is absent on purpose: no size that runs in an example is large
-#   enough for its proven constants.
+# - ISSP is absent on purpose: 30,000 rows are far below the sizes its
+#   proven constants need.

@@ -170,9 +170,10 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
 
     **Minimum sample size.** ISSP is practical only for large n: with d = 10,
     delta = 1e-6 and the automatic split the predicted noise is at most 3 times
-    the OLS error from about n = 1.6e9 at epsilon = 1, 1.3e8 at epsilon = 4 and
-    4e7 at epsilon = 8. At n = 1e7 and epsilon = 1 it FAILs or adds noise
-    about 1e6 times the OLS error. ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
+    the OLS error from about n = 7.7e6 at epsilon = 1, 5.8e5 at epsilon = 4 and
+    2.1e5 at epsilon = 8 (2.2 times at n = 1e7, epsilon = 1). Below that it
+    FAILs or adds noise tens to thousands of times the OLS error.
+    ``python -m skprivreg plan issp --n N --d D --epsilon E --delta DL``
     (or :func:`issp_plan`) prints the numbers; ``planning_`` holds them.
 
     **Dask.** ``X`` and ``y`` may be a Dask array or Dask DataFrame/Series

@@ -60,8 +60,9 @@ RESIDUAL_REBASE_TOL = 1e-9
 #: rungs) are spaced wider than the proofs need, and by which ``L_top`` is
 #: shaded down. The proofs assume exact arithmetic; the margin keeps the
 #: proven ratios through the rounding of the schedules themselves and through
-#: float leverages with relative error below 5e-7 (the factor passes switch
-#: to exact whitening before float leverages reach about ``p eps 1e7``).
+#: float leverages with relative error below 4e-7 (the factor passes switch
+#: to exact whitening above a scaled condition number of 1e7, so float
+#: leverage errors stay below about ``p eps 1e7``: within the margin for p <= 180).
 #: It costs a factor ``e^{-2k 1e-6}`` on the lowest leverage threshold.
 SCHEDULE_FLOAT_MARGIN = 1e-6
 
@@ -79,7 +80,10 @@ def leverage_top(L0, k):
 
 
 def leverage_spacing(L0, k):
-    """Log-spacing ``s = -ln(1 - L_top)`` (plus :data:`SCHEDULE_FLOAT_MARGIN`) of the geometric schedule."""
+    """Log-spacing ``s = -ln(1 - L_top)`` of the geometric schedule.
+
+    Plus :data:`SCHEDULE_FLOAT_MARGIN`.
+    """
     return -math.log1p(-leverage_top(L0, k)) + SCHEDULE_FLOAT_MARGIN
 
 
