@@ -288,9 +288,10 @@ def _plot(rows):
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, d in zip(axes, (10, 100)):
-        for name in ("floor",) + OURS + ("sklearn Ridge(cholesky)",):
-            if name == "floor":
-                points = {(r["n"], r["floor_seconds"]) for r in rows
+        for name in ("floor", "floor (1 BLAS thread)") + OURS + ("sklearn Ridge(cholesky)",):
+            if name.startswith("floor"):
+                key = "floor_seconds" if name == "floor" else "floor_1thread_seconds"
+                points = {(r["n"], r[key]) for r in rows
                           if r["d"] == d and r["estimator"] == "SSPRegressor"
                           and r["input"] in ("numpy", "memmap")}
             else:
@@ -301,6 +302,7 @@ def _plot(rows):
                 ax.loglog(*zip(*points), marker="o", label=name)
         ax.set_xlabel(f"n (rows), d = {d}; n = 1e7 from a memmap")
         ax.set_ylabel("fit time (s)")
+        ax.set_title("load average 4-10 on 2 shared cores: times are noisy", fontsize=8)
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / "speed.png", dpi=120)
@@ -314,7 +316,16 @@ def main():
     parser.add_argument("--memmap", action="store_true", help="also n = 1e7 from a memmap")
     parser.add_argument("--reusecov", action="store_true",
                         help="also ReuseCovRegressor at n=20,000, d=50, 10,000 outcomes")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw speed.png from results/speed.json")
     args = parser.parse_args()
+    if args.plot_only:
+        import json
+
+        from _common import RESULTS
+
+        _plot(json.loads((RESULTS / "speed.json").read_text())["rows"])
+        return
     sizes = [(100_000, 10), (1_000_000, 10), (100_000, 100), (1_000_000, 100)]
     skipped = ["n=1e7, d=1000: 80 GB of float64, beyond this machine's disk budget and RAM.",
                "n=1e6, d=1000: 8 GB in memory (scikit-learn's fits copy it once more) on a "

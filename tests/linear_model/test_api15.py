@@ -141,7 +141,7 @@ def test_budget_is_checked_before_the_bound_pass(monkeypatch, case):
     def read(*args, **kwargs):
         raise DataRead
 
-    monkeypatch.setattr(pb, "bound_block_counts", read)  # every path of the counting pass
+    monkeypatch.setattr(pb, "bound_block_counts", read)  # the counting pass, on any row source
     acc = BudgetAccountant(epsilon=0.5, delta=1e-3)
     with pytest.raises(BudgetExceededError):
         make(epsilon=1.0, accountant=acc).fit(X, Y)
