@@ -15,7 +15,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
-from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._compat import Interval, StrOptions, fit_context
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..mechanisms import (
@@ -37,7 +37,7 @@ from ._private_bounds import (
     release_bounds,
 )
 from ._reusecov_plan import theory_ridge
-from ._reusecov_stats import sufficient_statistics
+from ._reusecov_stats import sufficient_statistics, validate_features_and_labels
 from ._ridge_rule import risk_minimising_ridge
 
 __all__ = ["IndependentSSPRegressor"]
@@ -258,8 +258,7 @@ class IndependentSSPRegressor(
         self : object
         """
         self._reset()
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32],
-                             multi_output=True, y_numeric=True)
+        X, y = validate_features_and_labels(self, X, y)
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y
@@ -297,15 +296,18 @@ class IndependentSSPRegressor(
         _, sigma_cov, sigma_assoc, ledger = self._events(
             n, n_outputs, x_eff, y_bound, epsilon, delta, private, bound_events
         )
+        # The statistics pass releases nothing and refuses NaN/inf in y (X was
+        # checked by validate_data): it runs before the spend unless the
+        # bounds were estimated (their counting pass refused bad input first).
+        stats = sufficient_statistics(
+            X, Y, x_bound=x_bound, y_bound=y_bound,
+            fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
+            check_finite=False,
+        )
         if bound_eps:
             self._settle(ledger)
         else:
             self._spend(ledger)
-
-        stats = sufficient_statistics(
-            X, Y, x_bound=x_bound, y_bound=y_bound,
-            fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-        )
         Sigma = stats.xtx / n
         G = stats.xty / n
         if self.ridge == "theory" or (self.ridge == "auto" and not private):
