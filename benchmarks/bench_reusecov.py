@@ -109,7 +109,7 @@ def methods(x_bound, y_bound, w_bound, delta):
     return {
         "gauss_full": ReuseCovRegressor(privacy="full", **full, **common),
         "gauss_full_paper": ReuseCovRegressor(
-            privacy="full", composition="paper", neighbouring="add-remove", **full,
+            privacy="full", composition="paper", neighbouring="zero-out", **full,
             **common),
         "gauss_label": ReuseCovRegressor(privacy="label", y_bound=y_bound, **common),
         "proj_label": ReuseCovRegressor(privacy="label", mechanism="proj",
