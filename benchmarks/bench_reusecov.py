@@ -332,9 +332,12 @@ def speed_markdown(speed, command):
              f"Platform: {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} cpus (shared), numpy {np.__version__}.", "",
              "| method | median s | / floor | / Ridge(cholesky) |", "|---|---|---|---|"]
+    def ratio(key):
+        return "-" if key not in speed else f"{speed[key]:.2f}"
+
     for name, t in speed["median_s"].items():
-        lines.append(f"| {name} | {t:.3f} | {speed.get(f'{name}/floor', float('nan')):.2f} | "
-                     f"{speed.get(f'{name}/ridge_cholesky', float('nan')):.2f} |")
+        lines.append(f"| {name} | {t:.3f} | {ratio(f'{name}/floor')} | "
+                     f"{ratio(f'{name}/ridge_cholesky')} |")
     lines += ["", "Targets: reusecov <= 1.25 x floor and <= 0.5 x Ridge(cholesky).", ""]
     return "\n".join(lines)
 

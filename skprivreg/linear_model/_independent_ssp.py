@@ -13,6 +13,7 @@ from dataclasses import replace
 from numbers import Real
 
 import numpy as np
+from scipy import linalg
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context
@@ -44,6 +45,20 @@ __all__ = ["IndependentSSPRegressor"]
 
 # Runs solved together in one batched eigendecomposition.
 _RUN_BATCH = 64
+
+
+def _eigh_each(M):
+    """Eigenpairs of a stack of small symmetric matrices, one LAPACK call each.
+
+    NumPy's batched ``eigh`` runs each small problem on its BLAS thread pool;
+    right after the large products of the statistics pass, on a loaded
+    machine, 64 matrices of size 51 took 5 s that way and 0.07 s this way.
+    """
+    eigvals = np.empty(M.shape[:2])
+    eigvecs = np.empty_like(M)
+    for k in range(M.shape[0]):
+        eigvals[k], eigvecs[k] = linalg.eigh(M[k])
+    return eigvals, eigvecs
 
 
 def _noisy_covariances(k, Sigma, sigma, rng, exact_corner):
@@ -333,7 +348,7 @@ class IndependentSSPRegressor(
             k = stop - start
             M = _noisy_covariances(k, Sigma, sigma_cov, rng, self.fit_intercept) + shift * eye
             g = add_gaussian(G[:, start:stop].T, sigma_assoc, rng)
-            eigvals[start:stop], eigvecs[start:stop] = np.linalg.eigh(M)
+            eigvals[start:stop], eigvecs[start:stop] = _eigh_each(M)
             coords[start:stop] = np.einsum("kji,kj->ki", eigvecs[start:stop], g)
         if lam is None:
             # One ridge shared by the runs (post-processing of their released
