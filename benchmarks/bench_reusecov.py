@@ -25,6 +25,11 @@ Two studies:
    IndependentSSP and ``ridge='theory'``); feature DP with the projection,
    n=2000, d=10, l=6000, epsilon=4, delta=1/n^2 (target <= 1.4). Writes
    ``benchmarks/results/reusecov_targets.json`` and ``.md``.
+4. ``--speed``: fit time at n=20000, d=50, l=10000 of ReuseCov (defaults),
+   IndependentSSP, sklearn ``Ridge(solver='cholesky')`` and the floor
+   (X^T X, X^T Y and one solve), interleaved in one run (targets: ReuseCov
+   <= 1.25x the floor and <= 0.5x Ridge). Writes
+   ``benchmarks/results/reusecov_speed.json`` and ``.md``.
 
 Writes ``benchmarks/results/reusecov.json`` and ``.md``. Not run by pytest.
 
@@ -33,6 +38,7 @@ Usage::
     python benchmarks/bench_reusecov.py            # everything
     python benchmarks/bench_reusecov.py --quick    # small grid, small timing
     python benchmarks/bench_reusecov.py --targets --seeds 10 --proj-seeds 3
+    python benchmarks/bench_reusecov.py --speed --speed-repeats 5
 """
 
 import argparse
@@ -103,7 +109,7 @@ def methods(x_bound, y_bound, w_bound, delta):
     return {
         "gauss_full": ReuseCovRegressor(privacy="full", **full, **common),
         "gauss_full_paper": ReuseCovRegressor(
-            privacy="full", composition="paper", neighbouring="add-remove", **full,
+            privacy="full", composition="paper", neighbouring="zero-out", **full,
             **common),
         "gauss_label": ReuseCovRegressor(privacy="label", y_bound=y_bound, **common),
         "proj_label": ReuseCovRegressor(privacy="label", mechanism="proj",
@@ -268,6 +274,74 @@ def timing_study(n, d, n_outputs, loop_subset, seed=0, repeats=2):
     return result
 
 
+def _floor_fit(X, Y):
+    """The floor: X^T X and X^T Y of the augmented design and one solve."""
+    Xa = np.column_stack([X, np.ones(X.shape[0])])
+    A = Xa.T @ Xa
+    B = Xa.T @ Y
+    return np.linalg.solve(A + 1e-3 * np.eye(A.shape[0]), B)
+
+
+def speed_study(n, d, n_outputs, repeats, seed=0, independent=False):
+    """Fit times, interleaved in one run: floor, ReuseCov, IndependentSSP, sklearn Ridge.
+
+    Each repeat runs every method once, in turn (the machine is shared, so
+    the methods see the same load); medians and per-repeat ratios are kept.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    W = rng.uniform(-0.3, 0.3, size=(d, n_outputs)) / math.sqrt(d)
+    Y = np.empty((n, n_outputs))
+    for a in range(0, n, 2000):
+        b = min(a + 2000, n)
+        Y[a:b] = np.clip(X[a:b] @ W + 0.1 * rng.standard_normal((b - a, n_outputs)), -1, 1)
+    methods = {
+        "floor": lambda: _floor_fit(X, Y),
+        "reusecov": lambda: ReuseCovRegressor(epsilon=1.0, x_bound=math.sqrt(d),
+                                              y_bound=1.0).fit(X, Y),
+        "ridge_cholesky": lambda: Ridge(alpha=1.0, solver="cholesky").fit(X, Y),
+    }
+    if independent:
+        methods["independent_ssp"] = lambda: IndependentSSPRegressor(
+            epsilon=1.0, x_bound=math.sqrt(d), y_bound=1.0).fit(X, Y)
+    times = {name: [] for name in methods}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(repeats):
+            for name, fit in methods.items():
+                t0 = time.perf_counter()
+                fit()
+                times[name].append(time.perf_counter() - t0)
+    out = {"n": n, "d": d, "l": n_outputs, "repeats": repeats, "times_s": times,
+           "median_s": {k: float(np.median(v)) for k, v in times.items()}}
+    for name in methods:
+        if name in ("floor", "ridge_cholesky"):
+            continue
+        for ref in ("floor", "ridge_cholesky"):
+            ratios = np.array(times[name]) / np.array(times[ref])
+            out[f"{name}/{ref}"] = float(np.median(ratios))
+    return out
+
+
+def speed_markdown(speed, command):
+    lines = ["# ReuseCov: fit time against the floor and sklearn Ridge", "",
+             f"Command: `{command}`. n = {speed['n']}, d = {speed['d']}, "
+             f"l = {speed['l']}; {speed['repeats']} interleaved repeats (each runs every "
+             "method once, in turn); median seconds and median of the per-repeat ratios. "
+             "Floor: X^T X and X^T Y of the augmented design and one solve. "
+             f"Platform: {platform.processor() or platform.machine()}, "
+             f"{os.cpu_count()} cpus (shared), numpy {np.__version__}.", "",
+             "| method | median s | / floor | / Ridge(cholesky) |", "|---|---|---|---|"]
+    def ratio(key):
+        return "-" if key not in speed else f"{speed[key]:.2f}"
+
+    for name, t in speed["median_s"].items():
+        lines.append(f"| {name} | {t:.3f} | {ratio(f'{name}/floor')} | "
+                     f"{ratio(f'{name}/ridge_cholesky')} |")
+    lines += ["", "Targets: reusecov <= 1.25 x floor and <= 0.5 x Ridge(cholesky).", ""]
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------- reporting
 METHOD_ORDER = ["ols", "gauss_full", "gauss_full_paper", "independent_ssp", "gauss_label",
                 "proj_label", "gauss_label_ridge0", "proj_label_ridge0", "gauss_feature",
@@ -385,7 +459,21 @@ def main(argv=None):
     parser.add_argument("--targets", action="store_true")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--proj-seeds", type=int, default=3)
+    parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--speed-repeats", type=int, default=5)
+    parser.add_argument("--speed-independent", action="store_true",
+                        help="also time IndependentSSP (l eigendecompositions: minutes)")
     args = parser.parse_args(argv)
+    if args.speed:
+        command = "python benchmarks/bench_reusecov.py " + " ".join(argv or [])
+        speed = speed_study(20_000, 50, 10_000, args.speed_repeats,
+                            independent=args.speed_independent)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "reusecov_speed.json").write_text(json.dumps(speed, indent=1))
+        text = speed_markdown(speed, command)
+        (RESULTS / "reusecov_speed.md").write_text(text)
+        print(text)
+        return
     if args.targets:
         command = "python benchmarks/bench_reusecov.py " + " ".join(argv or [])
         targets = target_study(args.seeds, args.proj_seeds)

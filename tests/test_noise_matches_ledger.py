@@ -206,6 +206,13 @@ def test_independent_ssp_noise_matches_ledger(monkeypatch, composition):
     n = X.shape[0]
     record = {"eigh": [], "einsum": []}
     monkeypatch.setattr(issp_naive_module, "np", _RecordingNumpy(record))
+    eigh_each = issp_naive_module._eigh_each
+
+    def recording_eigh_each(M):
+        record["eigh"].append(np.array(M))
+        return eigh_each(M)
+
+    monkeypatch.setattr(issp_naive_module, "_eigh_each", recording_eigh_each)
     cov_noise, assoc_noise = [], []
     n_fits = 120
     with quiet():

@@ -26,7 +26,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
-from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._compat import Interval, StrOptions, fit_context
 from .._random import secret_seed_sequence
 from .._rows import (
     is_dask_collection,
@@ -57,7 +57,7 @@ from ._reusecov_release import (
     release_associations,
 )
 from ._reusecov_reuse import _CovarianceReuseMixin
-from ._reusecov_stats import sufficient_statistics
+from ._reusecov_stats import sufficient_statistics, validate_features_and_labels
 from ._ridge_rule import released_ridge
 
 __all__ = ["ReuseCovRegressor"]
@@ -522,10 +522,7 @@ class ReuseCovRegressor(
         if is_dask_collection(X) or is_dask_collection(y):
             X, y = _both_dask(*validate_blockwise_data(self, X, y))
         else:
-            X, y = validate_data(
-                self, X, y, dtype=[np.float64, np.float32], multi_output=True,
-                y_numeric=True,
-            )
+            X, y = validate_features_and_labels(self, X, y)
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y
@@ -668,8 +665,9 @@ class ReuseCovRegressor(
             X, Y, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
             compute_xtx=exact_cov or (reused is None and cov_rows is None),
-            # NumPy input was checked for NaN/inf by validate_data (fit) or by
-            # add_outcomes; Dask blocks are checked on the workers.
+            # NumPy X was checked for NaN/inf by validate_data (fit) or by
+            # add_outcomes; Dask blocks are checked on the workers; Y always,
+            # by the scan that decides its clipping.
             check_finite=is_dask_collection(X) or is_dask_collection(Y), **common,
         )
         if not bound_eps:

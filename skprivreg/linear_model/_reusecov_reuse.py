@@ -96,8 +96,8 @@ class _CovarianceReuseMixin:
                 Y_new = Y_new[:, None]
             if Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
                 raise ValueError("Y_new must have shape (n_samples, l_new).")
-            if not np.all(np.isfinite(Y_new)):
-                raise ValueError("Y_new contains NaN or infinity.")
+            # NaN or infinity in Y_new is refused by the statistics pass (the
+            # scan that decides its clipping), before any spend.
         _check_dask_feature_projection(Y_new, self.privacy, self.mechanism)
         n = X.shape[0]
         if n != self.covariance_.n:

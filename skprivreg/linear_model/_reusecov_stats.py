@@ -12,24 +12,31 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from sklearn.utils import check_consistent_length
 
+from .._compat import validate_data
 from .._rows import (
     check_block_finite,
     sum_over_row_blocks,
 )
-from ..bounds import clip_entries, clip_rows, row_norms
+from ..bounds import clip_rows, row_norms
 
 __all__ = [
     "SufficientStats",
     "block_statistics",
     "combine_statistics",
     "sufficient_statistics",
+    "scan_labels",
+    "validate_features_and_labels",
     "covariance_sensitivity",
     "association_sensitivity",
 ]
 
 # Memory target (bytes) of one block of rows (X and Y) or of outcome columns.
 _ROW_BLOCK_BYTES = 64 * 2**20
+# Bytes of Y per chunk of the label scan: read once from memory, then from
+# cache (the L2 of current x86 cores is 1-4 MB).
+_CACHE_CHUNK_BYTES = 2**20
 
 
 # ---------------------------------------------------------------------------
@@ -96,17 +103,16 @@ def block_statistics(
     entries of Y to ``[-y_bound, y_bound]``); ``None`` bounds mean no
     clipping. Public sides report their largest row norm (and a public Y its
     largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
-    input happens on the workers, before any noise is drawn; with
-    ``check_finite=False`` (NumPy input that ``validate_data`` already
-    checked) the block is not checked again.
+    input happens on the workers, before any noise is drawn. ``Y_b`` is
+    always checked, by the scan that decides its clipping
+    (:func:`scan_labels`); ``X_b`` only with ``check_finite`` (``False`` for
+    NumPy input that ``validate_data`` already checked).
     """
     # Floating-point warnings would depend on the data (an entry whose square
     # overflows); finiteness is checked explicitly instead.
     with np.errstate(all="ignore"):
         if check_finite:
             check_block_finite(X_b, "X")
-            if Y_b is not None:
-                check_block_finite(Y_b, "y")
         X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
         stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
         if x_public:
@@ -115,17 +121,39 @@ def block_statistics(
             stats.xtx = X_b.T @ X_b
         if Y_b is not None:
             Y_b = np.asarray(Y_b, dtype=np.float64)
-            # Two reductions first: most blocks need no clipping, and then Y_b is
-            # used without a copy.
-            if y_bound is not None and Y_b.size and (
-                Y_b.max() > y_bound or Y_b.min() < -y_bound
-            ):
-                Y_b, stats.y_clipped = clip_entries(Y_b, y_bound)
+            if scan_labels(Y_b, y_bound):
+                Y_b = np.clip(Y_b, -y_bound, y_bound)
+                stats.y_clipped = True
             if y_public:
                 stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
                 stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
             stats.xty = X_b.T @ Y_b
     return stats
+
+
+def scan_labels(Y_b, y_bound=None):
+    """Whether ``Y_b`` needs clipping to ``[-y_bound, y_bound]``; raises on NaN or infinity.
+
+    One read of ``Y_b`` from memory: it is scanned in chunks of whole rows
+    of about 1 MB, and the maximum and minimum of a chunk (NaN propagates
+    to both, an infinity to one of them) read it from cache. This is the
+    finiteness check of the labels too (``fit`` does not repeat it in
+    ``validate_data``), so Y is read twice in all: here and in
+    :math:`X^\\top Y`.
+    """
+    row_bytes = 8 * max(1, int(np.prod(Y_b.shape[1:])))
+    step = max(1, _CACHE_CHUNK_BYTES // row_bytes)
+    needs_clip = False
+    for a in range(0, Y_b.shape[0], step):
+        chunk = Y_b[a:a + step]
+        if not chunk.size:
+            continue
+        top, low = float(chunk.max()), float(chunk.min())
+        if not (math.isfinite(top) and math.isfinite(low)):
+            raise ValueError("Input y contains NaN or infinity.")
+        if y_bound is not None and (top > y_bound or low < -y_bound):
+            needs_clip = True
+    return needs_clip
 
 
 def _add(a, b):
@@ -156,6 +184,28 @@ def combine_statistics(a, b):
         y_max_norm=_max(a.y_max_norm, b.y_max_norm),
         y_abs_max=_max(a.y_abs_max, b.y_abs_max),
     )
+
+
+def validate_features_and_labels(estimator, X, y):
+    """``validate_data`` of ``(X, y)`` without its NaN/inf pass over y.
+
+    X is checked as usual (float64 or float32, finite); y is converted the
+    same way but its finiteness is left to :func:`scan_labels`, which reads
+    y anyway to decide its clipping and raises the same ``ValueError``
+    before any budget is spent. Lengths must agree.
+    """
+    floats = [np.float64, np.float32]
+    X, y = validate_data(
+        estimator, X, y,
+        validate_separately=(
+            dict(dtype=floats),
+            dict(dtype=floats, ensure_2d=False, ensure_all_finite=False),
+        ),
+    )
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1D or 2D, got {y.ndim}D.")
+    check_consistent_length(X, y)
+    return X, y
 
 
 def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):

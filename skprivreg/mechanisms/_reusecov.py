@@ -150,8 +150,9 @@ def gram_upper_sensitivity(x_bound, intercept=0.0, neighbouring="replace-one"):
 
     Replace-one: ``sqrt(2) (B^2 + c^2/2)`` (``2 B c`` if ``c^2 > 2 B^2``);
     zero-out: ``sqrt(B^4 + B^2 c^2 + c^4)``. ``c = 0`` gives ``sqrt(2) B^2``
-    and ``B^2``. Tight for two or more features; proof in the module
-    docstring (Lemma 2 and *Marginals*). Divide by ``n`` for ``A^T A / n``.
+    and ``B^2``. Tight for two or more features; proof in the docstring of
+    ``skprivreg.mechanisms._reusecov`` (Lemma 2, *Marginals*). Divide by
+    ``n`` for ``A^T A / n``.
     """
     if x_bound < 0 or intercept < 0:
         raise ValueError("x_bound and intercept must be >= 0.")
@@ -170,7 +171,8 @@ def cross_sensitivity(x_bound, y_row_bound, intercept=0.0, notion="full",
 
     Full, replace-one: ``2 K sqrt(B^2 + c^2)``; feature (Y public, ``K`` its
     largest row norm): ``2 K B`` (the constant column cancels); zero-out:
-    ``K sqrt(B^2 + c^2)``. Proof in the module docstring (Lemma 1).
+    ``K sqrt(B^2 + c^2)``. Proof: docstring of ``skprivreg.mechanisms._reusecov``
+    (Lemma 1).
     """
     _check(x_bound, y_row_bound, intercept, notion, neighbouring)
     B2, c2, K = float(x_bound) ** 2, float(intercept) ** 2, float(y_row_bound)
@@ -196,8 +198,9 @@ def joint_mahalanobis_sq(x_bound, y_row_bound, sigma_gram, sigma_cross, intercep
     """``sup J`` over neighbouring pairs, and the ``t = <x, x'>`` attaining it.
 
     ``J = ||up(Delta C)||^2 / sigma_1^2 + ||Delta A||_F^2 / sigma_2^2`` on the
-    sums ``C = A^T A``, ``A^T Y`` (module docstring, Theorem): the maximum of
-    the piecewise concave quadratic ``J(t)`` over ``[-B^2, B^2]``, from its
+    sums ``C = A^T A``, ``A^T Y`` (Theorem in the docstring of
+    ``skprivreg.mechanisms._reusecov``): the maximum of the piecewise
+    concave quadratic ``J(t)`` over ``[-B^2, B^2]``, from its
     clipped stationary points and the kink ``t = -c^2``. Zero-out has no
     ``t`` (returns ``None`` for it).
 
@@ -240,7 +243,8 @@ def joint_gram_cross_mu(x_bound, y_row_bound, sigma_gram, sigma_cross, n_rows, i
                         notion="full", neighbouring="replace-one"):
     """GDP ``mu`` of releasing ``up(A^T A)/n + N(0, sigma_1^2)`` and ``A^T Y/n + N(0, sigma_2^2)``.
 
-    ``mu = sqrt(sup J) / n`` with ``J`` on the sums (module docstring); the
+    ``mu = sqrt(sup J) / n`` with ``J`` on the sums (see
+    :func:`joint_mahalanobis_sq`); the
     noise scales are those on the averages.
     """
     sup_j, _ = joint_mahalanobis_sq(x_bound, y_row_bound, sigma_gram, sigma_cross,

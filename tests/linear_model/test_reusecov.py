@@ -959,3 +959,46 @@ def test_float32_input_accumulates_in_float64():
         X.astype(np.float32).astype(np.float64), Y.astype(np.float32).astype(np.float64))
     np.testing.assert_allclose(est64.coef_, ref.coef_, rtol=1e-12)
     assert est64.coef_.dtype == np.float64
+
+
+# ------------------------------------------------- one read of Y for the clip test
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_labels_nan_or_inf_refused_before_any_spend(bad):
+    # validate_data no longer reads y for finiteness: the clipping scan does,
+    # in every chunk (the bad entry sits in the last row), before the spend.
+    X, Y = _data(n=200, n_outputs=5)
+    Y = Y.copy()
+    Y[-1, 3] = bad
+    for cls in (ReuseCovRegressor, IndependentSSPRegressor):
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        with pytest.raises(ValueError, match="Input y contains NaN or infinity"):
+            cls(epsilon=1.0, x_bound=2.0, y_bound=3.0, accountant=acc).fit(X, Y)
+        assert acc.n_spends == 0
+    est = ReuseCovRegressor(epsilon=1.0, x_bound=2.0, y_bound=3.0).fit(X, Y[:, :3])
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    est.accountant = acc
+    with pytest.raises(ValueError, match="Input y contains NaN or infinity"):
+        est.add_outcomes(X, Y[:, 3:], epsilon=0.5, delta=1e-6)
+    assert acc.n_spends == 0
+
+
+def test_label_scan_chunks_find_every_clip_and_nan(monkeypatch):
+    import skprivreg.linear_model._reusecov_stats as stats_module
+
+    # 3 rows of 4 labels per chunk: the scan must look at every chunk.
+    monkeypatch.setattr(stats_module, "_CACHE_CHUNK_BYTES", 3 * 4 * 8)
+    Y = np.zeros((10, 4))
+    assert not stats_module.scan_labels(Y, 1.0)
+    Y[9, 0] = -1.5  # last (partial) chunk
+    assert stats_module.scan_labels(Y, 1.0)
+    assert not stats_module.scan_labels(Y, None)
+    Y[9, 0] = 0.0
+    Y[4, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        stats_module.scan_labels(Y, 1.0)
+    # A clipped block gives X^T clip(Y).
+    X = np.ones((10, 2))
+    Y = np.linspace(-3, 3, 40).reshape(10, 4)
+    out = stats_module.block_statistics(X, Y, y_bound=1.0, fit_intercept=False)
+    np.testing.assert_allclose(out.xty, X.T @ np.clip(Y, -1, 1))
+    assert out.y_clipped
