@@ -318,7 +318,20 @@ def main():
                         help="also ReuseCovRegressor at n=20,000, d=50, 10,000 outcomes")
     parser.add_argument("--plot-only", action="store_true",
                         help="redraw speed.png from results/speed.json")
+    parser.add_argument("--headline", action="store_true",
+                        help="only n=1e6, d in {10, 100}: our one-round fits and Ridge, "
+                             "5 triples; writes results/speed_headline.{json,md}")
     args = parser.parse_args()
+    if args.headline:
+        rows = run_numpy([(1_000_000, 10), (1_000_000, 100)], 5,
+                         only=OURS + ("sklearn Ridge(cholesky)",))
+        path = write_results("speed_headline", {"rows": rows, "reusecov": [], "dask": [],
+                                                "skipped": []},
+                             _markdown(rows, [], [], []).replace(
+                                 "# Fit time against one read of the data",
+                                 "# Fit time against one read of the data (headline re-check)"))
+        print(f"wrote {path}")
+        return
     if args.plot_only:
         import json
 

@@ -28,7 +28,9 @@ Dask chunk is itself split into cache-sized blocks on its worker. Block
 functions draw nothing random.
 """
 
+import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -265,20 +267,37 @@ def threads_for(source):
     return 1 if source.is_dask else N_THREADS
 
 
-_CONTROLLER = {}
+_LIMIT = {"lock": threading.Lock(), "users": 0, "limiter": None}
 
 
-def _blas_controller():
-    """The process's ThreadpoolController (finding the BLAS libraries once costs milliseconds)."""
-    if os.getpid() not in _CONTROLLER:
-        _CONTROLLER[os.getpid()] = ThreadpoolController()
-    return _CONTROLLER[os.getpid()]
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """BLAS on one thread while any threaded pass runs (reference-counted).
+
+    The limit is process-wide: the first pass to enter sets it, the last to
+    leave restores the previous setting, so concurrent fits (a threaded
+    grid search) never leave BLAS limited after they finish.
+    """
+    with _LIMIT["lock"]:
+        if _LIMIT["users"] == 0:
+            if _LIMIT.get("pid") != os.getpid():  # finding the libraries costs milliseconds
+                _LIMIT["controller"], _LIMIT["pid"] = ThreadpoolController(), os.getpid()
+            _LIMIT["limiter"] = _LIMIT["controller"].limit(limits=1, user_api="blas")
+        _LIMIT["users"] += 1
+    try:
+        yield
+    finally:
+        with _LIMIT["lock"]:
+            _LIMIT["users"] -= 1
+            if _LIMIT["users"] == 0:
+                _LIMIT["limiter"].restore_original_limits()
+                _LIMIT["limiter"] = None
 
 
 def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
     """``source.reduce(...)``, with BLAS kept to one thread when the pass runs threads."""
     if n_threads > 1:
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with _single_threaded_blas():
             return source.reduce(fn, combine, params, label=label)
     return source.reduce(fn, combine, params, label=label)
 

@@ -319,3 +319,20 @@ def test_lasso_refit_reads_the_support_inside_one_pass(monkeypatch, passes):
                                        x_range=(-4.0, 4.0), y_bound=6.0).fit, X, y)
     assert calls and list(calls[0]) == list(np.flatnonzero(est.support_))
     assert passes[-1] == "XtX, XtY"
+
+
+def test_concurrent_fits_restore_the_blas_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    before = blas_threads()
+    X, y = _data(200_000, 5)
+    with ThreadPoolExecutor(4) as pool:
+        fits = [pool.submit(_quiet, SSPRegressor(**BOUNDS).fit, X, y) for _ in range(8)]
+        coefs = [f.result().coef_ for f in fits]
+    assert blas_threads() == before
+    assert all(np.isfinite(c).all() for c in coefs)

@@ -157,3 +157,16 @@ def test_dask_blocks_are_reduced_on_the_workers_like_numpy():
     with pytest.raises(ValueError, match="NaN or infinity"):
         RowSource(da.from_array(bad, chunks=(300, 3)), yd, check_finite=True).reduce(
             block_map(_gram))
+
+
+def test_passes_are_counted_and_progress_lines_hold_public_facts_only(capsys):
+    X = np.arange(1000.0).reshape(500, 2)
+    source = RowSource(X, None, block_rows=100, verbose=2, name="demo")
+    total = block_map(lambda X_b, _: (X_b.sum(axis=0),))
+    source.reduce(total, label="sums")
+    # a pass that may stop early prints before it starts, never the rows it read
+    source.reduce(total, label="until", stop=lambda part: part[0][0] > 10_000)
+    assert source.n_passes == 2
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:5] == [f"[demo] pass 1 (sums): {k:,} / 500 rows" for k in range(100, 600, 100)]
+    assert lines[5:] == ["[demo] pass 2 (until): 500 rows"]
