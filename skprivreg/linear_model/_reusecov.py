@@ -243,7 +243,9 @@ class ReuseCovRegressor(
         the projected noise :math:`E_2 V\\mathrm{diag}(h)V^\\top` has mean
         per-entry variance :math:`\\sigma_a^2 = \\sigma_2^2 \\sum_k h_k^2/l`
         (:math:`h_k = \\kappa_k^2/(\\kappa_k^2+\\mu)`, public Y and the
-        released multiplier). ``'theory'`` (and ``'auto'`` for GaussProj_X,
+        released multiplier). GaussProj_X uses the risk rule when its
+        projection is inactive (``proj_mu_ = 0``: the release is the
+        Gaussian one). ``'theory'`` (and ``'auto'`` for an active GaussProj_X,
         whose projected noise differs by feature direction, which the risk
         estimate does not model): the public high-probability rule
         ``L_d sqrt(sigma_1^2 + sigma_2,eff^2/w^2)`` with ``L_d = sqrt(d
@@ -728,20 +730,21 @@ class ReuseCovRegressor(
         cov = self.covariance_.matrix
         noisy_cov = self.covariance_.sigma > 0
         chosen = {"ridge": plan.ridge}
-        if self._uses_risk_rule(private):
-            eigvecs = inv = None
 
-            def choose_factor(G_hat, noise_ratio):
-                # Post-processing: the released covariance and association and
-                # the public noise scales only.
-                lam = released_ridge(cov, G_hat, self.covariance_.sigma,
-                                     plan.sigma_assoc * math.sqrt(noise_ratio))
-                chosen["ridge"] = lam
-                return psd_factor(cov + lam * np.eye(d_eff), lam, noisy_cov, self.psd)
-        else:
-            choose_factor = None
+        def choose_factor(G_hat, noise_ratio):
+            # Post-processing: the released covariance and association and
+            # the public noise scales only.
+            lam = released_ridge(cov, G_hat, self.covariance_.sigma,
+                                 plan.sigma_assoc * math.sqrt(noise_ratio))
+            chosen["ridge"] = lam
+            return psd_factor(cov + lam * np.eye(d_eff), lam, noisy_cov, self.psd)
+
+        eigvecs = inv = None
+        if not self._uses_risk_rule(private):
             M = cov + plan.ridge * np.eye(d_eff)
             eigvecs, inv = psd_factor(M, plan.ridge, noisy_cov, self.psd)
+            if not self._risk_rule_if_inactive(private):
+                choose_factor = None
         W, G_hat, mu = release_associations(
             stats.xty / n, plan.sigma_assoc, _child_seed(seq, seed_index), eigvecs, inv,
             projection=proj, block_size=self.block_size, keep=self.keep_noisy_stats,
@@ -763,6 +766,17 @@ class ReuseCovRegressor(
         return self.ridge == "auto" and private and (
             self.mechanism == "gauss" or self.privacy == "feature"
         )
+
+    def _risk_rule_if_inactive(self, private):
+        """GaussProj_X with ``ridge='auto'``: the risk rule when the projection is inactive.
+
+        An inactive projection (multiplier 0) leaves the Gaussian release
+        unchanged (up to the span of a rank-deficient X), so the risk rule
+        applies; an active one shrinks the noise by direction, which the rule
+        does not model, and the bound-based ridge is kept.
+        """
+        return (self.ridge == "auto" and private and self.mechanism == "proj"
+                and self.privacy == "label")
 
     def _set_coefficients(self, W, single_output):
         if self.fit_intercept:

@@ -431,7 +431,9 @@ class ReuseCovPlan:
     ridge : float
         ``lambda`` on the normalised scale; scikit-learn's ``Ridge`` alpha is
         ``n_samples * ridge``. NaN when ``fit`` chooses it from the released
-        statistics (``ridge='auto'``, except GaussProj_X under label DP).
+        statistics (``ridge='auto'``, except GaussProj_X under label DP, for
+        which this is the bound-based ridge that ``fit`` keeps if the
+        projection is active and replaces by the risk rule if it is not).
     ledger : PrivacyLedger
         The planned releases (bound estimates first).
     l_zero : float or None

@@ -273,7 +273,9 @@ def release_associations(
     keep : bool
         Also return the released association (``G_hat``).
     choose_factor : callable or None
-        ReuseCovGauss and GaussProj_Y. Called once as
+        ReuseCovGauss, GaussProj_Y, and GaussProj_X when its projection is
+        inactive (multiplier 0; otherwise ``eigvecs`` and ``inv_eigvals``
+        are used). Called once as
         ``choose_factor(G_hat, noise_ratio)`` with the whole released
         association ``G_hat`` (p x l, after one pass over the outcome
         blocks) and the ratio of its per-entry noise variance (averaged over
@@ -331,6 +333,17 @@ def release_associations(
         mu = trust_region_multiplier(projection.kappa, beta, projection.radius)
         shrink = projection_shrinkage(projection.kappa, mu)[:, None]
         coords = coords.copy()
+        if choose_factor is not None and mu == 0:
+            # Inactive: the released association is the Gaussian one (in the
+            # span of X); the factor is chosen from all of it.
+            for a, b in blocks:
+                W[:, a:b] = V @ (shrink * coords[:, a:b])
+            if keep:
+                G_hat[:] = W
+            eigvecs, inv_eigvals = choose_factor(W, 1.0)
+            for a, b in blocks:
+                W[:, a:b] = apply_factor(eigvecs, inv_eigvals, W[:, a:b])
+            return W, G_hat, mu
         for a, b in blocks:
             finish(a, b, V @ (shrink * coords[:, a:b]))
         return W, G_hat, mu

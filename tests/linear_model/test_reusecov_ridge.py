@@ -228,3 +228,27 @@ def test_feature_projection_rule_uses_the_projected_noise_level():
     expected = released_ridge(est.covariance_.matrix, est.noisy_xty_,
                               est.noise_std_["covariance"], sigma_a)
     assert est.ridge_ == pytest.approx(expected, rel=1e-9)
+
+
+def test_label_projection_uses_the_risk_rule_while_inactive():
+    # An inactive GaussProj_X (multiplier 0, full-rank X) releases the Gaussian
+    # association itself, so with the same noise it must choose the same ridge
+    # and coefficients as Gauss under label DP (it used the bound-based
+    # ridge, a different one, before).
+    X, Y = _data(n_outputs=6)
+    kw = dict(epsilon=2.0, privacy="label", y_bound=10.0, random_state=0)
+    fits = {}
+    for mechanism in ("gauss", "proj"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with reproducible_noise(3):
+                fits[mechanism] = ReuseCovRegressor(mechanism=mechanism, **kw).fit(X, Y)
+    assert fits["proj"].proj_mu_ == 0.0
+    assert fits["proj"].ridge_ == pytest.approx(fits["gauss"].ridge_, rel=1e-3)
+    np.testing.assert_allclose(fits["proj"].coef_, fits["gauss"].coef_, rtol=1e-3, atol=1e-9)
+    theory = ReuseCovRegressor(mechanism="proj", ridge="theory", **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(3):
+            theory.fit(X, Y)
+        assert abs(theory.ridge_ - fits["proj"].ridge_) > 0.5 * fits["proj"].ridge_
