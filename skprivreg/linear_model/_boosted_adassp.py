@@ -78,7 +78,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
 
     **Guarantee.** ``(epsilon, delta)``-DP, full notion, replace-one
     neighbouring. Replace-one sensitivities: ``B^2 + c^2`` for
-    :math:`\\lambda_{\\min}` (Weyl), :math:`\\sqrt{2B^4 + 4B^2c^2}` for the
+    :math:`\\lambda_{\\min}` (Weyl), :math:`\\sqrt 2 (B^2 + c^2/2)` for the
     upper triangle of :math:`A^\\top A` (constant column; proof in
     :func:`skprivreg.mechanisms.intercept_gram_sensitivity`),
     :math:`2\\sqrt{B^2+c^2}\\,y_b` for each gradient. **All

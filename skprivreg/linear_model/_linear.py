@@ -367,7 +367,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
        (L2-sensitivity 2);
     2. release :math:`\\tilde G = A^\\top A + E`, :math:`E` symmetric Gaussian,
        with the intercept-aware sensitivity
-       :math:`\\Delta_G = \\sqrt{2B^4 + 4B^2c^2}` (proof in
+       :math:`\\Delta_G = \\sqrt 2 (B^2 + c^2/2)` for :math:`c^2 \\le 2B^2` (proof in
        :func:`skprivreg.mechanisms.intercept_gram_sensitivity`);
     3. release :math:`g_0 = A^\\top u + N(0, \\sigma_0^2 I)`
        (sensitivity :math:`2\\sqrt{B^2+c^2}`), solve

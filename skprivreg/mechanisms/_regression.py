@@ -9,6 +9,7 @@ import numpy as np
 
 from ..accounting import PrivacyEvent
 from ._gaussian import gaussian_sigma
+from ._reusecov import gram_upper_sensitivity
 
 __all__ = [
     "primo_constant",
@@ -165,7 +166,8 @@ def intercept_gram_sensitivity(x_bound, intercept_value):
     """Replace-one L2-sensitivity of the upper triangle of ``A^T A``, ``A = [X, c 1]``.
 
     .. math::
-        \\Delta_G = \\sqrt{2B^4 + 4B^2c^2}, \\qquad \\|x_i\\|_2 \\le B,
+        \\Delta_G = \\sqrt 2\\,(B^2 + c^2/2) \\quad (c^2 \\le 2B^2), \\qquad
+        \\Delta_G = 2Bc \\quad (c^2 > 2B^2), \\qquad \\|x_i\\|_2 \\le B,
 
     where ``B`` bounds the rows of ``X`` *without* the constant column ``c``.
 
@@ -177,19 +179,23 @@ def intercept_gram_sensitivity(x_bound, intercept_value):
                              c (x - x')^\\top & 0 \\end{pmatrix}.
 
     The corner is ``c^2 - c^2 = 0`` and the last column appears once in the
-    upper triangle, so ``||upper(D)||^2 = ||upper(x x^T - x' x'^T)||^2 +
-    c^2 ||x - x'||^2``. The first term is ``(||E||_F^2 + sum_i E_ii^2)/2``
-    for ``E = x x^T - x' x'^T``, with ``||E||_F^2 = ||x||^4 + ||x'||^4 -
-    2 (x.x')^2 <= 2B^4`` and ``sum_i E_ii^2 <= sum_i x_i^4 + x_i'^4 <= 2B^4``;
-    the second is at most ``c^2 (2B)^2``. Hence ``||upper(D)||^2 <= 2B^4 +
-    4B^2c^2``, below the ``2 (B^2 + c^2)^2`` obtained by treating the constant
-    column as a feature (``sqrt(2)(B^2 + c^2)``).
+    upper triangle, so ``||upper(D)||^2 = ||upper(E)||^2 + c^2 ||x - x'||^2``
+    with ``E = x x^T - x' x'^T`` and ``||upper(E)||^2 <= ||E||_F^2 = ||x||^4 +
+    ||x'||^4 - 2t^2``, ``t = x.x'``. At ``||x|| = ||x'|| = B`` (the worst
+    case for every ``t``) this is ``J(t) = 2B^4 - 2t^2 + c^2(2B^2 - 2t)``,
+    maximised at ``t = max(-c^2/2, -B^2)``: ``2 (B^2 + c^2/2)^2``, or
+    ``4B^2c^2`` when ``c^2 > 2B^2``. It is attained for two or more features
+    (rotate so that ``E`` is diagonal); the full derivation is in
+    :func:`skprivreg.mechanisms.gram_upper_sensitivity`, which this returns.
+    It is below the ``sqrt(2B^4 + 4B^2c^2)`` of bounding the two terms
+    separately and the ``sqrt(2)(B^2 + c^2)`` of treating the constant column
+    as a feature.
     """
     x_bound = float(x_bound)
     c = float(intercept_value)
     if x_bound < 0 or c < 0:
         raise ValueError("x_bound and intercept_value must be >= 0.")
-    return math.sqrt(2.0 * x_bound**4 + 4.0 * x_bound**2 * c**2)
+    return gram_upper_sensitivity(x_bound, c, neighbouring="replace-one")
 
 
 def residual_gradient_sensitivity(row_bound, residual_bound):

@@ -68,11 +68,11 @@ def test_gram_event_uses_intercept_sensitivity():
     est = _fit(X, y)
     gram = next(e for e in est.privacy_spent_.events if e.name == "XtX")
     assert gram.sensitivity == pytest.approx(intercept_gram_sensitivity(2.0, 1.0))
-    assert gram.sensitivity == pytest.approx(math.sqrt(2 * 16 + 4 * 4))
+    assert gram.sensitivity == pytest.approx(math.sqrt(2) * (4 + 1 / 2))
 
 
 def test_intercept_gram_sensitivity_bounds_every_replacement():
-    """Random and adversarial pairs never exceed sqrt(2B^4 + 4B^2c^2)."""
+    """Random and adversarial pairs never exceed the intercept Gram sensitivity."""
     rng = np.random.default_rng(1)
     B, c, d = 1.7, 3.0, 4
     bound = intercept_gram_sensitivity(B, c)

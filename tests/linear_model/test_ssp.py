@@ -246,12 +246,14 @@ def test_same_seed_same_output_under_the_testing_facility(fixed_noise):
 
 
 @pytest.mark.parametrize("Estimator", [SSPRegressor, AdaSSPRegressor])
-def test_intercept_gram_sensitivity_brute_force(Estimator):
+@pytest.mark.parametrize("c", [3.0, 1.0])
+def test_intercept_gram_sensitivity_brute_force(Estimator, c):
     # The Gram sensitivity the estimator records for [X, c 1] must bound
-    # ||upper(a a^T - a' a'^T)|| over all row pairs with ||x|| <= B: random
-    # pairs on the sphere (the maximum is on the boundary) and the pair
-    # x' = -x (change 2 B c in the intercept column) never exceed it.
-    B, c, d = 1.7, 3.0, 3
+    # ||upper(a a^T - a' a'^T)|| over all row pairs with ||x|| <= B (random
+    # pairs on the sphere: the maximum is on the boundary), and a pair attains
+    # it: x' = -x when c^2 > 2 B^2; otherwise x = B (cos f, sin f),
+    # x' = B (sin f, cos f) (x x^T - x' x'^T diagonal) with x.x' = -c^2/2.
+    B, d = 1.7, 3
     est = Estimator(epsilon=1.0, delta=1e-5, x_bound=B, y_bound=1.0, intercept_scaling=c)
     sens = est._gram_sensitivity(B)
     rng = np.random.default_rng(0)
@@ -264,8 +266,15 @@ def test_intercept_gram_sensitivity_brute_force(Estimator):
     u = rng.normal(size=(2000, 2, d))
     u *= B / np.linalg.norm(u, axis=2, keepdims=True)
     worst = max(change(x, x2) for x, x2 in u)
-    x = B * np.eye(d)[0]
-    attained = change(x, -x)
-    assert worst <= sens * (1 + 1e-12) and attained <= sens * (1 + 1e-12)
-    assert sens == pytest.approx(math.sqrt(2 * B**4 + 4 * B**2 * c**2))
-    assert sens < math.sqrt(2) * (B**2 + c**2)
+    if c * c > 2 * B * B:
+        x = B * np.eye(d)[0]
+        attained = change(x, -x)
+        assert sens == pytest.approx(2 * B * c)
+    else:
+        f = 0.5 * math.asin(-c * c / (2 * B * B))
+        attained = change(B * np.array([math.cos(f), math.sin(f), 0.0]),
+                          B * np.array([math.sin(f), math.cos(f), 0.0]))
+        assert sens == pytest.approx(math.sqrt(2) * (B**2 + c**2 / 2))
+    assert worst <= sens * (1 + 1e-12)
+    assert attained == pytest.approx(sens, rel=1e-12)  # tight: no smaller value is valid
+    assert sens < math.sqrt(2 * B**4 + 4 * B**2 * c**2)
