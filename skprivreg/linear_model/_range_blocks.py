@@ -1,0 +1,222 @@
+"""Block functions of :class:`~skprivreg.linear_model.LinearRegression` (pure; one read each).
+
+Each pass of the estimator sums a statistic of the *mapped* rows
+``z = clip((x - center) / half, -1, 1)`` (a :class:`RangeMap`) and labels
+``u = clip((y - y_center) / y_half, -1, 1)`` over cache-sized blocks.
+
+**Raw path.** The map is affine, ``z = D x + e`` with ``D = diag(1 / half)``
+and ``e = -center / half``, wherever the per-entry clip does nothing, so the
+sums of the mapped rows follow from sums of the raw rows:
+
+* ``Z^T Z = D (X^T X) D + D s e^T + e s^T D + m e e^T`` with ``s = X^T 1``,
+* ``Z^T v = D (X^T v) + e (1^T v)``,
+* ``Z w = X (D w) + e^T w``,
+
+one product on the block as it is stored, with no mapped copy. A block takes
+this path when every entry lies inside its declared range (a per-column
+minimum and maximum of the block); a block with any entry outside it (or a
+NaN or an infinity) is mapped and clipped entry by entry as before. Both
+paths compute the same statistics of the clipped rows (up to floating-point
+rounding), so the choice changes no released value. The choice per block does
+change how long a pass takes, and timing is not covered by the privacy
+guarantee (as for every fit: the clip itself costs time only for rows that
+need it).
+
+The raw path is used only with declared ranges (a public map with per-entry
+clipping, and rows of norm at most ``sqrt(d)`` after it) and when the map's
+offset is moderate (``|center| <= _RAW_OFFSET_LIMIT * half``, a public
+fact): far from the origin, the expansion above would cancel digits.
+"""
+
+import math
+
+import numpy as np
+
+from .._gram import _as_float64
+from .._rows import check_block_finite
+from ..bounds import row_norms
+
+__all__ = [
+    "INTERCEPT",
+    "feature_sum_block",
+    "first_pass_block",
+    "first_pass_stats",
+    "gradient_block",
+    "residual_moment_block",
+    "selection_block",
+]
+
+#: Value of the constant column appended for the intercept.
+INTERCEPT = 1.0
+# Largest |center / half| of a map whose statistics come from the raw rows:
+# the expansion's rounding error is about (1 + limit)^2 machine epsilons of
+# the mapped sums.
+_RAW_OFFSET_LIMIT = 16.0
+
+
+def _mapped_labels(y_block, rmap, check=False):
+    """``clip((y - y_center) / y_half, -1, 1)`` of one block (float64); ``check``: refuse NaN/inf."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = np.subtract(np.asarray(y_block).ravel(), rmap.y_center, dtype=np.float64)
+        u /= rmap.y_half
+        if check and not np.isfinite(np.add.reduce(u)):
+            check_block_finite(np.asarray(y_block), "y")
+    np.clip(u, -1.0, 1.0, out=u)
+    return u
+
+
+def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
+    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does).
+
+    The block is read in its own dtype and mapped into a float64 copy (one
+    sweep); the finiteness check is a sum over the mapped values (before
+    the clip, which would map an infinity to 1), with the exact check only
+    when that sum is not finite.
+    """
+    X = np.asarray(X_block)
+    if x_clip is not None:  # private path: rows clipped to the released bound first
+        X = np.asarray(X, dtype=np.float64)
+        norms = row_norms(X)
+        X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = np.subtract(X, rmap.center, dtype=np.float64)
+        Z /= rmap.half
+        if check and not np.isfinite(np.add.reduce(Z, axis=None)):
+            check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
+    if rmap.clip_coordinates:
+        np.clip(Z, -1.0, 1.0, out=Z)
+    if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
+        # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
+        norms = row_norms(Z)
+        over = norms > rmap.row_bound
+        if over.any():
+            Z[over] *= (rmap.row_bound / norms[over])[:, None]
+    u = None if y_block is None else _mapped_labels(y_block, rmap, check)
+    return Z, u
+
+
+def _raw_rows(X_block, rmap, x_clip):
+    """The block (float64) when its mapped sums may come from the raw rows, else ``None``.
+
+    Public conditions (declared ranges, moderate offset), then one data
+    condition: every entry of the block lies inside its column's range, so
+    the per-entry clip is the identity on this block. A NaN fails the
+    comparison (the mapped path then refuses it).
+    """
+    d = rmap.center.shape[0]
+    if (x_clip is not None or not rmap.clip_coordinates or rmap.row_bound < math.sqrt(d)
+            or np.any(np.abs(rmap.center) > _RAW_OFFSET_LIMIT * rmap.half)):
+        return None
+    X = _as_float64(X_block)
+    if X.shape[0] == 0:
+        return None
+    low, high = rmap.center - rmap.half, rmap.center + rmap.half
+    if not (np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high)):
+        return None  # some entry needs the clip: the mapped copy computes it exactly
+    return X
+
+
+def _affine(rmap):
+    """``(1 / half, -center / half)``: the map ``z = D x + e`` of rows inside the ranges."""
+    inv = 1.0 / rmap.half
+    return inv, -rmap.center * inv
+
+
+def _predict_mapped(Z, theta, fit_intercept):
+    """``A theta`` for ``A = [Z, c 1]`` without forming ``A``."""
+    d = Z.shape[1]
+    out = Z @ theta[:d]
+    if fit_intercept:
+        out += INTERCEPT * theta[d]
+    return out
+
+
+def _transpose_times(Z, r, fit_intercept):
+    """``A^T r`` for ``A = [Z, c 1]`` without forming ``A``."""
+    head = Z.T @ r
+    return np.append(head, INTERCEPT * r.sum()) if fit_intercept else head
+
+
+def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
+    """``(r, u, rows, raw)``: ``r = u - A theta``; ``rows`` are the raw rows when ``raw``, else ``Z``."""
+    X = _raw_rows(X_block, rmap, x_clip)
+    if X is None:
+        Z, u = _mapped(X_block, y_block, rmap, x_clip)
+        return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
+    u = _mapped_labels(y_block, rmap)
+    inv, e = _affine(rmap)
+    w = theta[:len(inv)]
+    offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
+    r = u - X @ (inv * w)  # one gemv on the stored rows
+    r -= offset
+    return r, u, X, True
+
+
+def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
+    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows])`` of one block (see :func:`first_pass_stats`).
+
+    The first pass over the rows: it also refuses NaN or infinity, before any noise.
+    """
+    X = _raw_rows(X_block, rmap, x_clip)
+    if X is None:
+        Z, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
+    else:
+        Z, u = X, _mapped_labels(y_block, rmap, check=True)
+    labels = np.empty((len(u), 2))
+    labels[:, 0] = u
+    labels[:, 1] = 1.0
+    ZtZ, ZtL = Z.T @ Z, Z.T @ labels
+    if X is not None:  # sums of the raw rows -> sums of the mapped rows
+        inv, e = _affine(rmap)
+        s = inv * ZtL[:, 1]
+        ZtZ = inv[:, None] * ZtZ * inv[None, :]
+        ZtZ += np.outer(s, e) + np.outer(e, s) + len(u) * np.outer(e, e)
+        ZtL = inv[:, None] * ZtL + np.outer(e, [u.sum(), float(len(u))])
+    return ZtZ, ZtL, np.array([u.sum(), u @ u, float(len(u))])
+
+
+def first_pass_stats(ZtZ, ZtL, sums, fit_intercept):
+    """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass."""
+    Ztu, z_sum = ZtL[:, 0], ZtL[:, 1]
+    if not fit_intercept:
+        return ZtZ, Ztu, sums[:2]
+    c = INTERCEPT
+    AtA = np.block([[ZtZ, c * z_sum[:, None]],
+                    [c * z_sum[None, :], np.array([[c * c * sums[2]]])]])
+    return AtA, np.append(Ztu, c * sums[0]), sums[:2]
+
+
+def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
+    """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip)."""
+    r, _, rows, raw = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
+    if clip is not None:
+        np.clip(r, -clip, clip, out=r)
+    grad = _transpose_times(rows, r, fit_intercept)
+    if raw:  # X^T r -> Z^T r = D X^T r + e 1^T r
+        inv, e = _affine(rmap)
+        d = len(inv)
+        grad[:d] = inv * grad[:d] + e * r.sum()
+    return (grad,)
+
+
+def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None):
+    """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
+    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)[0]
+    return (np.array([np.minimum(r * r, 1.0).sum()]),)
+
+
+def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None):
+    """``sum [min(r^2, K) - min((u - u_mean)^2, K)]``: the model's loss minus the mean's.
+
+    Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
+    """
+    r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
+    return (np.array([np.minimum(r * r, cap).sum() - np.minimum((u - u_mean) ** 2, cap).sum()]),)
+
+
+def feature_sum_block(X_block, y_block, *, x_clip):
+    """``sum_i clip(x_i, x_clip)`` of one block: replace-one L2-sensitivity ``2 x_clip``."""
+    X = np.asarray(X_block, dtype=np.float64)
+    norms = row_norms(X)
+    X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
+    return (X.sum(axis=0),)
