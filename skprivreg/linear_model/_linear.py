@@ -42,6 +42,7 @@ from ._base import LinearPredictMixin, solve_psd_repaired
 from ._private_bounds import count_bounds
 from ._range_blocks import (
     INTERCEPT,
+    RangeMap,
     feature_sum_block,
     first_pass_block,
     first_pass_stats,
@@ -71,30 +72,6 @@ _MEAN_TARGET_SD = 0.02
 # ---------------------------------------------------------------------------
 # Public maps
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RangeMap:
-    """The affine map ``z = (x - center) / half`` (public or privately released).
-
-    Attributes
-    ----------
-    center, half : ndarray of shape (d,)
-        Feature centres and half-widths.
-    y_center, y_half : float
-        Label centre and half-width.
-    row_bound : float
-        L2 bound of a mapped row (without the constant column).
-    clip_coordinates : bool
-        Clip each mapped coordinate to ``[-1, 1]`` (declared ranges).
-    """
-
-    center: np.ndarray
-    half: np.ndarray
-    y_center: float
-    y_half: float
-    row_bound: float
-    clip_coordinates: bool
-
-
 def range_map(x_range, y_bound, n_features, fit_intercept=True):
     """The public :class:`RangeMap` of declared ranges (no data access).
 

@@ -29,6 +29,8 @@ fact): far from the origin, the expansion above would cancel digits.
 """
 
 import math
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,6 +40,7 @@ from ..bounds import row_norms
 
 __all__ = [
     "INTERCEPT",
+    "RangeMap",
     "feature_sum_block",
     "first_pass_block",
     "first_pass_stats",
@@ -52,6 +55,41 @@ INTERCEPT = 1.0
 # the expansion's rounding error is about (1 + limit)^2 machine epsilons of
 # the mapped sums.
 _RAW_OFFSET_LIMIT = 16.0
+
+
+@dataclass(frozen=True)
+class RangeMap:
+    """The affine map ``z = (x - center) / half`` (public or privately released).
+
+    Attributes
+    ----------
+    center, half : ndarray of shape (d,)
+        Feature centres and half-widths.
+    y_center, y_half : float
+        Label centre and half-width.
+    row_bound : float
+        L2 bound of a mapped row (without the constant column).
+    clip_coordinates : bool
+        Clip each mapped coordinate to ``[-1, 1]`` (declared ranges).
+    """
+
+    center: np.ndarray
+    half: np.ndarray
+    y_center: float
+    y_half: float
+    row_bound: float
+    clip_coordinates: bool
+
+    @cached_property
+    def raw_affine(self):
+        """``(1 / half, -center / half, low, high)`` when blocks inside the ranges may be
+        summed from the raw rows (public conditions, see the module docstring), else ``None``."""
+        d = self.center.shape[0]
+        if (not self.clip_coordinates or self.row_bound < math.sqrt(d)
+                or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)):
+            return None
+        inv = 1.0 / self.half
+        return inv, -self.center * inv, self.center - self.half, self.center + self.half
 
 
 def _mapped_labels(y_block, rmap, check=False):
@@ -98,28 +136,27 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
 def _raw_rows(X_block, rmap, x_clip):
     """The block (float64) when its mapped sums may come from the raw rows, else ``None``.
 
-    Public conditions (declared ranges, moderate offset), then one data
-    condition: every entry of the block lies inside its column's range, so
-    the per-entry clip is the identity on this block. A NaN fails the
-    comparison (the mapped path then refuses it).
+    Public conditions (:attr:`RangeMap.raw_affine`, rows not clipped to a
+    released bound), then one data condition: every entry of the block lies
+    inside its column's range, so the per-entry clip is the identity on this
+    block. A NaN fails the comparison (the mapped path then refuses it).
     """
-    d = rmap.center.shape[0]
-    if (x_clip is not None or not rmap.clip_coordinates or rmap.row_bound < math.sqrt(d)
-            or np.any(np.abs(rmap.center) > _RAW_OFFSET_LIMIT * rmap.half)):
+    if x_clip is not None or rmap.raw_affine is None:
         return None
     X = _as_float64(X_block)
     if X.shape[0] == 0:
         return None
-    low, high = rmap.center - rmap.half, rmap.center + rmap.half
-    if not (np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high)):
-        return None  # some entry needs the clip: the mapped copy computes it exactly
-    return X
-
-
-def _affine(rmap):
-    """``(1 / half, -center / half)``: the map ``z = D x + e`` of rows inside the ranges."""
-    inv = 1.0 / rmap.half
-    return inv, -rmap.center * inv
+    low, high = rmap.raw_affine[2:]
+    # The block's extremes against the ranges' intersection first: one
+    # contiguous min and max (a per-column reduction of narrow rows costs
+    # more than the products); per column only when the ranges differ.
+    lowest, highest = X.min(), X.max()
+    if lowest >= low.max() and highest <= high.min():
+        return X
+    if low.min() < low.max() or high.min() < high.max():
+        if np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high):
+            return X
+    return None  # some entry needs the clip (or is NaN): the mapped copy computes it exactly
 
 
 def _predict_mapped(Z, theta, fit_intercept):
@@ -144,7 +181,7 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip)
         return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
     u = _mapped_labels(y_block, rmap)
-    inv, e = _affine(rmap)
+    inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
     r = u - X @ (inv * w)  # one gemv on the stored rows
@@ -167,7 +204,7 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     labels[:, 1] = 1.0
     ZtZ, ZtL = Z.T @ Z, Z.T @ labels
     if X is not None:  # sums of the raw rows -> sums of the mapped rows
-        inv, e = _affine(rmap)
+        inv, e = rmap.raw_affine[:2]
         s = inv * ZtL[:, 1]
         ZtZ = inv[:, None] * ZtZ * inv[None, :]
         ZtZ += np.outer(s, e) + np.outer(e, s) + len(u) * np.outer(e, e)
@@ -193,7 +230,7 @@ def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip
         np.clip(r, -clip, clip, out=r)
     grad = _transpose_times(rows, r, fit_intercept)
     if raw:  # X^T r -> Z^T r = D X^T r + e 1^T r
-        inv, e = _affine(rmap)
+        inv, e = rmap.raw_affine[:2]
         d = len(inv)
         grad[:d] = inv * grad[:d] + e * r.sum()
     return (grad,)

@@ -67,6 +67,21 @@ def test_block_with_entries_outside_the_range_gives_the_clipped_statistics(low, 
     assert not np.allclose(Z.T @ Z, want["first"][0], rtol=1e-6)
 
 
+def test_per_column_ranges_clip_each_column_to_its_own_range():
+    """An entry outside its column's range but inside another column's is still clipped."""
+    rng = np.random.default_rng(5)
+    low, high = np.array([-1.0, 0.0, 10.0]), np.array([1.0, 5.0, 20.0])
+    X = rng.uniform(low, high, size=(2_000, 3))
+    y = rng.normal(size=2_000)
+    rmap = range_map((low, high), 2.0, 3, True)
+    args = (True, rng.normal(size=4), 0.7, 0.1, 0.5)
+    assert rb._raw_rows(X, rmap, None) is not None
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+    X[9, 0] = 4.0  # inside [0, 5] and [-1, 20], outside [-1, 1]
+    assert rb._raw_rows(X, rmap, None) is None
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+
+
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("low, high", RANGES)
