@@ -547,7 +547,7 @@ def _fit_private(source, plan, est, rngs):
     # -- first pass: Gram, A^T u, label moments ------------------------------
     AtA, Atu, moments = first_pass_stats(
         *_data_pass(source, partial(first_pass_block, **common), "label_moments, XtX, Xty"),
-        fit_intercept)
+        fit_intercept, rmap, x_clip)
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))

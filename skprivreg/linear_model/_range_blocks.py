@@ -4,28 +4,31 @@ Each pass of the estimator sums a statistic of the *mapped* rows
 ``z = clip((x - center) / half, -1, 1)`` (a :class:`RangeMap`) and labels
 ``u = clip((y - y_center) / y_half, -1, 1)`` over cache-sized blocks.
 
-**Raw path.** The map is affine, ``z = D x + e`` with ``D = diag(1 / half)``
-and ``e = -center / half``, wherever the per-entry clip does nothing, so the
-sums of the mapped rows follow from sums of the raw rows:
+**Raw space.** Clipping each entry to its declared range and then mapping
+is the same as mapping and then clipping to ``[-1, 1]``, and the map is
+affine, ``z = D x + e`` with ``D = diag(1 / half)`` and ``e = -center / half``.
+So the passes sum the *range-clipped raw rows* ``X`` and map the sums:
 
-* ``Z^T Z = D (X^T X) D + D s e^T + e s^T D + m e e^T`` with ``s = X^T 1``,
+* ``Z^T Z = D (X^T X) D + D s e^T + e s^T D + m e e^T`` with ``s = X^T 1``
+  (once per pass, :func:`first_pass_stats`),
 * ``Z^T v = D (X^T v) + e (1^T v)``,
 * ``Z w = X (D w) + e^T w``,
 
-one product on the block as it is stored, with no mapped copy. A block takes
-this path when every entry lies inside its declared range (a per-column
-minimum and maximum of the block); a block with any entry outside it (or a
-NaN or an infinity) is mapped and clipped entry by entry as before. Both
-paths compute the same statistics of the clipped rows (up to floating-point
-rounding), so the choice changes no released value. The choice per block does
-change how long a pass takes, and timing is not covered by the privacy
-guarantee (as for every fit: the clip itself costs time only for rows that
-need it).
+with one product on the block as it is stored. A block whose entries all lie
+inside their ranges (the block's minimum and maximum) is used as it is; a
+block with an entry outside is clipped in a block-sized copy (a NaN or an
+infinity is refused there by the first pass). Both cases give the statistics
+of the clipped rows (up to floating-point rounding), so which case a block
+falls in changes no released value. It changes how long the pass takes, and
+timing is not covered by the privacy guarantee (as for every fit: clipping
+costs time only for blocks that need it).
 
-The raw path is used only with declared ranges (a public map with per-entry
-clipping, and rows of norm at most ``sqrt(d)`` after it) and when the map's
-offset is moderate (``|center| <= _RAW_OFFSET_LIMIT * half``, a public
-fact): far from the origin, the expansion above would cancel digits.
+Raw space is used only with declared ranges (a public map with per-entry
+clipping, after which ``||z|| <= sqrt(d)`` holds with no row clip) and a
+moderate offset (``|center| <= _RAW_OFFSET_LIMIT * half``, a public fact):
+far from the origin, the expansion above would cancel digits. Otherwise
+(private ranges, rows clipped to a released norm bound, far offsets) each
+block is mapped and clipped into a float64 copy (:func:`_mapped`).
 """
 
 import math
@@ -133,30 +136,32 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
     return Z, u
 
 
-def _raw_rows(X_block, rmap, x_clip):
-    """The block (float64) when its mapped sums may come from the raw rows, else ``None``.
+def _raw_space(rmap, x_clip):
+    """True when a pass sums the raw (range-clipped) rows: public facts only."""
+    return x_clip is None and rmap.raw_affine is not None
 
-    Public conditions (:attr:`RangeMap.raw_affine`, rows not clipped to a
-    released bound), then one data condition: every entry of the block lies
-    inside its column's range, so the per-entry clip is the identity on this
-    block. A NaN fails the comparison (the mapped path then refuses it).
+
+def _clipped_rows(X_block, rmap, check=False):
+    """The block's rows clipped to the declared ranges (float64); ``check``: refuse NaN/inf.
+
+    The block itself when every entry lies inside its column's range (one
+    contiguous min and max against the ranges' intersection, per column
+    only when the ranges differ: a per-column reduction of narrow rows costs
+    more than the products); otherwise a block-sized clipped copy.
     """
-    if x_clip is not None or rmap.raw_affine is None:
-        return None
     X = _as_float64(X_block)
     if X.shape[0] == 0:
-        return None
+        return X
     low, high = rmap.raw_affine[2:]
-    # The block's extremes against the ranges' intersection first: one
-    # contiguous min and max (a per-column reduction of narrow rows costs
-    # more than the products); per column only when the ranges differ.
     lowest, highest = X.min(), X.max()
     if lowest >= low.max() and highest <= high.min():
         return X
     if low.min() < low.max() or high.min() < high.max():
         if np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high):
             return X
-    return None  # some entry needs the clip (or is NaN): the mapped copy computes it exactly
+    if check and not (np.isfinite(lowest) and np.isfinite(highest)):
+        check_block_finite(X, "X")  # NaN or infinity
+    return np.clip(X, low, high)  # some entry is outside its range: clip it
 
 
 def _predict_mapped(Z, theta, fit_intercept):
@@ -175,16 +180,16 @@ def _transpose_times(Z, r, fit_intercept):
 
 
 def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
-    """``(r, u, rows, raw)``: ``r = u - A theta``; ``rows`` are the raw rows when ``raw``, else ``Z``."""
-    X = _raw_rows(X_block, rmap, x_clip)
-    if X is None:
+    """``(r, u, rows, raw)``: ``r = u - A theta``; ``rows`` are the clipped raw rows when ``raw``, else ``Z``."""
+    if not _raw_space(rmap, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip)
         return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
+    X = _clipped_rows(X_block, rmap)
     u = _mapped_labels(y_block, rmap)
     inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
-    r = u - X @ (inv * w)  # one gemv on the stored rows
+    r = u - X @ (inv * w)  # Z w = X (D w) + e^T w: one gemv on the rows
     r -= offset
     return r, u, X, True
 
@@ -192,28 +197,33 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows])`` of one block (see :func:`first_pass_stats`).
 
-    The first pass over the rows: it also refuses NaN or infinity, before any noise.
+    In raw space (:func:`_raw_space`) the first two are ``X^T X`` and
+    ``X^T [u, 1]`` of the range-clipped rows ``X``, mapped once for the whole
+    pass by :func:`first_pass_stats`. The first pass over the rows: it also
+    refuses NaN or infinity, before any noise.
     """
-    X = _raw_rows(X_block, rmap, x_clip)
-    if X is None:
-        Z, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
+    if _raw_space(rmap, x_clip):
+        rows, u = _clipped_rows(X_block, rmap, check=True), _mapped_labels(y_block, rmap, True)
     else:
-        Z, u = X, _mapped_labels(y_block, rmap, check=True)
+        rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
     labels = np.empty((len(u), 2))
     labels[:, 0] = u
     labels[:, 1] = 1.0
-    ZtZ, ZtL = Z.T @ Z, Z.T @ labels
-    if X is not None:  # sums of the raw rows -> sums of the mapped rows
+    return rows.T @ rows, rows.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
+
+
+def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
+    """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass.
+
+    Sums in raw space are mapped here: ``Z^T Z = D (X^T X) D + D s e^T +
+    e s^T D + m e e^T`` and ``Z^T [u, 1] = D X^T [u, 1] + e [sum u, m]``.
+    """
+    if _raw_space(rmap, x_clip):
         inv, e = rmap.raw_affine[:2]
         s = inv * ZtL[:, 1]
         ZtZ = inv[:, None] * ZtZ * inv[None, :]
-        ZtZ += np.outer(s, e) + np.outer(e, s) + len(u) * np.outer(e, e)
-        ZtL = inv[:, None] * ZtL + np.outer(e, [u.sum(), float(len(u))])
-    return ZtZ, ZtL, np.array([u.sum(), u @ u, float(len(u))])
-
-
-def first_pass_stats(ZtZ, ZtL, sums, fit_intercept):
-    """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass."""
+        ZtZ += np.outer(s, e) + np.outer(e, s) + sums[2] * np.outer(e, e)
+        ZtL = inv[:, None] * ZtL + np.outer(e, [sums[0], sums[2]])
     Ztu, z_sum = ZtL[:, 0], ZtL[:, 1]
     if not fit_intercept:
         return ZtZ, Ztu, sums[:2]

@@ -15,9 +15,9 @@ def _reference(X, y, rmap, fit_intercept, theta, clip, u_mean, cap):
     u = np.clip((y - rmap.y_center) / rmap.y_half, -1.0, 1.0)
     A = np.column_stack([Z, np.ones(len(Z))]) if fit_intercept else Z
     r = u - A @ theta
-    L = np.column_stack([u, np.ones(len(u))])
+    AtA = A.T @ A
     return {
-        "first": (Z.T @ Z, Z.T @ L, np.array([u.sum(), u @ u, len(u)])),
+        "first": (AtA, A.T @ u, np.array([u.sum(), u @ u])),
         "gradient": (A.T @ np.clip(r, -clip, clip),),
         "moment": (np.array([np.minimum(r * r, 1.0).sum()]),),
         "selection": (np.array([np.minimum(r * r, cap).sum()
@@ -28,7 +28,7 @@ def _reference(X, y, rmap, fit_intercept, theta, clip, u_mean, cap):
 def _blocks(X, y, rmap, fit_intercept, theta, clip, u_mean, cap):
     common = dict(rmap=rmap, fit_intercept=fit_intercept)
     return {
-        "first": rb.first_pass_block(X, y, **common),
+        "first": rb.first_pass_stats(*rb.first_pass_block(X, y, **common), fit_intercept, rmap),
         "gradient": rb.gradient_block(X, y, theta=theta, clip=clip, **common),
         "moment": rb.residual_moment_block(X, y, theta=theta, **common),
         "selection": rb.selection_block(X, y, theta=theta, u_mean=u_mean, cap=cap, **common),
@@ -64,7 +64,7 @@ def test_block_with_entries_outside_the_range_gives_the_clipped_statistics(low, 
     _assert_same(_blocks(np.clip(X, low, high), y, rmap, *args), want)
     # and the clip matters on this block
     Z = (X - rmap.center) / rmap.half
-    assert not np.allclose(Z.T @ Z, want["first"][0], rtol=1e-6)
+    assert not np.allclose(Z.T @ Z, want["first"][0][:-1, :-1], rtol=1e-6)
 
 
 def test_per_column_ranges_clip_each_column_to_its_own_range():
@@ -75,10 +75,10 @@ def test_per_column_ranges_clip_each_column_to_its_own_range():
     y = rng.normal(size=2_000)
     rmap = range_map((low, high), 2.0, 3, True)
     args = (True, rng.normal(size=4), 0.7, 0.1, 0.5)
-    assert rb._raw_rows(X, rmap, None) is not None
+    assert rb._clipped_rows(X, rmap) is X
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
     X[9, 0] = 4.0  # inside [0, 5] and [-1, 20], outside [-1, 1]
-    assert rb._raw_rows(X, rmap, None) is None
+    assert rb._clipped_rows(X, rmap) is not X
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
 
 
@@ -88,7 +88,8 @@ def test_per_column_ranges_clip_each_column_to_its_own_range():
 def test_raw_path_equals_the_mapped_copy(low, high, dtype, fit_intercept):
     rng = np.random.default_rng(2)
     X, y, rmap, args = _case(rng, low, high, fit_intercept=fit_intercept, dtype=dtype)
-    assert rb._raw_rows(X, rmap, None) is not None  # this block takes the raw path
+    if dtype == np.float64:
+        assert rb._clipped_rows(X, rmap) is X  # inside the ranges: no copy
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
 
 
@@ -96,10 +97,10 @@ def test_far_offset_and_private_ranges_use_the_mapped_copy():
     """Public conditions: a range far from the origin, or rows clipped to a released bound."""
     rng = np.random.default_rng(3)
     X, y, rmap, args = _case(rng, 1990.0, 2025.0)
-    assert rb._raw_rows(X, rmap, None) is None
+    assert not rb._raw_space(rmap, None)
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
     X, y, rmap, _ = _case(rng, -1.0, 1.0)
-    assert rb._raw_rows(X, rmap, x_clip=1.0) is None
+    assert rb._raw_space(rmap, None) and not rb._raw_space(rmap, x_clip=1.0)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
@@ -107,6 +108,5 @@ def test_non_finite_entry_is_refused_by_the_first_pass(bad):
     rng = np.random.default_rng(4)
     X, y, rmap, _ = _case(rng, -1.0, 1.0)
     X[7, 2] = bad
-    assert rb._raw_rows(X, rmap, None) is None
     with pytest.raises(ValueError, match="NaN or infinity"):
         rb.first_pass_block(X, y, rmap=rmap, fit_intercept=True)
