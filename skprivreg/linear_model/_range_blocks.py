@@ -102,7 +102,8 @@ def _mapped_labels(y_block, rmap, check=False):
         u /= rmap.y_half
         if check and not np.isfinite(np.add.reduce(u)):
             check_block_finite(np.asarray(y_block), "y")
-    np.clip(u, -1.0, 1.0, out=u)
+    np.minimum(u, 1.0, out=u)  # the clip to [-1, 1], without np.clip's per-call overhead
+    np.maximum(u, -1.0, out=u)
     return u
 
 
@@ -141,27 +142,39 @@ def _raw_space(rmap, x_clip):
     return x_clip is None and rmap.raw_affine is not None
 
 
-def _clipped_rows(X_block, rmap, check=False):
-    """The block's rows clipped to the declared ranges (float64); ``check``: refuse NaN/inf.
+def _inside(X, rmap, check=False):
+    """True when every entry of ``X`` lies inside its column's declared range.
 
-    The block itself when every entry lies inside its column's range (one
-    contiguous min and max against the ranges' intersection, per column
-    only when the ranges differ: a per-column reduction of narrow rows costs
-    more than the products); otherwise a block-sized clipped copy.
+    The block's minimum and maximum against the ranges' intersection; per
+    column only when the ranges differ (a per-column reduction of narrow
+    rows costs more than the products). A NaN compares false; ``check``:
+    refuse NaN or infinity (the first pass does).
     """
-    X = _as_float64(X_block)
-    if X.shape[0] == 0:
-        return X
     low, high = rmap.raw_affine[2:]
     lowest, highest = X.min(), X.max()
     if lowest >= low.max() and highest <= high.min():
-        return X
-    if low.min() < low.max() or high.min() < high.max():
-        if np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high):
-            return X
+        return True
     if check and not (np.isfinite(lowest) and np.isfinite(highest)):
         check_block_finite(X, "X")  # NaN or infinity
-    return np.clip(X, low, high)  # some entry is outside its range: clip it
+    if low.min() < low.max() or high.min() < high.max():
+        return bool(np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high))
+    return False
+
+
+def _clipped_product(X_block, rmap, product, check=False):
+    """``(X, product(X))`` for the block's range-clipped rows ``X`` (float64).
+
+    The product runs first on the block as stored (so BLAS makes the one
+    read from memory and the range check reads the cache); only when an
+    entry lies outside its range is the block clipped into a block-sized
+    copy and the product computed again on it.
+    """
+    X = _as_float64(X_block)
+    out = product(X)
+    if X.shape[0] and not _inside(X, rmap, check):
+        X = np.clip(X, *rmap.raw_affine[2:])
+        out = product(X)
+    return X, out
 
 
 def _predict_mapped(Z, theta, fit_intercept):
@@ -184,12 +197,12 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
     if not _raw_space(rmap, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip)
         return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
-    X = _clipped_rows(X_block, rmap)
     u = _mapped_labels(y_block, rmap)
     inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
-    r = u - X @ (inv * w)  # Z w = X (D w) + e^T w: one gemv on the rows
+    X, r = _clipped_product(X_block, rmap, lambda X: X @ (inv * w))  # Z w = X (D w) + e^T w
+    np.subtract(u, r, out=r)
     r -= offset
     return r, u, X, True
 
@@ -202,14 +215,19 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     pass by :func:`first_pass_stats`. The first pass over the rows: it also
     refuses NaN or infinity, before any noise.
     """
-    if _raw_space(rmap, x_clip):
-        rows, u = _clipped_rows(X_block, rmap, check=True), _mapped_labels(y_block, rmap, True)
+    raw = _raw_space(rmap, x_clip)
+    if raw:
+        u = _mapped_labels(y_block, rmap, check=True)
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
     labels = np.empty((len(u), 2))
     labels[:, 0] = u
     labels[:, 1] = 1.0
-    return rows.T @ rows, rows.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
+    sums = np.array([u.sum(), u @ u, float(len(u))])
+    if raw:
+        _, (XtX, XtL) = _clipped_product(X_block, rmap, lambda X: (X.T @ X, X.T @ labels), True)
+        return XtX, XtL, sums
+    return rows.T @ rows, rows.T @ labels, sums
 
 
 def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
@@ -258,7 +276,11 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
     Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
     """
     r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
-    return (np.array([np.minimum(r * r, cap).sum() - np.minimum((u - u_mean) ** 2, cap).sum()]),)
+    v = np.subtract(u, u_mean)
+    for w in (r, v):  # in place: w <- min(w^2, K)
+        np.multiply(w, w, out=w)
+        np.minimum(w, cap, out=w)
+    return (np.array([r.sum() - v.sum()]),)
 
 
 def feature_sum_block(X_block, y_block, *, x_clip):

@@ -75,10 +75,10 @@ def test_per_column_ranges_clip_each_column_to_its_own_range():
     y = rng.normal(size=2_000)
     rmap = range_map((low, high), 2.0, 3, True)
     args = (True, rng.normal(size=4), 0.7, 0.1, 0.5)
-    assert rb._clipped_rows(X, rmap) is X
+    assert rb._inside(X, rmap)
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
     X[9, 0] = 4.0  # inside [0, 5] and [-1, 20], outside [-1, 1]
-    assert rb._clipped_rows(X, rmap) is not X
+    assert not rb._inside(X, rmap)
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
 
 
@@ -88,8 +88,7 @@ def test_per_column_ranges_clip_each_column_to_its_own_range():
 def test_raw_path_equals_the_mapped_copy(low, high, dtype, fit_intercept):
     rng = np.random.default_rng(2)
     X, y, rmap, args = _case(rng, low, high, fit_intercept=fit_intercept, dtype=dtype)
-    if dtype == np.float64:
-        assert rb._clipped_rows(X, rmap) is X  # inside the ranges: no copy
+    assert rb._inside(X, rmap)  # the block is used as stored
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
 
 
