@@ -85,14 +85,16 @@ class RangeMap:
 
     @cached_property
     def raw_affine(self):
-        """``(1 / half, -center / half, low, high)`` when blocks inside the ranges may be
-        summed from the raw rows (public conditions, see the module docstring), else ``None``."""
+        """``(1 / half, -center / half, low, high, max(low), min(high))`` when the passes
+        may sum the range-clipped raw rows (public conditions, see the module docstring),
+        else ``None``."""
         d = self.center.shape[0]
         if (not self.clip_coordinates or self.row_bound < math.sqrt(d)
                 or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)):
             return None
         inv = 1.0 / self.half
-        return inv, -self.center * inv, self.center - self.half, self.center + self.half
+        low, high = self.center - self.half, self.center + self.half
+        return inv, -self.center * inv, low, high, float(low.max()), float(high.min())
 
 
 def _mapped_labels(y_block, rmap, check=False):
@@ -150,13 +152,13 @@ def _inside(X, rmap, check=False):
     rows costs more than the products). A NaN compares false; ``check``:
     refuse NaN or infinity (the first pass does).
     """
-    low, high = rmap.raw_affine[2:]
+    low, high, inner_low, inner_high = rmap.raw_affine[2:]
     lowest, highest = X.min(), X.max()
-    if lowest >= low.max() and highest <= high.min():
+    if lowest >= inner_low and highest <= inner_high:
         return True
     if check and not (np.isfinite(lowest) and np.isfinite(highest)):
         check_block_finite(X, "X")  # NaN or infinity
-    if low.min() < low.max() or high.min() < high.max():
+    if low.min() < inner_low or high.max() > inner_high:  # the ranges differ
         return bool(np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high))
     return False
 
@@ -172,7 +174,7 @@ def _clipped_product(X_block, rmap, product, check=False):
     X = _as_float64(X_block)
     out = product(X)
     if X.shape[0] and not _inside(X, rmap, check):
-        X = np.clip(X, *rmap.raw_affine[2:])
+        X = np.clip(X, *rmap.raw_affine[2:4])
         out = product(X)
     return X, out
 
