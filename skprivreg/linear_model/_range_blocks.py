@@ -163,20 +163,16 @@ def _inside(X, rmap, check=False):
     return False
 
 
-def _clipped_product(X_block, rmap, product, check=False):
-    """``(X, product(X))`` for the block's range-clipped rows ``X`` (float64).
+def _clipped_rows(X_block, rmap, check=False):
+    """The block's rows clipped to their declared ranges (float64); ``check``: refuse NaN/inf.
 
-    The product runs first on the block as stored (so BLAS makes the one
-    read from memory and the range check reads the cache); only when an
-    entry lies outside its range is the block clipped into a block-sized
-    copy and the product computed again on it.
+    The block itself when every entry lies inside its range; otherwise a
+    block-sized clipped copy.
     """
     X = _as_float64(X_block)
-    out = product(X)
     if X.shape[0] and not _inside(X, rmap, check):
         X = np.clip(X, *rmap.raw_affine[2:4])
-        out = product(X)
-    return X, out
+    return X
 
 
 def _predict_mapped(Z, theta, fit_intercept):
@@ -203,7 +199,8 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
     inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
-    X, r = _clipped_product(X_block, rmap, lambda X: X @ (inv * w))  # Z w = X (D w) + e^T w
+    X = _clipped_rows(X_block, rmap)
+    r = X @ (inv * w)  # Z w = X (D w) + e^T w: one gemv on the rows
     np.subtract(u, r, out=r)
     r -= offset
     return r, u, X, True
@@ -217,19 +214,15 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     pass by :func:`first_pass_stats`. The first pass over the rows: it also
     refuses NaN or infinity, before any noise.
     """
-    raw = _raw_space(rmap, x_clip)
-    if raw:
+    if _raw_space(rmap, x_clip):
+        rows = _clipped_rows(X_block, rmap, check=True)
         u = _mapped_labels(y_block, rmap, check=True)
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
     labels = np.empty((len(u), 2))
     labels[:, 0] = u
     labels[:, 1] = 1.0
-    sums = np.array([u.sum(), u @ u, float(len(u))])
-    if raw:
-        _, (XtX, XtL) = _clipped_product(X_block, rmap, lambda X: (X.T @ X, X.T @ labels), True)
-        return XtX, XtL, sums
-    return rows.T @ rows, rows.T @ labels, sums
+    return rows.T @ rows, rows.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
 
 
 def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
