@@ -98,7 +98,10 @@ class RangeMap:
 
 
 def _mapped_labels(y_block, rmap, check=False):
-    """``clip((y - y_center) / y_half, -1, 1)`` of one block (float64); ``check``: refuse NaN/inf."""
+    """``clip((y - y_center) / y_half, -1, 1)`` of one block (float64).
+
+    ``check``: refuse NaN or infinity (the first pass does).
+    """
     with np.errstate(over="ignore", invalid="ignore"):
         u = np.subtract(np.asarray(y_block).ravel(), rmap.y_center, dtype=np.float64)
         u /= rmap.y_half
@@ -191,7 +194,10 @@ def _transpose_times(Z, r, fit_intercept):
 
 
 def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
-    """``(r, u, rows, raw)``: ``r = u - A theta``; ``rows`` are the clipped raw rows when ``raw``, else ``Z``."""
+    """``(r, u, rows, raw)`` with ``r = u - A theta``.
+
+    ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``.
+    """
     if not _raw_space(rmap, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip)
         return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
