@@ -19,7 +19,9 @@ memmap) only the floor and our fits run, once.
 
 Run: ``python benchmarks/bench_speed.py [--quick] [--dask] [--memmap]
 [--reusecov]``; writes ``results/speed.{json,md}`` and ``speed.png`` (time
-against n, which must be linear).
+against n, which must be linear). ``--headline`` re-checks n = 1e6 only
+(``results/speed_headline.*``); ``--dask-memmap`` times Dask against NumPy
+at n = 1e7 read from a memmap (``results/speed_dask_memmap.*``).
 
 Bounds are declared (the private bound estimate costs one more pass, reported
 separately as "private bounds"), epsilon = 1, delta = 1e-6. X is uniform on
@@ -208,6 +210,26 @@ def _count_passes():
     return calls, lambda: setattr(RowSource, "reduce", original)
 
 
+def _dask_against_numpy(factory, X, y, Xd, yd, repeats):
+    """Median Dask and NumPy fit times (interleaved pairs) and the Dask fit's passes."""
+    t_np, t_dask = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        factory().fit(Xd, yd)  # warm-up
+        for _ in range(repeats):
+            t_np.append(_timed(lambda: factory().fit(X, y)))
+            t_dask.append(_timed(lambda: factory().fit(Xd, yd)))
+        calls, undo = _count_passes()
+        try:
+            est = factory().fit(Xd, yd)
+        finally:
+            undo()
+    return {"ratio_to_numpy": statistics.median(t_dask) / statistics.median(t_np),
+            "seconds": statistics.median(t_dask), "numpy_seconds": statistics.median(t_np),
+            "passes": len(calls), "releases": len(est.privacy_spent_.events),
+            "load": os.getloadavg()[0]}
+
+
 def run_dask(sizes, repeats):
     import dask.array as da
     from dask.distributed import Client, LocalCluster
@@ -222,29 +244,76 @@ def run_dask(sizes, repeats):
             yd = da.from_array(y, chunks=(chunk,)).persist()
             for name, factory in _estimators(d, only=OURS + (
                     "LinearRegression (default, 8 rounds)",)).items():
-                t_np, t_dask = [], []
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    factory().fit(Xd, yd)  # warm-up
-                    for _ in range(repeats):
-                        t_np.append(_timed(lambda: factory().fit(X, y)))
-                        t_dask.append(_timed(lambda: factory().fit(Xd, yd)))
-                    calls, undo = _count_passes()
-                    try:
-                        est = factory().fit(Xd, yd)
-                    finally:
-                        undo()
-                releases = len(est.privacy_spent_.events)
                 rows.append({"n": n, "d": d, "estimator": name, "input": "dask (2 workers)",
-                             "ratio_to_numpy": statistics.median(t_dask) / statistics.median(t_np),
-                             "seconds": statistics.median(t_dask),
-                             "numpy_seconds": statistics.median(t_np),
-                             "passes": len(calls), "releases": releases,
-                             "load": os.getloadavg()[0]})
+                             **_dask_against_numpy(factory, X, y, Xd, yd, repeats)})
                 print(f"dask n={n:.0e} d={d} {name}: {rows[-1]['ratio_to_numpy']:.2f}x the "
-                      f"NumPy fit, {len(calls)} passes for {releases} releases", flush=True)
+                      f"NumPy fit, {rows[-1]['passes']} passes for {rows[-1]['releases']} "
+                      f"releases", flush=True)
             del Xd, yd
     return rows
+
+
+def _load_rows(path, start, stop):
+    """Rows ``start:stop`` of a ``.npy`` file, read on the worker (nothing shipped)."""
+    return np.load(path, mmap_mode="r")[start:stop]
+
+
+def _dask_from_npy(path, shape, chunk):
+    """A Dask array whose chunks are read from the ``.npy`` file by the workers."""
+    import dask
+    import dask.array as da
+
+    parts = []
+    for start in range(0, shape[0], chunk):
+        stop = min(start + chunk, shape[0])
+        parts.append(da.from_delayed(dask.delayed(_load_rows)(path, start, stop),
+                                     shape=(stop - start, *shape[1:]), dtype=np.float64))
+    return da.concatenate(parts)
+
+
+def run_dask_memmap(sizes, repeats, chunk=1_000_000):
+    """Dask (2 workers) reading ~1e6-row chunks from ``.npy`` memmaps, against NumPy on them.
+
+    Nothing is persisted: every pass of the Dask fit reads its chunks from the
+    file (the page cache), as a fit larger than memory would.
+    """
+    from dask.distributed import Client, LocalCluster
+
+    rows = []
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp, \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None) as cluster, Client(cluster):
+        for n, d in sizes:
+            X, y = _data(n, d, memmap_dir=tmp)
+            y_path = os.path.join(tmp, f"y_{n}_{d}.npy")
+            np.save(y_path, y)
+            Xd = _dask_from_npy(X.filename, X.shape, chunk)
+            yd = _dask_from_npy(y_path, y.shape, chunk)
+            for name, factory in _estimators(d, only=OURS).items():
+                rows.append({"n": n, "d": d, "estimator": name,
+                             "input": f"dask from memmap, chunks of {chunk:.0e} rows",
+                             **_dask_against_numpy(factory, X, y, Xd, yd, repeats)})
+                print(f"dask-memmap n={n:.0e} d={d} {name}: "
+                      f"{rows[-1]['ratio_to_numpy']:.2f}x the NumPy fit "
+                      f"({rows[-1]['seconds']:.2f} s vs {rows[-1]['numpy_seconds']:.2f} s), "
+                      f"load {rows[-1]['load']:.1f}", flush=True)
+            del X, Xd, yd
+    return rows
+
+
+def _dask_markdown(rows):
+    lines = ["# Dask against NumPy on 1e7 rows read from a memmap", "",
+             "2-worker `LocalCluster` (1 thread each), chunks read from the `.npy` file by",
+             "the workers (nothing persisted); NumPy fit on the same memmap. Median of",
+             "interleaved pairs; load = 1-minute load average of the shared 2-core machine.", "",
+             "| n | d | estimator | time / NumPy fit | Dask s | NumPy s | passes | releases | "
+             "load |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']:.0e} | {r['d']} | {r['estimator']} | "
+                     f"{r['ratio_to_numpy']:.2f} | {r['seconds']:.2f} | "
+                     f"{r['numpy_seconds']:.2f} | {r['passes']} | {r['releases']} | "
+                     f"{r['load']:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def _markdown(rows, reusecov, dask_rows, skipped):
@@ -321,7 +390,15 @@ def main():
     parser.add_argument("--headline", action="store_true",
                         help="only n=1e6, d in {10, 100}: our one-round fits and Ridge, "
                              "5 triples; writes results/speed_headline.{json,md}")
+    parser.add_argument("--dask-memmap", action="store_true",
+                        help="only Dask vs NumPy at n=1e7, d in {10, 100} from a memmap "
+                             "(chunks of 1e6 rows; 8 GB of disk at d=100); writes "
+                             "results/speed_dask_memmap.{json,md}")
     args = parser.parse_args()
+    if args.dask_memmap:
+        rows = run_dask_memmap([(10_000_000, 10), (10_000_000, 100)], args.repeats)
+        print("wrote", write_results("speed_dask_memmap", {"dask": rows}, _dask_markdown(rows)))
+        return
     if args.headline:
         rows = run_numpy([(1_000_000, 10), (1_000_000, 100)], 5,
                          only=OURS + ("sklearn Ridge(cholesky)",))

@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context
 from .._gram import cache_blocked, reduce_threaded, source_block_rows, threads_for
-from .._rows import RowSource, add_tuples, check_block_finite, validate_blockwise_data
+from .._rows import RowSource, add_tuples, validate_blockwise_data
 from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -28,7 +28,6 @@ from ..bounds import (
     check_y_bound,
     data_norm_bound,
     private_norm_bound,
-    row_norms,
 )
 from ..mechanisms import (
     add_gaussian,
@@ -41,6 +40,16 @@ from ..mechanisms import (
 )
 from ._base import LinearPredictMixin, solve_psd_repaired
 from ._private_bounds import count_bounds
+from ._range_blocks import (
+    INTERCEPT,
+    RangeMap,
+    feature_sum_block,
+    first_pass_block,
+    first_pass_stats,
+    gradient_block,
+    residual_moment_block,
+    selection_block,
+)
 
 __all__ = [
     "LinearRegression",
@@ -50,7 +59,7 @@ __all__ = [
 ]
 
 # Value of the constant column appended for the intercept.
-_INTERCEPT = 1.0
+_INTERCEPT = INTERCEPT
 # Residual clip of the refinement rounds, in units of the released residual RMS.
 _RESIDUAL_CLIP_RMS = 3.0
 # The model replaces the mean predictor only if its released loss advantage is
@@ -63,30 +72,6 @@ _MEAN_TARGET_SD = 0.02
 # ---------------------------------------------------------------------------
 # Public maps
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RangeMap:
-    """The affine map ``z = (x - center) / half`` (public or privately released).
-
-    Attributes
-    ----------
-    center, half : ndarray of shape (d,)
-        Feature centres and half-widths.
-    y_center, y_half : float
-        Label centre and half-width.
-    row_bound : float
-        L2 bound of a mapped row (without the constant column).
-    clip_coordinates : bool
-        Clip each mapped coordinate to ``[-1, 1]`` (declared ranges).
-    """
-
-    center: np.ndarray
-    half: np.ndarray
-    y_center: float
-    y_half: float
-    row_bound: float
-    clip_coordinates: bool
-
-
 def range_map(x_range, y_bound, n_features, fit_intercept=True):
     """The public :class:`RangeMap` of declared ranges (no data access).
 
@@ -123,117 +108,8 @@ def mean_weight(n_samples, mu):
 
 
 # ---------------------------------------------------------------------------
-# Block functions (pure; one read of the block each)
+# Solve (post-processing)
 # ---------------------------------------------------------------------------
-def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
-    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does).
-
-    The block is read in its own dtype and mapped into a float64 copy (one
-    sweep); the finiteness check is a sum over the mapped values (before
-    the clip, which would map an infinity to 1), with the exact check only
-    when that sum is not finite.
-    """
-    X = np.asarray(X_block)
-    if x_clip is not None:  # private path: rows clipped to the released bound first
-        X = np.asarray(X, dtype=np.float64)
-        norms = row_norms(X)
-        X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
-    with np.errstate(over="ignore", invalid="ignore"):
-        Z = np.subtract(X, rmap.center, dtype=np.float64)
-        Z /= rmap.half
-        if check and not np.isfinite(np.add.reduce(Z, axis=None)):
-            check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
-    if rmap.clip_coordinates:
-        np.clip(Z, -1.0, 1.0, out=Z)
-    if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
-        # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
-        norms = row_norms(Z)
-        over = norms > rmap.row_bound
-        if over.any():
-            Z[over] *= (rmap.row_bound / norms[over])[:, None]
-    u = None
-    if y_block is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            u = np.subtract(np.asarray(y_block).ravel(), rmap.y_center, dtype=np.float64)
-            u /= rmap.y_half
-            if check and not np.isfinite(np.add.reduce(u)):
-                check_block_finite(np.asarray(y_block), "y")
-        np.clip(u, -1.0, 1.0, out=u)
-    return Z, u
-
-
-def _predict_mapped(Z, theta, fit_intercept):
-    """``A theta`` for ``A = [Z, c 1]`` without forming ``A``."""
-    d = Z.shape[1]
-    out = Z @ theta[:d]
-    if fit_intercept:
-        out += _INTERCEPT * theta[d]
-    return out
-
-
-def _transpose_times(Z, r, fit_intercept):
-    """``A^T r`` for ``A = [Z, c 1]`` without forming ``A``."""
-    head = Z.T @ r
-    return np.append(head, _INTERCEPT * r.sum()) if fit_intercept else head
-
-
-def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
-    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows])`` of one block (see :func:`first_pass_stats`).
-
-    The first pass over the rows: it also refuses NaN or infinity, before any noise.
-    """
-    Z, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
-    labels = np.empty((len(u), 2))
-    labels[:, 0] = u
-    labels[:, 1] = 1.0
-    return Z.T @ Z, Z.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
-
-
-def first_pass_stats(ZtZ, ZtL, sums, fit_intercept):
-    """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass."""
-    Ztu, z_sum = ZtL[:, 0], ZtL[:, 1]
-    if not fit_intercept:
-        return ZtZ, Ztu, sums[:2]
-    c = _INTERCEPT
-    AtA = np.block([[ZtZ, c * z_sum[:, None]],
-                    [c * z_sum[None, :], np.array([[c * c * sums[2]]])]])
-    return AtA, np.append(Ztu, c * sums[0]), sums[:2]
-
-
-def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
-    """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip)."""
-    Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    r = u - _predict_mapped(Z, theta, fit_intercept)
-    if clip is not None:
-        np.clip(r, -clip, clip, out=r)
-    return (_transpose_times(Z, r, fit_intercept),)
-
-
-def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None):
-    """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
-    Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    r = u - _predict_mapped(Z, theta, fit_intercept)
-    return (np.array([np.minimum(r * r, 1.0).sum()]),)
-
-
-def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None):
-    """``sum [min(r^2, K) - min((u - u_mean)^2, K)]``: the model's loss minus the mean's.
-
-    Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
-    """
-    Z, u = _mapped(X_block, y_block, rmap, x_clip)
-    r = u - _predict_mapped(Z, theta, fit_intercept)
-    return (np.array([np.minimum(r * r, cap).sum() - np.minimum((u - u_mean) ** 2, cap).sum()]),)
-
-
-def feature_sum_block(X_block, y_block, *, x_clip):
-    """``sum_i clip(x_i, x_clip)`` of one block: replace-one L2-sensitivity ``2 x_clip``."""
-    X = np.asarray(X_block, dtype=np.float64)
-    norms = row_norms(X)
-    X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
-    return (X.sum(axis=0),)
-
-
 def solve_refinement(noisy_gram, ridge, rhs):
     """``(G~ + ridge I)^{-1} rhs`` with eigenvalues repaired at ``ridge`` (post-processing)."""
     if ridge > 0:
@@ -671,7 +547,7 @@ def _fit_private(source, plan, est, rngs):
     # -- first pass: Gram, A^T u, label moments ------------------------------
     AtA, Atu, moments = first_pass_stats(
         *_data_pass(source, partial(first_pass_block, **common), "label_moments, XtX, Xty"),
-        fit_intercept)
+        fit_intercept, rmap, x_clip)
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))

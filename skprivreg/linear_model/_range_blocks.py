@@ -1,0 +1,292 @@
+"""Block functions of :class:`~skprivreg.linear_model.LinearRegression` (pure; one read each).
+
+Each pass of the estimator sums a statistic of the *mapped* rows
+``z = clip((x - center) / half, -1, 1)`` (a :class:`RangeMap`) and labels
+``u = clip((y - y_center) / y_half, -1, 1)`` over cache-sized blocks.
+
+**Raw space.** Clipping each entry to its declared range and then mapping
+is the same as mapping and then clipping to ``[-1, 1]``, and the map is
+affine, ``z = D x + e`` with ``D = diag(1 / half)`` and ``e = -center / half``.
+So the passes sum the *range-clipped raw rows* ``X`` and map the sums:
+
+* ``Z^T Z = D (X^T X) D + D s e^T + e s^T D + m e e^T`` with ``s = X^T 1``
+  (once per pass, :func:`first_pass_stats`),
+* ``Z^T v = D (X^T v) + e (1^T v)``,
+* ``Z w = X (D w) + e^T w``,
+
+with one product on the block as it is stored. A block whose entries all lie
+inside their ranges (the block's minimum and maximum) is used as it is; a
+block with an entry outside is clipped in a block-sized copy (a NaN or an
+infinity is refused there by the first pass). Both cases give the statistics
+of the clipped rows (up to floating-point rounding), so which case a block
+falls in changes no released value. It changes how long the pass takes, and
+timing is not covered by the privacy guarantee (as for every fit: clipping
+costs time only for blocks that need it).
+
+Raw space is used only with declared ranges (a public map with per-entry
+clipping, after which ``||z|| <= sqrt(d)`` holds with no row clip) and a
+moderate offset (``|center| <= _RAW_OFFSET_LIMIT * half``, a public fact):
+far from the origin, the expansion above would cancel digits. Otherwise
+(private ranges, rows clipped to a released norm bound, far offsets) each
+block is mapped and clipped into a float64 copy (:func:`_mapped`).
+"""
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .._gram import _as_float64
+from .._rows import check_block_finite
+from ..bounds import row_norms
+
+__all__ = [
+    "INTERCEPT",
+    "RangeMap",
+    "feature_sum_block",
+    "first_pass_block",
+    "first_pass_stats",
+    "gradient_block",
+    "residual_moment_block",
+    "selection_block",
+]
+
+#: Value of the constant column appended for the intercept.
+INTERCEPT = 1.0
+# Largest |center / half| of a map whose statistics come from the raw rows:
+# the expansion's rounding error is about (1 + limit)^2 machine epsilons of
+# the mapped sums.
+_RAW_OFFSET_LIMIT = 16.0
+
+
+@dataclass(frozen=True)
+class RangeMap:
+    """The affine map ``z = (x - center) / half`` (public or privately released).
+
+    Attributes
+    ----------
+    center, half : ndarray of shape (d,)
+        Feature centres and half-widths.
+    y_center, y_half : float
+        Label centre and half-width.
+    row_bound : float
+        L2 bound of a mapped row (without the constant column).
+    clip_coordinates : bool
+        Clip each mapped coordinate to ``[-1, 1]`` (declared ranges).
+    """
+
+    center: np.ndarray
+    half: np.ndarray
+    y_center: float
+    y_half: float
+    row_bound: float
+    clip_coordinates: bool
+
+    @cached_property
+    def raw_affine(self):
+        """``(1 / half, -center / half, low, high, max(low), min(high))`` when the passes
+        may sum the range-clipped raw rows (public conditions, see the module docstring),
+        else ``None``."""
+        d = self.center.shape[0]
+        if (not self.clip_coordinates or self.row_bound < math.sqrt(d)
+                or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)):
+            return None
+        inv = 1.0 / self.half
+        low, high = self.center - self.half, self.center + self.half
+        return inv, -self.center * inv, low, high, float(low.max()), float(high.min())
+
+
+def _mapped_labels(y_block, rmap, check=False):
+    """``clip((y - y_center) / y_half, -1, 1)`` of one block (float64).
+
+    ``check``: refuse NaN or infinity (the first pass does).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = np.subtract(np.asarray(y_block).ravel(), rmap.y_center, dtype=np.float64)
+        u /= rmap.y_half
+        if check and not np.isfinite(np.add.reduce(u)):
+            check_block_finite(np.asarray(y_block), "y")
+    np.minimum(u, 1.0, out=u)  # the clip to [-1, 1], without np.clip's per-call overhead
+    np.maximum(u, -1.0, out=u)
+    return u
+
+
+def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
+    """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does).
+
+    The block is read in its own dtype and mapped into a float64 copy (one
+    sweep); the finiteness check is a sum over the mapped values (before
+    the clip, which would map an infinity to 1), with the exact check only
+    when that sum is not finite.
+    """
+    X = np.asarray(X_block)
+    if x_clip is not None:  # private path: rows clipped to the released bound first
+        X = np.asarray(X, dtype=np.float64)
+        norms = row_norms(X)
+        X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = np.subtract(X, rmap.center, dtype=np.float64)
+        Z /= rmap.half
+        if check and not np.isfinite(np.add.reduce(Z, axis=None)):
+            check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
+    if rmap.clip_coordinates:
+        np.clip(Z, -1.0, 1.0, out=Z)
+    if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
+        # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
+        norms = row_norms(Z)
+        over = norms > rmap.row_bound
+        if over.any():
+            Z[over] *= (rmap.row_bound / norms[over])[:, None]
+    u = None if y_block is None else _mapped_labels(y_block, rmap, check)
+    return Z, u
+
+
+def _raw_space(rmap, x_clip):
+    """True when a pass sums the raw (range-clipped) rows: public facts only."""
+    return x_clip is None and rmap.raw_affine is not None
+
+
+def _inside(X, rmap, check=False):
+    """True when every entry of ``X`` lies inside its column's declared range.
+
+    The block's minimum and maximum against the ranges' intersection; per
+    column only when the ranges differ (a per-column reduction of narrow
+    rows costs more than the products). A NaN compares false; ``check``:
+    refuse NaN or infinity (the first pass does).
+    """
+    low, high, inner_low, inner_high = rmap.raw_affine[2:]
+    lowest, highest = X.min(), X.max()
+    if lowest >= inner_low and highest <= inner_high:
+        return True
+    if check and not (np.isfinite(lowest) and np.isfinite(highest)):
+        check_block_finite(X, "X")  # NaN or infinity
+    if low.min() < inner_low or high.max() > inner_high:  # the ranges differ
+        return bool(np.all(X.min(axis=0) >= low) and np.all(X.max(axis=0) <= high))
+    return False
+
+
+def _clipped_rows(X_block, rmap, check=False):
+    """The block's rows clipped to their declared ranges (float64); ``check``: refuse NaN/inf.
+
+    The block itself when every entry lies inside its range; otherwise a
+    block-sized clipped copy.
+    """
+    X = _as_float64(X_block)
+    if X.shape[0] and not _inside(X, rmap, check):
+        X = np.clip(X, *rmap.raw_affine[2:4])
+    return X
+
+
+def _predict_mapped(Z, theta, fit_intercept):
+    """``A theta`` for ``A = [Z, c 1]`` without forming ``A``."""
+    d = Z.shape[1]
+    out = Z @ theta[:d]
+    if fit_intercept:
+        out += INTERCEPT * theta[d]
+    return out
+
+
+def _transpose_times(Z, r, fit_intercept):
+    """``A^T r`` for ``A = [Z, c 1]`` without forming ``A``."""
+    head = Z.T @ r
+    return np.append(head, INTERCEPT * r.sum()) if fit_intercept else head
+
+
+def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
+    """``(r, u, rows, raw)`` with ``r = u - A theta``.
+
+    ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``.
+    """
+    if not _raw_space(rmap, x_clip):
+        Z, u = _mapped(X_block, y_block, rmap, x_clip)
+        return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
+    u = _mapped_labels(y_block, rmap)
+    inv, e = rmap.raw_affine[:2]
+    w = theta[:len(inv)]
+    offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
+    X = _clipped_rows(X_block, rmap)
+    r = X @ (inv * w)  # Z w = X (D w) + e^T w: one gemv on the rows
+    np.subtract(u, r, out=r)
+    r -= offset
+    return r, u, X, True
+
+
+def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
+    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows])`` of one block (see :func:`first_pass_stats`).
+
+    In raw space (:func:`_raw_space`) the first two are ``X^T X`` and
+    ``X^T [u, 1]`` of the range-clipped rows ``X``, mapped once for the whole
+    pass by :func:`first_pass_stats`. The first pass over the rows: it also
+    refuses NaN or infinity, before any noise.
+    """
+    if _raw_space(rmap, x_clip):
+        rows = _clipped_rows(X_block, rmap, check=True)
+        u = _mapped_labels(y_block, rmap, check=True)
+    else:
+        rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
+    labels = np.empty((len(u), 2))
+    labels[:, 0] = u
+    labels[:, 1] = 1.0
+    return rows.T @ rows, rows.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
+
+
+def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
+    """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass.
+
+    Sums in raw space are mapped here: ``Z^T Z = D (X^T X) D + D s e^T +
+    e s^T D + m e e^T`` and ``Z^T [u, 1] = D X^T [u, 1] + e [sum u, m]``.
+    """
+    if _raw_space(rmap, x_clip):
+        inv, e = rmap.raw_affine[:2]
+        s = inv * ZtL[:, 1]
+        ZtZ = inv[:, None] * ZtZ * inv[None, :]
+        ZtZ += np.outer(s, e) + np.outer(e, s) + sums[2] * np.outer(e, e)
+        ZtL = inv[:, None] * ZtL + np.outer(e, [sums[0], sums[2]])
+    Ztu, z_sum = ZtL[:, 0], ZtL[:, 1]
+    if not fit_intercept:
+        return ZtZ, Ztu, sums[:2]
+    c = INTERCEPT
+    AtA = np.block([[ZtZ, c * z_sum[:, None]],
+                    [c * z_sum[None, :], np.array([[c * c * sums[2]]])]])
+    return AtA, np.append(Ztu, c * sums[0]), sums[:2]
+
+
+def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
+    """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip)."""
+    r, _, rows, raw = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
+    if clip is not None:
+        np.clip(r, -clip, clip, out=r)
+    grad = _transpose_times(rows, r, fit_intercept)
+    if raw:  # X^T r -> Z^T r = D X^T r + e 1^T r
+        inv, e = rmap.raw_affine[:2]
+        d = len(inv)
+        grad[:d] = inv * grad[:d] + e * r.sum()
+    return (grad,)
+
+
+def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None):
+    """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
+    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)[0]
+    return (np.array([np.minimum(r * r, 1.0).sum()]),)
+
+
+def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None):
+    """``sum [min(r^2, K) - min((u - u_mean)^2, K)]``: the model's loss minus the mean's.
+
+    Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
+    """
+    r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
+    v = np.subtract(u, u_mean)
+    for w in (r, v):  # in place: w <- min(w^2, K)
+        np.multiply(w, w, out=w)
+        np.minimum(w, cap, out=w)
+    return (np.array([r.sum() - v.sum()]),)
+
+
+def feature_sum_block(X_block, y_block, *, x_clip):
+    """``sum_i clip(x_i, x_clip)`` of one block: replace-one L2-sensitivity ``2 x_clip``."""
+    X = np.asarray(X_block, dtype=np.float64)
+    norms = row_norms(X)
+    X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
+    return (X.sum(axis=0),)

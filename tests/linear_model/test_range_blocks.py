@@ -1,0 +1,112 @@
+"""LinearRegression's block functions: the raw-row path equals the mapped, clipped rows."""
+
+import numpy as np
+import pytest
+
+import skprivreg.linear_model._range_blocks as rb
+from skprivreg.linear_model._linear import range_map
+
+RANGES = [(-1.0, 1.0), (0.0, 1.0), (18.0, 90.0)]
+
+
+def _reference(X, y, rmap, fit_intercept, theta, clip, u_mean, cap):
+    """Every block statistic from the explicitly mapped and clipped rows (plain NumPy)."""
+    Z = np.clip((X.astype(np.float64) - rmap.center) / rmap.half, -1.0, 1.0)
+    u = np.clip((y - rmap.y_center) / rmap.y_half, -1.0, 1.0)
+    A = np.column_stack([Z, np.ones(len(Z))]) if fit_intercept else Z
+    r = u - A @ theta
+    return {
+        "first": (A.T @ A, A.T @ u, np.array([u.sum(), u @ u])),
+        "gradient": (A.T @ np.clip(r, -clip, clip),),
+        "moment": (np.array([np.minimum(r * r, 1.0).sum()]),),
+        "selection": (np.array([np.minimum(r * r, cap).sum()
+                                - np.minimum((u - u_mean) ** 2, cap).sum()]),),
+    }
+
+
+def _blocks(X, y, rmap, fit_intercept, theta, clip, u_mean, cap):
+    common = dict(rmap=rmap, fit_intercept=fit_intercept)
+    return {
+        "first": rb.first_pass_stats(*rb.first_pass_block(X, y, **common), fit_intercept, rmap),
+        "gradient": rb.gradient_block(X, y, theta=theta, clip=clip, **common),
+        "moment": rb.residual_moment_block(X, y, theta=theta, **common),
+        "selection": rb.selection_block(X, y, theta=theta, u_mean=u_mean, cap=cap, **common),
+    }
+
+
+def _assert_same(got, want):
+    for name in want:
+        for a, b in zip(got[name], want[name]):
+            # Rounding only: the raw-space expansion loses about (1 + |center / half|)^2
+            # machine epsilons of the largest sum (<= n = 3,000 on the mapped scale);
+            # one clipped entry changes the sums by O(1).
+            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-9 * max(1.0, np.abs(b).max()),
+                                       err_msg=name)
+
+
+def _case(rng, low, high, d=4, n=3_000, fit_intercept=True, dtype=np.float64):
+    X = rng.uniform(low, high, size=(n, d)).astype(dtype)
+    y = rng.normal(size=n)
+    rmap = range_map((low, high), 2.0, d, fit_intercept)
+    theta = rng.normal(size=d + fit_intercept)
+    return X, y, rmap, (fit_intercept, theta, 0.7, 0.1, 0.5)
+
+
+@pytest.mark.parametrize("low, high", RANGES)
+def test_block_with_entries_outside_the_range_gives_the_clipped_statistics(low, high):
+    """One entry above and one below the declared range: statistics of the clipped rows."""
+    rng = np.random.default_rng(1)
+    X, y, rmap, args = _case(rng, low, high)
+    X[5, 1] = high + 3.0 * (high - low)
+    X[17, 3] = low - 0.5 * (high - low)
+    want = _reference(X, y, rmap, *args)
+    _assert_same(_blocks(X, y, rmap, *args), want)
+    # the clipped block (inside the ranges: the raw path) gives the same statistics
+    _assert_same(_blocks(np.clip(X, low, high), y, rmap, *args), want)
+    # and the clip matters on this block
+    Z = (X - rmap.center) / rmap.half
+    assert not np.allclose(Z.T @ Z, want["first"][0][:-1, :-1], rtol=1e-6)
+
+
+def test_per_column_ranges_clip_each_column_to_its_own_range():
+    """An entry outside its column's range but inside another column's is still clipped."""
+    rng = np.random.default_rng(5)
+    low, high = np.array([-1.0, 0.0, 10.0]), np.array([1.0, 5.0, 20.0])
+    X = rng.uniform(low, high, size=(2_000, 3))
+    y = rng.normal(size=2_000)
+    rmap = range_map((low, high), 2.0, 3, True)
+    args = (True, rng.normal(size=4), 0.7, 0.1, 0.5)
+    assert rb._inside(X, rmap)
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+    X[9, 0] = 4.0  # inside [0, 5] and [-1, 20], outside [-1, 1]
+    assert not rb._inside(X, rmap)
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("low, high", RANGES)
+def test_raw_path_equals_the_mapped_copy(low, high, dtype, fit_intercept):
+    rng = np.random.default_rng(2)
+    X, y, rmap, args = _case(rng, low, high, fit_intercept=fit_intercept, dtype=dtype)
+    assert rb._inside(X, rmap)  # the block is used as stored
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+
+
+def test_far_offset_and_private_ranges_use_the_mapped_copy():
+    """Public conditions: a range far from the origin, or rows clipped to a released bound."""
+    rng = np.random.default_rng(3)
+    X, y, rmap, args = _case(rng, 1990.0, 2025.0)
+    assert not rb._raw_space(rmap, None)
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+    X, y, rmap, _ = _case(rng, -1.0, 1.0)
+    assert rb._raw_space(rmap, None) and not rb._raw_space(rmap, x_clip=1.0)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_entry_is_refused_by_the_first_pass(bad):
+    rng = np.random.default_rng(4)
+    X, y, rmap, _ = _case(rng, -1.0, 1.0)
+    X[7, 2] = bad
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        rb.first_pass_block(X, y, rmap=rmap, fit_intercept=True)
