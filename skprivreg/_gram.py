@@ -6,12 +6,14 @@ of rows it
 
 1. converts the block to float64 if needed (a float32 input is read as
    float32 and accumulated in float64, one block at a time);
-2. computes the squared row norms, which also reveal NaN or infinity
-   (scikit-learn's error is raised for the block, before anything is
-   released: the pass runs before the first noise draw);
-3. clips each row to the public norm bound by a scale factor per row
-   (the scaled block is a cache-sized temporary, only when a row of the
-   block exceeds the bound);
+2. takes the block's largest and smallest entry, which reveal NaN or
+   infinity (scikit-learn's error is raised for the block, before anything
+   is released: the pass runs before the first noise draw) and bound every
+   row norm by ``sqrt(d) max |x_ij|``;
+3. only when that bound exceeds the public norm bound, computes the squared
+   row norms and clips each row to the bound by a scale factor per row (the
+   scaled block is a cache-sized temporary, only when a row of the block
+   exceeds the bound);
 4. clips the labels to the public bound into a block buffer ``[Y, 1]``
    whose last column is ones, so a single product gives ``X^T Y`` and
    the column sums ``X^T 1`` of the intercept;
@@ -29,6 +31,7 @@ functions draw nothing random.
 """
 
 import contextlib
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -157,6 +160,16 @@ def _empty_partial(d, n_outputs):
     return (np.zeros((d, d)), np.zeros((d, n_outputs + 1)), np.zeros(n_outputs))
 
 
+def _check_finite_extremes(X, estimator_name=None):
+    """``max |X_ij|`` of a block from one max and one min; NaN or infinity raises."""
+    if X.size == 0:
+        return 0.0
+    top, low = float(np.maximum.reduce(X, axis=None)), float(np.minimum.reduce(X, axis=None))
+    if not (math.isfinite(top) and math.isfinite(low)):
+        check_finite_block(X, "X", estimator_name)
+    return max(top, -low)
+
+
 def _gram_of_block(X, Y, params, acc):
     """Add one cache-sized block's ``(X^T X, X^T [Y, 1], 1^T Y)`` to ``acc`` in place."""
     XtX, XtY1, y_sum = acc
@@ -164,15 +177,21 @@ def _gram_of_block(X, Y, params, acc):
         X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
     X = _as_float64(X)
     n_rows, l = X.shape[0], params.n_outputs
-    with np.errstate(over="ignore", invalid="ignore"):
-        squared = np.einsum("ij,ij->i", X, X)
-    if not np.isfinite(squared).all():
-        # NaN or infinity (refused), or only a squared norm that overflowed
-        # (a finite row of norm > 1e154: scaled to the bound like any other).
-        check_finite_block(X, "X", params.estimator_name)
     if params.x_range is not None:
+        _check_finite_extremes(X, params.estimator_name)
         X = np.clip(X, *params.x_range)
-        squared = np.einsum("ij,ij->i", X, X)
+    # Largest |entry| of the block, from its max and min (NaN or infinity in
+    # either means a NaN or infinity in X: refused, in scikit-learn's words).
+    top = _check_finite_extremes(X, params.estimator_name)
+    squared = None
+    if params.x_bound is not None and X.shape[1] * top * top > params.x_bound**2:
+        # Some row may exceed the bound: its squared norm decides (a finite
+        # row whose squared norm overflows becomes a zero row, within the bound).
+        with np.errstate(over="ignore", invalid="ignore"):
+            squared = np.einsum("ij,ij->i", X, X)
+    # Otherwise ||x||^2 <= d max|x_ij|^2 <= x_bound^2 for every row: no row is
+    # clipped (as the norms would say, up to rounding), so skipping them changes no statistic
+    # (only the time of the pass, which the guarantee does not cover).
     labels = np.empty((n_rows, l + 1))
     labels[:, :l] = np.asarray(Y).reshape(n_rows, l)
     if not np.isfinite(labels[:, :l]).all():
@@ -181,7 +200,7 @@ def _gram_of_block(X, Y, params, acc):
         np.clip(labels[:, :l], *params.y_range, out=labels[:, :l])
     y_sum += labels[:, :l].sum(axis=0)
     labels[:, l] = 1.0
-    if params.x_bound is not None:
+    if squared is not None:
         over = squared > params.x_bound**2
         if over.any():
             scale = np.ones(n_rows)

@@ -54,6 +54,26 @@ def test_statistics_equal_the_direct_computation(monkeypatch, dtype, intercept):
     np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("top_radius", [0.9, 1.2, 3.0])
+def test_rows_just_over_the_bound_are_clipped(top_radius):
+    """Blocks whose rows are at most ``top_radius`` x the bound, entries spread evenly.
+
+    With ``top_radius <= 1`` no row is over (the max-entry shortcut applies);
+    above it, some rows are over while sqrt(d) max|x_ij| is below 2x the
+    bound, so a shortcut looser than ``sqrt(d) max|x_ij| <= bound`` skips them.
+    """
+    rng = np.random.default_rng(3)
+    n, d, bound = 5000, 4, 3.0
+    radius = rng.uniform(0.5, top_radius, size=(n, 1)) * bound
+    X = radius * rng.choice([-1.0, 1.0], size=(n, d)) / np.sqrt(d)
+    y = rng.normal(size=(n, 1))
+    XtX, XtY = gram_statistics(RowSource(X, y, raw_blocks=True), x_bound=bound,
+                               y_bound=None)
+    Xc = clip_rows(X, bound)[0]
+    np.testing.assert_allclose(XtX, Xc.T @ Xc, rtol=1e-12)
+    np.testing.assert_allclose(XtY, Xc.T @ y, rtol=1e-12, atol=1e-9)
+
+
 def test_a_finite_row_whose_norm_overflows_is_clipped_not_refused():
     X, y = _data(500, 3)
     X[7] = 1e200
