@@ -54,6 +54,35 @@ def _row_source(X, y, *, fit_intercept, chunk_size, clip, check_finite):
                      fit_intercept=fit_intercept, clip=clip, check_finite=check_finite)
 
 
+def _label_shift(y, fit_intercept):
+    """A label value ``a`` subtracted from ``y`` before every pass (with an intercept).
+
+    With an intercept column, least squares, leverages, residuals and every
+    score are the same functions of ``y - a`` (the intercept moves by
+    ``a``), so the mechanism's output is unchanged in exact arithmetic for
+    any ``a``; ``a`` only changes rounding. Without it, a label offset large
+    against the residual scale (``|y| ~ 1e13`` sigma and more) makes the
+    float64 coefficient estimate err by far more than the noise, and one
+    replaced row could move the release deterministically. ``a`` is the
+    first label: the intercept is released as the correctly rounded float of
+    ``a`` plus the noisy estimate on the shifted labels.
+    """
+    if not fit_intercept or y.shape[0] == 0:
+        return 0.0
+    a = float(np.asarray(y[:1]).reshape(-1)[0]) if not is_dask_collection(y) else float(
+        y[:1].compute()[0])
+    return a if math.isfinite(a) else 0.0
+
+
+def _shift_intercept(beta, a):
+    """``beta`` with ``a`` added to its intercept (the last coordinate)."""
+    if a == 0.0 or beta is None:
+        return beta
+    beta = np.array(beta, dtype=np.float64)
+    beta[-1] += a
+    return beta
+
+
 def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **params):
     """Run ISSP with the public planning and return its full trace.
 
@@ -71,8 +100,9 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
     plan = est._plan(X.shape[0], X.shape[1], constants=_constants)
     est._refuse_predicted_fail(plan)
     rngs = {**est._public_rngs("partition"), **est._secret_rngs("histogram", "ptr", "noise")}
-    source = _row_source(X, y, fit_intercept=est.fit_intercept, chunk_size=est.chunk_size,
-                         clip=est.feature_clip, check_finite=False)
+    shift = _label_shift(y, est.fit_intercept)
+    source = _row_source(X, y - shift, fit_intercept=est.fit_intercept,
+                         chunk_size=est.chunk_size, clip=est.feature_clip, check_finite=False)
     if isinstance(est.residual_bound, str):
         r0 = private_residual_scale(source, plan.eps_r0, plan.delta_r0, rngs["partition"],
                                     rngs["histogram"], residual_slack=est.residual_slack,
@@ -82,11 +112,14 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
         R0, gram = r0[0], r0[2]
     else:
         R0, gram = float(est.residual_bound), None
-    return _issp_core(source, k=plan.k, L0=plan.leverage_bound, R0=R0,
-                      c=plan.noise_scale(R0), eps_ptr=plan.eps_ptr, delta_ptr=plan.delta_ptr,
-                      ptr_fail_prob=plan.ptr_fail_prob, rng_ptr=rngs["ptr"],
-                      rng_noise=rngs["noise"], n_candidates=n_candidates, dense=dense,
-                      gram=gram)
+    trace = _issp_core(source, k=plan.k, L0=plan.leverage_bound, R0=R0,
+                       c=plan.noise_scale(R0), eps_ptr=plan.eps_ptr, delta_ptr=plan.delta_ptr,
+                       ptr_fail_prob=plan.ptr_fail_prob, rng_ptr=rngs["ptr"],
+                       rng_noise=rngs["noise"], n_candidates=n_candidates, dense=dense,
+                       gram=gram)
+    trace.beta_hat = _shift_intercept(trace.beta_hat, shift)
+    trace.beta_tilde = _shift_intercept(trace.beta_tilde, shift)
+    return trace
 
 
 # ---------------------------------------------------------------------------
@@ -195,9 +228,12 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     certificate, else an exact integer Gram matrix and exact minors), so no
     tolerance cut exists for one row to cross; residual filtering and the
     release sum the kept rows again instead of subtracting a removed row
-    whose label could cancel. Rows and labels up to 1e300 change the scores
-    within their proven sensitivity (tested on every neighbouring pair of a
-    brute-force harness). Exactly collinear columns (including a constant
+    whose label could cancel; with an intercept, every pass works on labels
+    shifted by one label value (the output is unchanged in exact arithmetic),
+    so a label offset of 1e13 or more residual scales no longer moves the
+    float64 estimate between neighbours by more than its noise. Rows and
+    labels up to 1e300 change the scores within their proven sensitivity
+    (tested on every neighbouring pair of a brute-force harness). Exactly collinear columns (including a constant
     column with ``fit_intercept=True``) make ISSP FAIL. A full-rank design
     beyond float64's resolution (columns that differ only in the last few
     bits) is factored in exact whitening coordinates (rows mapped in
@@ -440,11 +476,12 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                 f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
                 f"got n_samples={n}."
             )
-        source = _row_source(X, y, fit_intercept=self.fit_intercept,
+        shift = _label_shift(y, self.fit_intercept)
+        source = _row_source(X, y - shift, fit_intercept=self.fit_intercept,
                              chunk_size=self.chunk_size, clip=self.feature_clip,
                              check_finite=self._streamed(X))
         if not private:
-            return self._fit_non_private(source)
+            return self._fit_non_private(source, shift)
         plan = self._plan(n, d)
         self._refuse_predicted_fail(plan)
         ledger = plan.ledger()
@@ -495,7 +532,8 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         if not trace.passed:
             return self._fail(ledger)
         self.ptr_passed_ = True
-        self.coef_, self.intercept_ = split_intercept(trace.beta_tilde, self.fit_intercept)
+        self.coef_, self.intercept_ = split_intercept(_shift_intercept(trace.beta_tilde, shift),
+                                                      self.fit_intercept)
         self._say("done: private test PASS, coefficients released")
         return self
 
@@ -531,13 +569,14 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.coef_, self.intercept_ = np.zeros(d), 0.0
         return self
 
-    def _fit_non_private(self, source):
+    def _fit_non_private(self, source, shift=0.0):
         """epsilon=inf: ordinary least squares (non-private test mode, warned)."""
         # No noise, no guarantee: the ledger says so.
         self._spend(PrivacyLedger([PrivacyEvent("ols (non-private)", math.inf, 0.0)]))
         factor = factor_pass(source)
         beta = factor.to_original(factor.beta) if factor.pd else np.zeros(source.p)
-        self.coef_, self.intercept_ = split_intercept(beta, self.fit_intercept)
+        self.coef_, self.intercept_ = split_intercept(_shift_intercept(beta, shift),
+                                                      self.fit_intercept)
         self.ptr_passed_ = True
         self.noise_scale_ = 0.0
         return self
