@@ -233,8 +233,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     so a label offset of 1e13 or more residual scales no longer moves the
     float64 estimate between neighbours by more than its noise. Rows and
     labels up to 1e300 change the scores within their proven sensitivity
-    (tested on every neighbouring pair of a brute-force harness). Exactly collinear columns (including a constant
-    column with ``fit_intercept=True``) make ISSP FAIL. A full-rank design
+    (tested on every neighbouring pair of a brute-force harness). Exactly
+    collinear columns (including a constant column with
+    ``fit_intercept=True``) make ISSP FAIL. A full-rank design
     beyond float64's resolution (columns that differ only in the last few
     bits) is factored in exact whitening coordinates (rows mapped in
     double-double arithmetic), where leverages and residuals are accurate
