@@ -33,7 +33,6 @@ import time
 import warnings
 
 import numpy as np
-
 from _common import write_results
 
 EPSILONS = (math.log(3), 1.0, 4.0)
@@ -142,8 +141,13 @@ class _Mapped:
 def methods(eps, bounds, label_bounds, d):
     from sklearn.linear_model import LinearRegression as OLS
 
-    from skprivreg import (AdaSSPRegressor, BoostedAdaSSPRegressor, LinearRegression,
-                           SSPRegressor, TukeyEMRegressor)
+    from skprivreg import (
+        AdaSSPRegressor,
+        BoostedAdaSSPRegressor,
+        LinearRegression,
+        SSPRegressor,
+        TukeyEMRegressor,
+    )
 
     xb = math.sqrt(d)
     return {

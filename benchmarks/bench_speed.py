@@ -39,9 +39,8 @@ import tracemalloc
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-
 from _common import write_results
+from scipy.linalg import cho_factor, cho_solve
 
 OURS = ("SSPRegressor", "AdaSSPRegressor", "LinearRegression (1 round)")
 

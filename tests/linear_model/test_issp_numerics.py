@@ -15,8 +15,8 @@ from skprivreg._rows import RowSource
 from skprivreg.accounting import BudgetAccountant
 from skprivreg.exceptions import ConfigurationError
 from skprivreg.linear_model import ISSPRegressor, issp_plan
-from skprivreg.linear_model._issp_mechanism import _group_grams, _group_rss, _segment_groups
 from skprivreg.linear_model._issp_filters import leverage_bound_for_base
+from skprivreg.linear_model._issp_mechanism import _group_grams, _group_rss, _segment_groups
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PlanningWarning",
