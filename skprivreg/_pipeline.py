@@ -324,7 +324,7 @@ class PrivatePipeline(Pipeline):
         return super().fit(X, y, **params)
 
     def fit_transform(self, X, y=None, **params):
-        """Run the leak guard, then fit every step and transform as :class:`~sklearn.pipeline.Pipeline` does.
+        """Run the leak guard, then fit and transform as :class:`~sklearn.pipeline.Pipeline` does.
 
         The guard reads only the steps' classes and parameters, before any
         step sees the data (see the class docstring).
@@ -333,7 +333,7 @@ class PrivatePipeline(Pipeline):
         return super().fit_transform(X, y, **params)
 
     def fit_predict(self, X, y=None, **params):
-        """Run the leak guard, then fit every step and predict as :class:`~sklearn.pipeline.Pipeline` does.
+        """Run the leak guard, then fit and predict as :class:`~sklearn.pipeline.Pipeline` does.
 
         The guard reads only the steps' classes and parameters, before any
         step sees the data (see the class docstring).

@@ -129,7 +129,8 @@ def _reproducible_root(seed, random_state):
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return np.random.SeedSequence([int(seed), 1, int(random_state)])
     if isinstance(random_state, np.random.Generator | np.random.RandomState):
-        return np.random.SeedSequence([int(seed), 2, *seed_sequence(random_state).generate_state(4)])
+        return np.random.SeedSequence([int(seed), 2,
+                                       *seed_sequence(random_state).generate_state(4)])
     with _lock:
         _global["calls"] += 1
         calls = _global["calls"]

@@ -139,7 +139,8 @@ CASES = {
                            lambda: _single(n=600), _ssp_points()),
     "adassp-declared": (lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0),
                         _single, _ssp_points()),
-    "adassp-private-bound": (lambda: AdaSSPRegressor(epsilon=8.0, delta=1e-5, x_bound=2.0, bounds_budget=0.5),
+    "adassp-private-bound": (lambda: AdaSSPRegressor(epsilon=8.0, delta=1e-5, x_bound=2.0,
+                                                     bounds_budget=0.5),
                              lambda: _single(n=600), _ssp_points()),
     "independent-ssp": (
         lambda: IndependentSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0), _multi,
@@ -150,14 +151,16 @@ CASES = {
         lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="feature", x_bound=2.0),
         _multi, _reusecov_points()),
     # Label DP: X is public (its norms may be read first); Y must not be.
-    "reusecov-label": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="label", y_bound=3.0),
+    "reusecov-label": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="label",
+                                                 y_bound=3.0),
                        _multi, _reusecov_points(label=True)),
     "label-noise": (
         lambda: GaussianLabelNoiseRegressor(epsilon=1.0, y_bound=(-3.0, 3.0)), _single,
         [("skprivreg.label_dp._baseline", "np", _ClipRaisingNumpy()),
          ("skprivreg.label_dp._baseline", "add_gaussian", None)]),
     "lba-ptr": (
-        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=800, n_bags_min=4, y_bound=(-10.0, 10.0)),
+        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=800, n_bags_min=4, y_bound=(-10.0,
+                                                                                       10.0)),
         _labels, [("skprivreg.label_dp._lba", "run_aggregation", None)]),
     "lba-declared": (
         lambda: WeightedLBARegressor(epsilon=8.0, bag_size=50, y_bound=(-10.0, 10.0),

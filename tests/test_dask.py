@@ -74,9 +74,11 @@ def test_dask_dataframe_keeps_feature_names(client, data):
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
     ddf = dd.from_pandas(frame, npartitions=4)
     dy = dd.from_pandas(pd.Series(y), npartitions=4)
-    est = _fit(SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=0), ddf, dy)
+    est = _fit(SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=0),
+               ddf, dy)
     assert list(est.feature_names_in_) == list(frame.columns)
-    ref = _fit(SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=0), frame, y)
+    ref = _fit(SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=0),
+               frame, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=RTOL)
 
 

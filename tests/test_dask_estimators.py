@@ -175,7 +175,8 @@ def test_reusecov_nan_in_a_dask_block_fails_before_spending(client, data, where)
 def test_reusecov_nan_in_dask_new_outcomes_fails_before_spending(client, data):
     X, Y, Y_new = data
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    est = _quiet(ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, accountant=acc,
+    est = _quiet(ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0,
+                                   accountant=acc,
                                    random_state=0).fit, _lazy(X), _lazy(Y))
     Y_bad = Y_new.copy()
     Y_bad[100, 0] = np.inf
@@ -189,7 +190,8 @@ def test_reusecov_dask_feature_proj_with_more_outcomes_than_rows_is_refused(clie
     rng = np.random.default_rng(0)
     X, Y = rng.normal(size=(30, 3)), rng.normal(size=(30, 40))
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    est = ReuseCovRegressor(epsilon=1.0, delta=1e-3, privacy="feature", mechanism="proj", x_bound=3.0,
+    est = ReuseCovRegressor(epsilon=1.0, delta=1e-3, privacy="feature", mechanism="proj",
+                            x_bound=3.0,
                             accountant=acc)
     with pytest.raises(ConfigurationError, match="Dask"):
         _quiet(est.fit, da.from_array(X, chunks=(10, 3)), da.from_array(Y, chunks=(10, 40)))

@@ -491,18 +491,21 @@ def _sparse(n=3000, p=10, seed=0):
 
 
 LEDGER_CASES = {
-    "ssp-declared": (lambda: SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0), _single),
+    "ssp-declared": (lambda: SSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0),
+                     _single),
     "ssp-private-bounds": (
         lambda: SSPRegressor(epsilon=8.0, delta=1e-5, bounds_budget=0.5), lambda: _single(n=600)),
     "adassp-private-bound": (
         lambda: AdaSSPRegressor(epsilon=8.0, delta=1e-5, x_bound=2.0, bounds_budget=0.5),
         lambda: _single(n=600)),
     "adassp-paper": (
-        lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0, constants="paper"),
+        lambda: AdaSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0,
+                                constants="paper"),
         _single),
     "independent-ssp": (
         lambda: IndependentSSPRegressor(epsilon=1.0, delta=1e-5, x_bound=2.0, y_bound=3.0), _multi),
-    "reusecov-full": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0), _multi),
+    "reusecov-full": (lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=3.0),
+                      _multi),
     "reusecov-label": (
         lambda: ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="label", y_bound=3.0), _multi),
     "reusecov-feature-proj": (
@@ -518,14 +521,16 @@ LEDGER_CASES = {
                                      assumption="declared", residual_var_lower_bound=1e4),
         lambda: _lba_data(4000, 2)),
     "lba-ptr": (
-        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=800, n_bags_min=4, y_bound=(-10.0, 10.0)),
+        lambda: WeightedLBARegressor(epsilon=8.0, bag_size=800, n_bags_min=4, y_bound=(-10.0,
+                                                                                       10.0)),
         lambda: _lba_data(10_000, 2)),
     "llp": (
         lambda: WeightedLBARegressor(epsilon=8.0, delta=1e-5, mode="llp", bag_size=10,
                                      y_bound=(-10.0, 10.0), noise_fraction=1.0,
                                      noise_scale=8.0),
         lambda: _lba_data(2000, 2)),
-    "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"), _single),
+    "issp": (lambda: ISSPRegressor(on_fail="zero", residual_bound=1.0, predicted_fail="spend"),
+             _single),
     "lasso-support": (
         lambda: PrivateLassoSupportSelector(epsilon=2.0, delta=1e-6, max_features=3,
                                             selection_rule="lars", on_fail="empty"),

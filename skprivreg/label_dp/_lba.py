@@ -185,7 +185,8 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     **Secrecy.** The weights (LBA), label noise and PTR draw come from fresh
     OS entropy in every fit, whatever ``random_state`` is, and are never
     stored, logged or returned; ``random_state`` seeds only the released
-    partition and the post-processing (MLP initialisation). Fitting inside ``GridSearchCV`` or cross-validation
+    partition and the post-processing (MLP initialisation). Fitting inside
+    ``GridSearchCV`` or cross-validation
     composes budgets and scores on raw labels: not private.
 
     **Dask.** ``fit`` accepts Dask arrays and data frames in both modes

@@ -337,7 +337,9 @@ def ptr_refusal(plan):
     rng_text = f"{plan.label_range:g}" if known else "Delta (estimated privately)"
 
     def in_units(value):
-        return f"{_round_up(value * plan.label_range):g}" if known else f"{_round_up(value):g} * Delta"
+        if known:
+            return f"{_round_up(value * plan.label_range):g}"
+        return f"{_round_up(value):g} * Delta"
 
     if declared_sd is None:
         how = (

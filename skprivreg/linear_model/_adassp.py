@@ -58,9 +58,11 @@ class AdaSSPRegressor(_BaseSSP):
     **Guarantee** (``constants='agm'``, the default). Full DP (the whole row
     is protected) under replace-one neighbouring: ``(epsilon, delta)``-DP.
     Replace-one sensitivities with ``B = sqrt(x_bound^2 + intercept_scaling^2)``:
-    ``B^2`` for :math:`\\lambda_{\\min}` (Weyl), ``sqrt(2 x_bound^4 + 4 x_bound^2
-    intercept_scaling^2)`` for the upper triangle of :math:`X^\\top X` (``sqrt(2)
-    x_bound^2`` without an intercept), ``2 B sqrt(l) y_bound`` for
+    ``B^2`` for :math:`\\lambda_{\\min}` (Weyl),
+    ``sqrt(2) (x_bound^2 + intercept_scaling^2 / 2)`` for the upper triangle of
+    :math:`X^\\top X` (``2 x_bound intercept_scaling`` when
+    ``intercept_scaling^2 > 2 x_bound^2``; ``sqrt(2) x_bound^2`` without an
+    intercept), ``2 B sqrt(l) y_bound`` for
     :math:`X^\\top Y`. Budget split: ``bounds_budget * epsilon`` for any
     missing bound (``bounds='private'``); the rest ``(epsilon', delta)`` is
     shared by the three Gaussian releases, ``mu'/sqrt(3)`` each under

@@ -198,7 +198,10 @@ def ladder_log_ratio(k, L0):
 
 
 def residual_thresholds(R0, L0, k):
-    """Residual ladder :math:`R_j = R_0 e^{g j}`, ``j = 0..2k``, ``g`` = :func:`ladder_log_ratio`."""
+    """Residual ladder :math:`R_j = R_0 e^{g j}`, ``j = 0..2k``.
+
+    ``g`` is :func:`ladder_log_ratio`.
+    """
     g = ladder_log_ratio(k, L0)
     with np.errstate(over="ignore", invalid="ignore"):  # only hand-picked L0 can overflow
         return R0 * np.exp(g * np.arange(2 * k + 1, dtype=np.float64))

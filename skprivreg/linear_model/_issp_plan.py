@@ -252,7 +252,10 @@ def weighted_ols_shift_bound(m, L, R):
 
 
 def ladder_log_blowup(k, L0, constants="proven"):
-    """``ln (R_{2k}/R0)^2``: ``4 k g(k, L0)`` (:func:`ladder_log_ratio`); ``'paper'``: ``432 k^2 L0``."""
+    """``ln (R_{2k}/R0)^2``: ``4 k g(k, L0)`` (:func:`ladder_log_ratio`).
+
+    ``'paper'``: ``432 k^2 L0``.
+    """
     if constants == "paper":
         return 432.0 * k * k * L0
     return 4.0 * k * ladder_log_ratio(k, L0)

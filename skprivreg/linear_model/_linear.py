@@ -184,7 +184,7 @@ def _mus(plan):
 
 
 def _gaussian(name, sensitivity, mu, delta_share):
-    """A Gaussian event of GDP parameter ``mu`` (its own epsilon at ``delta_share``, for display)."""
+    """A Gaussian event of GDP parameter ``mu`` (its epsilon at ``delta_share``, for display)."""
     return gaussian_event_from_mu(name, sensitivity, mu, delta_share)
 
 
@@ -594,7 +594,8 @@ def _fit_private(source, plan, est, rngs):
         w = theta[:d]
         c_theta = _INTERCEPT * theta[d] if fit_intercept else 0.0
         coef = rmap.y_half * w / rmap.half
-        intercept = rmap.y_center + rmap.y_half * (c_theta - float(np.sum(w * rmap.center / rmap.half)))
+        shift = float(np.sum(w * rmap.center / rmap.half))
+        intercept = rmap.y_center + rmap.y_half * (c_theta - shift)
     else:
         coef = np.zeros(d)
         intercept = rmap.y_center + rmap.y_half * u_mean

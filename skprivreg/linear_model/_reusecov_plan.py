@@ -116,7 +116,8 @@ def theory_ridge(d_eff, sigma_cov, sigma_assoc_eff, w_scale, rho=_RHO):
 def projection_effective_sigma(sigma_assoc, radius, c_fro, d_eff, n_outputs):
     """Public a-priori per-entry error of a projected association.
 
-    ``E||G_hat - G||_F^2 <= 2 sigma_2 R ||C||_F`` (projection onto a set containing the truth), so the
+    ``E||G_hat - G||_F^2 <= 2 sigma_2 R ||C||_F`` (projection onto a set containing the truth),
+    so the
     per-entry variance used by the ridge rule is
     ``min(sigma_2^2, 2 sigma_2 R ||C||_F / (d l))``.
     """

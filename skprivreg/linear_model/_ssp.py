@@ -293,9 +293,10 @@ class SSPRegressor(_BaseSSP):
     Sensitivities (replace-one, ``B = sqrt(x_bound^2 + intercept_scaling^2)``
     with an intercept): ``sqrt(2) x_bound^2`` for the upper triangle of
     :math:`X^\\top X` without an intercept and
-    ``sqrt(2 x_bound^4 + 4 x_bound^2 intercept_scaling^2)`` with one (the
-    constant corner of the Gram matrix does not change), ``2 B sqrt(l) y_bound`` for :math:`X^\\top Y` with
-    ``l`` outputs.
+    ``sqrt(2) (x_bound^2 + intercept_scaling^2 / 2)`` with one
+    (``2 x_bound intercept_scaling`` when ``intercept_scaling^2 > 2 x_bound^2``;
+    the constant corner of the Gram matrix does not change), and
+    ``2 B sqrt(l) y_bound`` for :math:`X^\\top Y` with ``l`` outputs.
 
     **Sample size.** The Gram noise has operator norm about
     ``2 sigma_XX sqrt(p)`` (``p`` = number of columns including the

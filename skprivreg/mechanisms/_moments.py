@@ -91,7 +91,8 @@ def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
     """Negative mean clipped squared error plus Laplace noise: epsilon-DP (replace-one).
 
     .. math::
-        \\tilde s = -\\frac{1}{n}\\sum_i \\overline{(\\mathrm{clip}(y_i) - \\mathrm{clip}(\\hat y_i))^2}
+        \\tilde s = -\\frac{1}{n}\\sum_i
+            \\overline{(\\mathrm{clip}(y_i) - \\mathrm{clip}(\\hat y_i))^2}
             + \\mathrm{Laplace}\\left(\\frac{(h-l)^2}{n\\varepsilon}\\right)
 
     (Dwork & Roth 2014, Thm. 3.6, with the sensitivity of

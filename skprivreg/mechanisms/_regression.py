@@ -227,7 +227,7 @@ def gdp_split(mu, weights):
 
 
 def tukey_log_volumes(sorted_models):
-    """``log V_j`` for ``j = 1..floor(m/2)``: log-volume of the approximate-Tukey region of depth >= j.
+    """``log V_j``, ``j = 1..floor(m/2)``: log-volume of the approximate-Tukey region of depth >= j.
 
     The approximate Tukey depth of ``y`` in models ``beta_1..beta_m``
     (Amin, Joseph, Ribero & Vassilvitskii 2023, Def. 3.2) is

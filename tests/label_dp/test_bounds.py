@@ -51,7 +51,8 @@ def test_lba_estimates_a_missing_range_privately():
     # The rest of epsilon goes to the test and the aggregation (0.4 / 0.6).
     eps = [event.epsilon for event in est.privacy_spent_.events[1:]]
     assert eps == pytest.approx([0.4 * 7.2, 0.6 * 7.2])
-    assert [s.epsilon for s in acc.ledgers[0].events] == [e.epsilon for e in est.privacy_spent_.events]
+    recorded = [s.epsilon for s in acc.ledgers[0].events]
+    assert recorded == [e.epsilon for e in est.privacy_spent_.events]
     low, high = est.y_bound_
     assert low == -high and high in bound_bins()
     # |y| <= 1.2 + 0.2*4.5: the private bound clips at most about

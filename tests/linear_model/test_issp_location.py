@@ -280,7 +280,7 @@ def test_rung_aligned_outliers_keep_every_proven_sensitivity():
     n, p, k, R0 = 3000, 2, 4, 1.0
     pairs = moved = none_count = 0
     worst = [0, 0, 0.0]
-    for t in range(16):
+    for _ in range(16):
         X = rng.standard_normal((n, p))
         y = X @ np.array([1.0, -1.0]) + 0.05 * rng.standard_normal(n)
         u = rng.standard_normal(p)

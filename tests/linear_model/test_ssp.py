@@ -97,7 +97,8 @@ def test_ledger_totals_equal_the_budget(Estimator, composition, declared):
     bounds = dict(x_bound=4.0, y_bound=8.0) if declared else {}
     with warnings.catch_warnings():
         pass  # clipping is never signalled
-        est = Estimator(epsilon=0.7, delta=1e-6, composition=composition, random_state=0, **bounds).fit(X, y)
+        est = Estimator(epsilon=0.7, delta=1e-6, composition=composition, random_state=0,
+                        **bounds).fit(X, y)
     ledger = est.privacy_spent_
     assert ledger.epsilon == pytest.approx(0.7, rel=1e-6)
     assert ledger.delta == pytest.approx(1e-6)
@@ -151,7 +152,8 @@ def test_psd_repair_keeps_tiny_samples_near_the_mean_predictor(Estimator):
     for seed in range(10):
         with warnings.catch_warnings():
             pass  # clipping is never signalled
-            est = Estimator(epsilon=0.1, delta=1e-5, x_bound=5.0, y_bound=10.0, random_state=seed).fit(X, y)
+            est = Estimator(epsilon=0.1, delta=1e-5, x_bound=5.0, y_bound=10.0,
+                            random_state=seed).fit(X, y)
         ratios.append(_mse(est, Xt, yt) / mean_mse)
     assert max(ratios) < 5.0
 
@@ -180,7 +182,8 @@ def test_bounds_from_data_warn():
         est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, bounds="data", random_state=0).fit(X, y)
     assert math.isinf(est.privacy_spent_.epsilon)
     with pytest.raises(BudgetExceededError):
-        AdaSSPRegressor(epsilon=1.0, delta=1e-5, bounds="data", accountant=BudgetAccountant(5.0, 1e-3)).fit(X, y)
+        AdaSSPRegressor(epsilon=1.0, delta=1e-5, bounds="data",
+                        accountant=BudgetAccountant(5.0, 1e-3)).fit(X, y)
 
 
 def test_paper_constants_warn_and_record_add_remove():
