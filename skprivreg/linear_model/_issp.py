@@ -101,7 +101,7 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
     est._refuse_predicted_fail(plan)
     rngs = {**est._public_rngs("partition"), **est._secret_rngs("histogram", "ptr", "noise")}
     shift = _label_shift(y, est.fit_intercept)
-    source = _row_source(X, y - shift, fit_intercept=est.fit_intercept,
+    source = _row_source(X, y - shift if shift else y, fit_intercept=est.fit_intercept,
                          chunk_size=est.chunk_size, clip=est.feature_clip, check_finite=False)
     if isinstance(est.residual_bound, str):
         r0 = private_residual_scale(source, plan.eps_r0, plan.delta_r0, rngs["partition"],
@@ -478,7 +478,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                 f"got n_samples={n}."
             )
         shift = _label_shift(y, self.fit_intercept)
-        source = _row_source(X, y - shift, fit_intercept=self.fit_intercept,
+        source = _row_source(X, y - shift if shift else y, fit_intercept=self.fit_intercept,
                              chunk_size=self.chunk_size, clip=self.feature_clip,
                              check_finite=self._streamed(X))
         if not private:
