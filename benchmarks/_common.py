@@ -4,9 +4,20 @@ import json
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: Pause before each timed call (seconds). After a multi-threaded call,
+#: OpenBLAS's worker threads keep spinning for about 0.1 s (its thread
+#: timeout, 2^28 cycles); a call that starts at once shares the cores with
+#: them. The pause lets every timed call, floor included, start alike.
+SETTLE_SECONDS = 0.3
+
+
+def settle():
+    """Wait :data:`SETTLE_SECONDS` so the next timed call starts on idle cores."""
+    time.sleep(SETTLE_SECONDS)
 
 
 def machine():

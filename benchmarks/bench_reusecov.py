@@ -52,6 +52,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import SETTLE_SECONDS, settle
 from sklearn.linear_model import LinearRegression, Ridge
 
 from skprivreg.linear_model._independent_ssp import IndependentSSPRegressor
@@ -309,6 +310,7 @@ def speed_study(n, d, n_outputs, repeats, seed=0, independent=False):
         warnings.simplefilter("ignore")
         for _ in range(repeats):
             for name, fit in methods.items():
+                settle()
                 t0 = time.perf_counter()
                 fit()
                 times[name].append(time.perf_counter() - t0)
@@ -327,7 +329,8 @@ def speed_markdown(speed, command):
     lines = ["# ReuseCov: fit time against the floor and sklearn Ridge", "",
              f"Command: `{command}`. n = {speed['n']}, d = {speed['d']}, "
              f"l = {speed['l']}; {speed['repeats']} interleaved repeats (each runs every "
-             "method once, in turn); median seconds and median of the per-repeat ratios. "
+             f"method once, in turn, each after a {SETTLE_SECONDS} s pause that lets BLAS worker "
+             "threads stop spinning); median seconds and median of the per-repeat ratios. "
              "Floor: X^T X and X^T Y of the augmented design and one solve. "
              f"Platform: {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} cpus (shared), numpy {np.__version__}.", "",

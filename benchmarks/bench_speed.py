@@ -39,7 +39,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
-from _common import write_results
+from _common import settle, write_results
 from scipy.linalg import cho_factor, cho_solve
 
 OURS = ("SSPRegressor", "AdaSSPRegressor", "LinearRegression (1 round)")
@@ -96,6 +96,7 @@ def _estimators(d, n_outputs=None, only=None):
 
 def _timed(function):
     gc.collect()
+    settle()
     start = time.perf_counter()
     function()
     return time.perf_counter() - start

@@ -42,10 +42,12 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = [
     "CACHE_BYTES",
+    "SHARED_CACHE_BYTES",
     "augment_gram",
     "cache_block_rows",
     "cache_blocked",
     "reduce_threaded",
+    "run_pieces",
     "source_block_rows",
     "threads_for",
     "check_finite_block",
@@ -55,17 +57,42 @@ __all__ = [
 ]
 
 
-def _cache_bytes():
-    """The per-core L2 cache size (bytes), or 1 MiB when the system does not say."""
+def _sysfs_cache_bytes(level):
+    """The level-``level`` data cache of CPU 0 from Linux's sysfs (bytes), or 0."""
+    root = "/sys/devices/system/cpu/cpu0/cache"
     try:
-        size = int(os.sysconf("SC_LEVEL2_CACHE_SIZE"))
+        for index in sorted(os.listdir(root)):
+            path = os.path.join(root, index)
+            with open(os.path.join(path, "level")) as f:
+                if int(f.read()) != level:
+                    continue
+            with open(os.path.join(path, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(path, "size")) as f:
+                text = f.read().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            return int(text.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _cache_bytes(level=2, default=1 << 20):
+    """The level-``level`` cache size (bytes); ``default`` when the system does not say."""
+    try:
+        size = int(os.sysconf(f"SC_LEVEL{level}_CACHE_SIZE"))
     except (AttributeError, ValueError, OSError):
         size = 0
-    return size if size >= (1 << 17) else (1 << 20)
+    if size <= 0:
+        size = _sysfs_cache_bytes(level)
+    return size if size >= (1 << 17) else default
 
 
 #: Bytes of the cache a block of float64 rows is sized to fill (half of L2).
 CACHE_BYTES = _cache_bytes() // 2
+#: Size of the last-level (shared) cache, or 8 MiB when the system does not say.
+SHARED_CACHE_BYTES = max(_cache_bytes(3, 8 << 20), 2 * _cache_bytes())
 
 
 def _n_cores():
@@ -210,7 +237,7 @@ def _gram_of_block(X, Y, params, acc):
     XtY1 += X.T @ labels
 
 
-def _run_pieces(bounds, run, n_threads, into, combine):
+def run_pieces(bounds, run, n_threads, into, combine):
     """``run(list of pieces, acc or None) -> partial`` over ``bounds``, shared by threads.
 
     With ``n_threads > 1`` the pieces are split into that many contiguous
@@ -234,7 +261,7 @@ def gram_block(offset, X, Y, params, into=None):
     ``(X^T X, X^T [Y, 1], 1^T Y)`` of the clipped rows of one block (a NumPy
     slice or a Dask chunk, any float dtype), computed in cache-sized pieces
     and added to ``into`` in place when given; with ``params.n_threads > 1``
-    the pieces are shared by threads (:func:`_run_pieces`).
+    the pieces are shared by threads (:func:`run_pieces`).
     """
     X = np.asarray(X)
     d = X.shape[1] if params.columns is None else len(params.columns)
@@ -246,7 +273,7 @@ def gram_block(offset, X, Y, params, into=None):
             _gram_of_block(X[start:stop], Y[start:stop], params, acc)
         return acc
 
-    return _run_pieces(bounds, run, params.n_threads, into, _add_partials)
+    return run_pieces(bounds, run, params.n_threads, into, _add_partials)
 
 
 def _add_partials(a, b):
@@ -261,7 +288,7 @@ class cache_blocked:  # noqa: N801 (used like a function)
     the cache, whatever the size of the block (a Dask chunk, a memmap
     block), so the temporaries stay small. Partials are tuples of arrays,
     summed in row order; ``n_threads > 1`` shares the pieces of a block
-    between threads (:func:`_run_pieces`; use 1 on Dask workers).
+    between threads (:func:`run_pieces`; use 1 on Dask workers).
     Picklable when ``function`` is (for Dask).
     """
 
@@ -278,7 +305,7 @@ class cache_blocked:  # noqa: N801 (used like a function)
             return acc
 
         bounds = list(iter_cache_blocks(len(X), self.n_columns))
-        return _run_pieces(bounds, run, self.n_threads, into, _add_partials)
+        return run_pieces(bounds, run, self.n_threads, into, _add_partials)
 
 
 def threads_for(source):

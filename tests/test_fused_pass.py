@@ -5,6 +5,7 @@ spend (NumPy and Dask), NumPy = Dask on the same noise, one pass per release,
 no copy of X (tracemalloc), and verbose output that carries public facts only.
 """
 
+import math
 import tracemalloc
 import warnings
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from skprivreg import BudgetAccountant
-from skprivreg._gram import cache_block_rows, gram_statistics
+from skprivreg._gram import cache_block_rows, gram_statistics, source_block_rows
 from skprivreg._rows import RowSource
 from skprivreg.bounds import clip_rows
 from skprivreg.linear_model import AdaSSPRegressor, LinearRegression, SSPRegressor
@@ -170,7 +171,7 @@ def test_one_pass_per_release(passes, Estimator, lazy):
 @pytest.mark.parametrize("Estimator", ESTIMATORS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_fit_makes_no_copy_of_x(Estimator, dtype):
-    X, y = _data(400_000, 10)
+    X, y = _data(1_000_000, 10)  # a copy of X: 40 MB (float32) or 80 MB
     X = np.ascontiguousarray(X, dtype=dtype)
     est = Estimator(**BOUNDS)
     _quiet(est.fit, X[:1000], y[:1000])  # imports and first-time allocations
@@ -197,8 +198,12 @@ def test_verbose_lines_are_the_same_for_neighbouring_datasets(capsys, Estimator,
     lines = outputs[0].splitlines()
     assert lines[0].startswith(f"[{Estimator.__name__}] pass 1 (XtX, XtY)")
     assert lines[-1] == f"[{Estimator.__name__}] pass 2 (XtX, XtY): 300,000 / 300,000 rows"
-    # verbose=1: one line per pass; verbose=2: one per block (5 blocks of 65,536 rows)
-    assert len(lines) == 3 * (1 if verbose == 1 else 5)
+    # verbose=1: one line per pass; verbose=2: one per block (the blocks are
+    # whole numbers of cache-sized pieces, about 65,536 rows: a public size)
+    blocks = math.ceil(300_000 / source_block_rows(3 + 2))
+    per_pass = len({round(k * (blocks - 1) / 10) for k in range(11)})
+    assert 5 <= blocks <= 10
+    assert len(lines) == 3 * (1 if verbose == 1 else per_pass)
 
 
 # -- the full-DP LinearRegression: every pass, rounds included ----------------
@@ -252,7 +257,7 @@ def test_linear_regression_bad_input_raises_before_any_spend(lazy):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_linear_regression_makes_no_copy_of_x(dtype):
-    X, y = _data(400_000, 10)
+    X, y = _data(1_000_000, 10)  # a copy of X: 40 MB (float32) or 80 MB
     X = np.ascontiguousarray(X, dtype=dtype)
     est = LinearRegression(n_rounds=2, **LINEAR_DECLARED)
     _quiet(est.fit, X[:1000], y[:1000])
@@ -296,7 +301,7 @@ def test_scaler_bad_input_raises_before_any_spend(lazy, x_range):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_scaler_numpy_dask_agree_and_no_copy_of_x(fixed_noise, dtype):
     da = pytest.importorskip("dask.array")
-    X, _ = _data(400_000, 10, seed=7)
+    X, _ = _data(1_000_000, 10, seed=7)
     X = np.ascontiguousarray(X, dtype=dtype)
     scaler = PrivateStandardScaler(epsilon=1.0, random_state=0)
     _quiet(scaler.fit, X[:20_000])
@@ -356,3 +361,56 @@ def test_concurrent_fits_restore_the_blas_threads():
         coefs = [f.result().coef_ for f in fits]
     assert blas_threads() == before
     assert all(np.isfinite(c).all() for c in coefs)
+
+
+# -- ReuseCov's pass: cache-sized pieces shared by threads ---------------------
+def _reusecov_pass(X, Y, **kwargs):
+    from skprivreg.linear_model._reusecov_stats import sufficient_statistics
+
+    return sufficient_statistics(X, Y, x_bound=3.0, y_bound=4.0, fit_intercept=True,
+                                 intercept_scaling=1.5, check_finite=False, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_reusecov_pass_equals_the_direct_computation(monkeypatch, dtype, n_threads):
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "N_THREADS", n_threads)
+    X, Y = _data(3001, 4, l=7)
+    X, Y = X.astype(dtype), Y.astype(dtype)
+    stats = _reusecov_pass(X, Y, row_block=97)  # 31 pieces, the last one short
+    Xc = augment_intercept(clip_rows(X.astype(np.float64), 3.0)[0], 1.5)
+    Yc = np.clip(Y.astype(np.float64), -4.0, 4.0)
+    assert stats.n == 3001 and stats.x_clipped and stats.y_clipped
+    np.testing.assert_allclose(stats.xtx, Xc.T @ Xc, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(stats.xty, Xc.T @ Yc, rtol=1e-12, atol=1e-9)
+
+
+def test_reusecov_pass_refuses_nan_in_any_piece(monkeypatch):
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "N_THREADS", 2)
+    X, Y = _data(3001, 4, l=7)
+    for row in (0, 1500, 3000):  # first piece, a piece of the second thread, the last row
+        bad = Y.copy()
+        bad[row, 3] = np.inf if row else np.nan
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            _reusecov_pass(X, bad, row_block=97)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_reusecov_pass_makes_no_copy_of_y(monkeypatch, dtype):
+    import skprivreg.linear_model._reusecov_stats as stats_module
+
+    # An 8 MiB shared cache (a common size): pieces of about 2 MiB per thread.
+    monkeypatch.setattr(stats_module, "SHARED_CACHE_BYTES", 8 << 20)
+    X, Y = _data(100_000, 10, l=100)  # Y: 80 MB (float64) or 40 MB (float32)
+    Y = np.ascontiguousarray(Y, dtype=dtype)
+    _reusecov_pass(X[:1000], Y[:1000])
+    tracemalloc.start()
+    stats = _reusecov_pass(X, Y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert stats.n == 100_000
+    assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)

@@ -9,16 +9,13 @@ the replace-one / zero-out sensitivities of :math:`X^\\top X / m` and
 
 import math
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 from sklearn.utils import check_consistent_length
 
 from .._compat import validate_data
-from .._rows import (
-    check_block_finite,
-    sum_over_row_blocks,
-)
+from .._gram import SHARED_CACHE_BYTES, reduce_threaded, run_pieces, threads_for
+from .._rows import RowSource, check_block_finite
 from ..bounds import clip_rows, row_norms
 
 __all__ = [
@@ -26,14 +23,13 @@ __all__ = [
     "block_statistics",
     "combine_statistics",
     "sufficient_statistics",
+    "piece_rows",
     "scan_labels",
     "validate_features_and_labels",
     "covariance_sensitivity",
     "association_sensitivity",
 ]
 
-# Memory target (bytes) of one block of rows (X and Y) or of outcome columns.
-_ROW_BLOCK_BYTES = 64 * 2**20
 # Bytes of Y per chunk of the label scan: read once from memory, then from
 # cache (the L2 of current x86 cores is 1-4 MB).
 _CACHE_CHUNK_BYTES = 2**20
@@ -208,20 +204,80 @@ def validate_features_and_labels(estimator, X, y):
     return X, y
 
 
-def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
-    """:func:`block_statistics` accumulated over blocks of rows of X, Y.
+def _accumulate(acc, part):
+    """:func:`combine_statistics` of ``acc`` and a later ``part``, adding into ``acc``'s arrays."""
+    for name in ("xtx", "xty"):
+        mine, theirs = getattr(acc, name), getattr(part, name)
+        if mine is None:
+            setattr(acc, name, theirs)
+        elif theirs is not None:
+            mine += theirs
+    acc.n += part.n
+    acc.x_clipped = acc.x_clipped or part.x_clipped
+    acc.y_clipped = acc.y_clipped or part.y_clipped
+    for name in ("x_max_norm", "y_max_norm", "y_abs_max"):
+        setattr(acc, name, _max(getattr(acc, name), getattr(part, name)))
+    return acc
 
-    ``row_block`` rows at a time (default: about 64 MB of X and Y per block),
-    so neither a clipped copy of X nor one of Y is ever held whole; Dask
-    arrays are reduced on their workers (:func:`~skprivreg._rows.sum_over_row_blocks`).
+
+def piece_rows(width, n_threads=1):
+    """Rows of one piece of ``width`` float64 columns (:func:`sufficient_statistics`).
+
+    A piece is scanned in L2-sized chunks (:func:`scan_labels`) and then
+    multiplied while it is still in the shared cache, so ``Y`` is read from
+    memory once: each of the ``n_threads`` threads gets half of its share of
+    the last-level cache. At least 16 rows.
     """
-    width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
-    step = row_block or max(1, _ROW_BLOCK_BYTES // (8 * width))
+    share = SHARED_CACHE_BYTES // (2 * max(int(n_threads), 1))
+    return int(max(16, share // (8 * max(int(width), 1))))
+
+
+class _StatisticsPass:
+    """Block function of :func:`sufficient_statistics` (picklable, for Dask workers).
+
+    A block (the whole array on NumPy input, a chunk on Dask) is cut into
+    pieces of ``step`` rows; their :func:`block_statistics` are added in row
+    order, the pieces shared by ``n_threads`` threads
+    (:func:`~skprivreg._gram.run_pieces`).
+    """
+
+    def __init__(self, kwargs, step, n_threads=1):
+        self.kwargs = dict(kwargs)
+        self.step = int(step)
+        self.n_threads = int(n_threads)
+
+    def __call__(self, offset, X, Y, params=None, into=None):
+        bounds = [(a, min(a + self.step, len(X))) for a in range(0, len(X), self.step)]
+
+        def run(pieces, acc):
+            for a, b in pieces:
+                part = block_statistics(X[a:b], None if Y is None else Y[a:b], **self.kwargs)
+                acc = part if acc is None else _accumulate(acc, part)
+            return acc
+
+        return run_pieces(bounds, run, self.n_threads, into, combine_statistics)
+
+
+def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
+    """:func:`block_statistics` accumulated over pieces of rows of X, Y: one read of each.
+
+    The pieces have ``row_block`` rows (default :func:`piece_rows`: sized to
+    the cache, so each piece of ``Y`` is read from memory once, by the scan
+    that checks and clips it, and multiplied from cache). Pieces are read as
+    stored (a float32 piece becomes a piece-sized float64 copy): no clipped
+    or converted copy of X or Y is held whole. On NumPy and memmap input the
+    pieces are shared by the cores' threads (BLAS on one thread each, the
+    partials added in row order); Dask arrays are reduced on their workers,
+    each chunk cut into pieces there.
+    """
     if X.shape[0] == 0:
         return block_statistics(X, Y, **kwargs)
-    return sum_over_row_blocks(
-        partial(block_statistics, **kwargs), X, Y, block_rows=step, combine=combine_statistics
-    )
+    width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
+    source = RowSource(X, Y, block_rows=None, raw_blocks=True)
+    n_threads = threads_for(source)
+    step = row_block or piece_rows(width, n_threads)
+    return reduce_threaded(source, _StatisticsPass(kwargs, step, n_threads),
+                           combine_statistics, n_threads=n_threads, label="XtX, XtY")
 
 
 # ---------------------------------------------------------------------------
