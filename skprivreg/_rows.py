@@ -68,14 +68,34 @@ def add_tuples(a, b):
     return tuple(x + y for x, y in zip(a, b))
 
 
-def tree_reduce(parts, combine):
-    """Merge delayed partials pairwise in a tree of delayed ``combine`` calls (order kept)."""
+#: Partials merged by one task of :func:`tree_reduce`: a wide, shallow tree
+#: (each task costs the scheduler about a millisecond and a transfer).
+TREE_FAN_IN = 8
+
+
+class _FoldInOrder:
+    """``combine`` folded left over a task's partials, in row order (picklable)."""
+
+    def __init__(self, combine):
+        self.combine = combine
+
+    def __call__(self, *parts):
+        total = parts[0]
+        for part in parts[1:]:
+            total = self.combine(total, part)
+        return total
+
+
+def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
+    """Merge delayed partials in a tree of delayed folds of up to ``fan_in`` partials (order kept)."""
     import dask
 
+    fold = _FoldInOrder(combine)
     while len(parts) > 1:
         parts = [
-            dask.delayed(combine)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
-            for i in range(0, len(parts), 2)
+            dask.delayed(fold, pure=True)(*parts[i:i + fan_in]) if len(parts[i:i + fan_in]) > 1
+            else parts[i]
+            for i in range(0, len(parts), fan_in)
         ]
     return parts[0]
 
