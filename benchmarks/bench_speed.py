@@ -190,7 +190,7 @@ def run_reusecov(repeats):
     for name, factory in _estimators(d, n_outputs=n_outputs).items():
         result = measure(X, Y, factory, repeats)
         rows.append({"n": n, "d": d, "outputs": n_outputs, "estimator": name,
-                     "input": "numpy", **result})
+                     "input": "numpy", "input_mb": (X.nbytes + Y.nbytes) / 2**20, **result})
         print(f"{name}: {result['ratio']:.2f}x floor", flush=True)
     return rows
 
@@ -322,6 +322,8 @@ def _markdown(rows, reusecov, dask_rows, skipped):
              "being `X.T @ X`, `X.T @ y` and a Cholesky solve on the same array in the same",
              "run (BLAS threads as configured: 2 here), and the same floor with BLAS on one",
              "thread (1-thread floor; our fits share a block's pieces between 2 threads).",
+             "Each timed call starts after a 0.3 s pause (OpenBLAS worker threads spin",
+             "for about 0.1 s after a multi-threaded call and would share the cores).",
              "Peak = memory allocated by the fit above its input (tracemalloc). Load =",
              "1-minute load average of the shared 2-core machine after the cell.", "",
              "| input | n | d | estimator | ratio to floor | ratio to 1-thread floor | fit s | "
