@@ -87,7 +87,7 @@ class _FoldInOrder:
 
 
 def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
-    """Merge delayed partials in a tree of delayed folds of up to ``fan_in`` partials (order kept)."""
+    """Merge delayed partials by delayed folds of up to ``fan_in`` partials each (order kept)."""
     import dask
 
     fold = _FoldInOrder(combine)

@@ -227,6 +227,33 @@ def test_linear_regression_numpy_and_dask_agree_on_the_same_noise(fixed_noise, d
     assert lazy.mean_fallback_ == ref.mean_fallback_
 
 
+@pytest.mark.parametrize("outside_rows", [[], [7_000], [0, 11_999]])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_linear_regression_every_pass_clips_as_the_first_found(fixed_noise, outside_rows, lazy):
+    """The later passes skip the range check only when the first pass clipped nothing.
+
+    With a few entries outside the declared ranges (one block, or the first
+    and the last), every pass must use the clipped rows: the fit equals the
+    fit on the clipped copy, with the same noise.
+    """
+    rng = np.random.default_rng(9)
+    low, high = LINEAR_DECLARED["x_range"]
+    X = rng.uniform(low, high, size=(12_000, 3))
+    y = np.clip(X @ [0.8, -0.5, 0.3] + rng.normal(size=12_000), -6.0, 6.0)
+    for row in outside_rows:
+        X[row] = [3.0 * high, 2.0 * low, 0.5 * high]
+    params = dict(epsilon=4.0, delta=1e-6, n_rounds=3, random_state=3, **LINEAR_DECLARED)
+    ref = LinearRegression(**params).fit(np.clip(X, low, high), y)
+    data = (X, y)
+    if lazy:
+        da = pytest.importorskip("dask.array")
+        data = (da.from_array(X, chunks=(2_500, 3)), da.from_array(y, chunks=2_500))
+    got = LinearRegression(**params).fit(*data)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    assert got.intercept_ == pytest.approx(ref.intercept_, rel=1e-9, abs=1e-12)
+    assert not got.mean_fallback_
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("n_rounds", [1, 4])
 def test_linear_regression_one_pass_per_release(passes, lazy, n_rounds):

@@ -166,14 +166,16 @@ def _inside(X, rmap, check=False):
     return False
 
 
-def _clipped_rows(X_block, rmap, check=False):
+def _clipped_rows(X_block, rmap, check=False, inside=False):
     """The block's rows clipped to their declared ranges (float64); ``check``: refuse NaN/inf.
 
     The block itself when every entry lies inside its range; otherwise a
-    block-sized clipped copy.
+    block-sized clipped copy. ``inside``: the first pass found every entry
+    of the rows inside its range, so the block is used as it is without
+    looking (the same rows, read again).
     """
     X = _as_float64(X_block)
-    if X.shape[0] and not _inside(X, rmap, check):
+    if not inside and X.shape[0] and not _inside(X, rmap, check):
         X = np.clip(X, *rmap.raw_affine[2:4])
     return X
 
@@ -193,10 +195,11 @@ def _transpose_times(Z, r, fit_intercept):
     return np.append(head, INTERCEPT * r.sum()) if fit_intercept else head
 
 
-def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
+def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=False):
     """``(r, u, rows, raw)`` with ``r = u - A theta``.
 
-    ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``.
+    ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``;
+    ``inside``: see :func:`_clipped_rows`.
     """
     if not _raw_space(rmap, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip)
@@ -205,7 +208,7 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
     inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
-    X = _clipped_rows(X_block, rmap)
+    X = _clipped_rows(X_block, rmap, inside=inside)
     r = X @ (inv * w)  # Z w = X (D w) + e^T w: one gemv on the rows
     np.subtract(u, r, out=r)
     r -= offset
@@ -213,26 +216,35 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip):
 
 
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
-    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows])`` of one block (see :func:`first_pass_stats`).
+    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows, clipped])`` of one block.
 
-    In raw space (:func:`_raw_space`) the first two are ``X^T X`` and
-    ``X^T [u, 1]`` of the range-clipped rows ``X``, mapped once for the whole
-    pass by :func:`first_pass_stats`. The first pass over the rows: it also
-    refuses NaN or infinity, before any noise.
+    See :func:`first_pass_stats`. In raw space (:func:`_raw_space`) the first
+    two are ``X^T X`` and ``X^T [u, 1]`` of the range-clipped rows ``X``,
+    mapped once for the whole pass by :func:`first_pass_stats`, and
+    ``clipped`` is 1 when an entry of the block lay outside its range (else
+    0): summed over the pass, 0 lets the later passes skip the range check
+    (:func:`_clipped_rows`). The first pass over the rows: it also refuses
+    NaN or infinity, before any noise.
     """
+    clipped = 0.0
     if _raw_space(rmap, x_clip):
-        rows = _clipped_rows(X_block, rmap, check=True)
+        X = _as_float64(X_block)
+        rows = _clipped_rows(X, rmap, check=True)
+        clipped = float(rows is not X)
         u = _mapped_labels(y_block, rmap, check=True)
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
     labels = np.empty((len(u), 2))
     labels[:, 0] = u
     labels[:, 1] = 1.0
-    return rows.T @ rows, rows.T @ labels, np.array([u.sum(), u @ u, float(len(u))])
+    return (rows.T @ rows, rows.T @ labels,
+            np.array([u.sum(), u @ u, float(len(u)), clipped]))
 
 
 def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
     """``(A^T A, A^T u, [sum u, sum u^2])`` for ``A = [Z, c 1]`` from the sums of the first pass.
+
+    ``sums`` is ``[sum u, sum u^2, rows, clipped blocks]`` (:func:`first_pass_block`).
 
     Sums in raw space are mapped here: ``Z^T Z = D (X^T X) D + D s e^T +
     e s^T D + m e e^T`` and ``Z^T [u, 1] = D X^T [u, 1] + e [sum u, m]``.
@@ -252,9 +264,13 @@ def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
     return AtA, np.append(Ztu, c * sums[0]), sums[:2]
 
 
-def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None):
-    """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip)."""
-    r, _, rows, raw = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
+def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None,
+                   inside=False):
+    """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip).
+
+    ``inside``: the first pass clipped no entry (:func:`_clipped_rows`).
+    """
+    r, _, rows, raw = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)
     if clip is not None:
         np.clip(r, -clip, clip, out=r)
     grad = _transpose_times(rows, r, fit_intercept)
@@ -265,18 +281,20 @@ def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip
     return (grad,)
 
 
-def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None):
+def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None,
+                          inside=False):
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
-    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)[0]
+    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)[0]
     return (np.array([np.minimum(r * r, 1.0).sum()]),)
 
 
-def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None):
+def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None,
+                    inside=False):
     """``sum [min(r^2, K) - min((u - u_mean)^2, K)]``: the model's loss minus the mean's.
 
     Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
     """
-    r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip)
+    r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)
     v = np.subtract(u, u_mean)
     for w in (r, v):  # in place: w <- min(w^2, K)
         np.multiply(w, w, out=w)
