@@ -441,3 +441,22 @@ def test_reusecov_pass_makes_no_copy_of_y(monkeypatch, dtype):
     tracemalloc.stop()
     assert stats.n == 100_000
     assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_reusecov_fit_makes_no_copy_of_y(monkeypatch, declared):
+    """The whole fit, private bounds' counting pass included, holds no copy of Y."""
+    import skprivreg.linear_model._reusecov_stats as stats_module
+    from skprivreg.linear_model import ReuseCovRegressor
+
+    monkeypatch.setattr(stats_module, "SHARED_CACHE_BYTES", 8 << 20)
+    X, Y = _data(100_000, 10, l=100)  # Y: 80 MB; |y| > 4 in about 18% of entries
+    bounds = dict(x_bound=3.0, y_bound=4.0) if declared else {}
+    est = ReuseCovRegressor(epsilon=1.0, **bounds)
+    _quiet(est.fit, X[:20_000], Y[:20_000])
+    tracemalloc.start()
+    _quiet(est.fit, X, Y)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert est.coef_.shape == (100, 10)
+    assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)

@@ -19,7 +19,8 @@ from functools import partial
 
 import numpy as np
 
-from .._rows import block_map, check_block_finite, sum_over_row_blocks
+from .._gram import cache_blocked
+from .._rows import RowSource, check_block_finite
 from ..accounting import PrivacyEvent
 from ..bounds import (
     check_private_bound_feasible,
@@ -119,11 +120,13 @@ def count_bounds(X, Y, source=None):
     (it counts the pass and prints its progress); ``X`` and ``Y`` are then unused.
     """
     bins = bound_bins()
-    block = partial(bound_block_counts, bins=bins)
     if source is None:
-        counts = sum_over_row_blocks(block, X, Y)
-    else:
-        counts = source.reduce(block_map(block), label="bound counts")
+        source = RowSource(X, Y)
+    # Cache-sized pieces of each block: the temporaries (row norms, |Y|) stay
+    # piece-sized, however wide Y is.
+    width = source.d + (1 if source.Y is None or source.Y.ndim == 1 else source.Y.shape[1])
+    block = cache_blocked(partial(bound_block_counts, bins=bins), width)
+    counts = source.reduce(block, label="bound counts")
     return dict(zip(BOUND_NAMES, counts))
 
 

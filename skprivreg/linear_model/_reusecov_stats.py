@@ -220,15 +220,21 @@ def _accumulate(acc, part):
     return acc
 
 
+#: Largest piece (bytes of float64 rows): a clipped or converted piece is a
+#: temporary of this size per thread.
+_PIECE_BYTES_MAX = 32 << 20
+
+
 def piece_rows(width, n_threads=1):
     """Rows of one piece of ``width`` float64 columns (:func:`sufficient_statistics`).
 
     A piece is scanned in L2-sized chunks (:func:`scan_labels`) and then
     multiplied while it is still in the shared cache, so ``Y`` is read from
     memory once: each of the ``n_threads`` threads gets half of its share of
-    the last-level cache. At least 16 rows.
+    the last-level cache, at most 32 MiB (a piece that needs clipping, or a
+    float32 piece, is copied once). At least 16 rows.
     """
-    share = SHARED_CACHE_BYTES // (2 * max(int(n_threads), 1))
+    share = min(SHARED_CACHE_BYTES // (2 * max(int(n_threads), 1)), _PIECE_BYTES_MAX)
     return int(max(16, share // (8 * max(int(width), 1))))
 
 
