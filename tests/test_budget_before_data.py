@@ -68,6 +68,8 @@ def _reads_y(position):
 
     def predicate(*args, **kwargs):
         Y = kwargs.get("Y", args[position] if len(args) > position else None)
+        if Y is None and kwargs.get("source") is not None:  # a RowSource of (X, Y)
+            Y = kwargs["source"].Y
         return Y is not None
 
     return predicate

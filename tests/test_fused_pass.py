@@ -460,3 +460,39 @@ def test_reusecov_fit_makes_no_copy_of_y(monkeypatch, declared):
     tracemalloc.stop()
     assert est.coef_.shape == (100, 10)
     assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)
+
+
+@pytest.mark.parametrize("name", ["ReuseCovRegressor", "IndependentSSPRegressor",
+                                  "PrivateStandardScaler"])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_verbose_passes_of_the_other_estimators(capsys, name, lazy):
+    """One line per pass, numbered in order, the same for neighbouring datasets."""
+    from skprivreg.linear_model import IndependentSSPRegressor, ReuseCovRegressor
+
+    X, Y = _data(40_000, 3, l=4, seed=11)
+    X2, Y2 = X.copy(), Y.copy()
+    X2[9_999], Y2[9_999] = [80.0, -5.0, 1e5], -400.0  # one row replaced
+    make = {
+        "ReuseCovRegressor": lambda **kw: ReuseCovRegressor(epsilon=2.0, cov_subsample=0.5,
+                                                            **kw),
+        "IndependentSSPRegressor": lambda **kw: IndependentSSPRegressor(epsilon=2.0, **kw),
+        "PrivateStandardScaler": lambda **kw: PrivateStandardScaler(epsilon=2.0, **kw),
+    }[name]
+    outputs = []
+    for data in ((X, Y), (X2, Y2)):
+        if name == "PrivateStandardScaler":
+            data = data[:1]
+        if lazy:
+            da = pytest.importorskip("dask.array")
+            data = tuple(da.from_array(v, chunks=(7_000,) + v.shape[1:]) for v in data)
+        _quiet(make(verbose=1).fit, *data)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    lines = outputs[0].splitlines()
+    assert lines and all(line.startswith(f"[{name}] pass ") for line in lines)
+    numbers = [int(line.split()[2]) for line in lines]
+    assert numbers == sorted(numbers) and numbers[0] == 1
+    assert len(set(numbers)) >= 2  # the private bounds' counts, then the statistics
+    assert "40,000" in outputs[0]
+    _quiet(make().fit, *data)
+    assert capsys.readouterr().out == ""

@@ -38,7 +38,11 @@ from ._private_bounds import (
     release_bounds,
 )
 from ._reusecov_plan import theory_ridge
-from ._reusecov_stats import sufficient_statistics, validate_features_and_labels
+from ._reusecov_stats import (
+    statistics_source,
+    sufficient_statistics,
+    validate_features_and_labels,
+)
 from ._ridge_rule import risk_minimising_ridge
 
 __all__ = ["IndependentSSPRegressor"]
@@ -139,6 +143,10 @@ class IndependentSSPRegressor(
     accountant : BudgetAccountant or None
     random_state : None, int or Generator
         Unused for the noise, which comes from fresh OS entropy in every fit.
+    verbose : int, default=0
+        ``1`` or more: one line per pass over the rows (the pass's name and
+        ``n``). Lines carry public facts only (pass number, ``n``), never a
+        value computed from the data.
 
     Attributes
     ----------
@@ -170,6 +178,7 @@ class IndependentSSPRegressor(
         "composition": [StrOptions({"gdp", "basic"})],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -189,6 +198,7 @@ class IndependentSSPRegressor(
         intercept_scaling=1.0,
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -204,6 +214,7 @@ class IndependentSSPRegressor(
         self.intercept_scaling = intercept_scaling
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def _events(self, n, n_outputs, x_eff, y_bound, epsilon, delta, private,
                 bound_events=()):
@@ -296,8 +307,9 @@ class IndependentSSPRegressor(
         self._check_budget(planned)
         x_bound = self.x_bound
         bound_events = []
+        source = statistics_source(X, Y, verbose=self.verbose, name=type(self).__name__)
         if bound_eps:
-            counts = count_bounds(X, Y)  # releases nothing; refuses NaN
+            counts = count_bounds(None, None, source)  # releases nothing; refuses NaN
             self._spend(planned)
             rng_bounds = self._secret_rngs("bounds")["bounds"]
             estimated, bound_events = release_bounds(counts, bound_eps, rng_bounds,
@@ -315,7 +327,7 @@ class IndependentSSPRegressor(
         # checked by validate_data): it runs before the spend unless the
         # bounds were estimated (their counting pass refused bad input first).
         stats = sufficient_statistics(
-            X, Y, x_bound=x_bound, y_bound=y_bound,
+            None, source=source, x_bound=x_bound, y_bound=y_bound,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
             check_finite=False,
         )

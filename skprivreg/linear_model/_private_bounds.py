@@ -101,12 +101,17 @@ def bound_block_counts(X_block, Y_block, bins):
     """
     with np.errstate(all="ignore"):
         check_block_finite(X_block, "X")
-        check_block_finite(Y_block, "y")
-        return (
-            counts_above(row_norms(X_block), bins),
-            counts_above(np.abs(np.asarray(Y_block, dtype=np.float64)).reshape(
-                len(Y_block), -1).max(axis=1), bins),
-        )
+        Y = np.asarray(Y_block).reshape(len(Y_block), -1)
+        if Y.shape[0] == 0:
+            y_max = np.zeros(0)
+        else:
+            # max |y_ij| of each row from its max and min (no copy of the
+            # block); NaN or an infinity shows in one of them.
+            top, low = Y.max(axis=1), Y.min(axis=1)
+            if not (np.isfinite(top).all() and np.isfinite(low).all()):
+                check_block_finite(Y, "y")
+            y_max = np.maximum(top, -low).astype(np.float64)
+        return counts_above(row_norms(X_block), bins), counts_above(y_max, bins)
 
 
 def count_bounds(X, Y, source=None):

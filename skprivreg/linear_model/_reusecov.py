@@ -57,7 +57,11 @@ from ._reusecov_release import (
     release_associations,
 )
 from ._reusecov_reuse import _CovarianceReuseMixin
-from ._reusecov_stats import sufficient_statistics, validate_features_and_labels
+from ._reusecov_stats import (
+    statistics_source,
+    sufficient_statistics,
+    validate_features_and_labels,
+)
 from ._ridge_rule import released_ridge
 
 __all__ = ["ReuseCovRegressor"]
@@ -284,6 +288,10 @@ class ReuseCovRegressor(
         subsample) from fresh OS entropy, whatever this is, so a reused
         covariance and a new association never share noise. See
         :mod:`skprivreg.testing` for reproducible noise in tests.
+    verbose : int, default=0
+        ``1`` or more: one line per pass over the rows (the pass's name and
+        ``n``). Lines carry public facts only (pass number, ``n``), never a
+        value computed from the data.
 
     Attributes
     ----------
@@ -354,6 +362,7 @@ class ReuseCovRegressor(
         "psd": [StrOptions({"clip", "none"})],
         "block_size": [Interval(Integral, 1, None, closed="left"), None],
         "keep_noisy_stats": ["boolean"],
+        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -381,6 +390,7 @@ class ReuseCovRegressor(
         keep_noisy_stats=False,
         accountant=None,
         random_state=None,
+        verbose=0,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -404,6 +414,7 @@ class ReuseCovRegressor(
         self.keep_noisy_stats = keep_noisy_stats
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     # -- configuration checks (public facts only) ------------------------
     def _check_config(self, private, n):
@@ -627,6 +638,7 @@ class ReuseCovRegressor(
         notions = self._bound_notions()
         bound_events = planned_bound_events(bound_eps, notions=notions,
                                             neighbouring=self.neighbouring)
+        source = statistics_source(X, Y, verbose=self.verbose, name=type(self).__name__)
         exact_cov = self.privacy == "label"
         plan_args = dict(
             n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,
@@ -645,7 +657,7 @@ class ReuseCovRegressor(
         if bound_eps:
             # A counting pass (releases nothing, refuses NaN), the spend, then
             # the private bounds: the clipping of the statistics pass needs them.
-            counts = count_bounds(X, Y)
+            counts = count_bounds(None, None, source)
             self._spend(planned)
             seq = secret_seed_sequence(self.random_state)
             rng_bounds = np.random.Generator(np.random.PCG64(_child_seed(seq, _BOUNDS_CHILD)))
@@ -664,7 +676,7 @@ class ReuseCovRegressor(
         # One pass over the rows (one task per block on Dask): the statistics
         # and the public sides' norms; it releases nothing and refuses NaN.
         stats = sufficient_statistics(
-            X, Y, y_bound=y_bound, x_public=self.privacy == "label",
+            None, source=source, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
             compute_xtx=exact_cov or (reused is None and cov_rows is None),
             # NumPy X was checked for NaN/inf by validate_data (fit) or by
@@ -688,7 +700,11 @@ class ReuseCovRegressor(
             # workers (the data owner's trusted cluster) and are dropped with it.
             rng_sub = np.random.Generator(np.random.PCG64(_child_seed(seq, 1)))
             rows = np.sort(rng_sub.choice(n, size=cov_rows, replace=False))
-            sub = sufficient_statistics(X[rows], None, **common)
+            sub_source = statistics_source(X[rows], verbose=self.verbose,
+                                           name=type(self).__name__)
+            sub_source.n_passes = source.n_passes  # numbered after the rows' passes
+            sub = sufficient_statistics(None, source=sub_source,
+                                        label="XtX of the covariance subsample", **common)
             del rows
 
         proj = None

@@ -23,6 +23,7 @@ __all__ = [
     "block_statistics",
     "combine_statistics",
     "sufficient_statistics",
+    "statistics_source",
     "piece_rows",
     "scan_labels",
     "validate_features_and_labels",
@@ -264,7 +265,18 @@ class _StatisticsPass:
         return run_pieces(bounds, run, self.n_threads, into, combine_statistics)
 
 
-def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
+def statistics_source(X, Y=None, *, verbose=0, name="rows"):
+    """The :class:`~skprivreg._rows.RowSource` of :func:`sufficient_statistics`.
+
+    One block (a Dask array keeps its chunks), read as stored: the pass cuts
+    it into pieces itself. An estimator's passes share it, so its progress
+    lines number them in order.
+    """
+    return RowSource(X, Y, block_rows=None, raw_blocks=True, verbose=verbose, name=name)
+
+
+def sufficient_statistics(X, Y=None, *, row_block=None, source=None, label="XtX, XtY",
+                          **kwargs):
     """:func:`block_statistics` accumulated over pieces of rows of X, Y: one read of each.
 
     The pieces have ``row_block`` rows (default :func:`piece_rows`: sized to
@@ -274,16 +286,19 @@ def sufficient_statistics(X, Y=None, *, row_block=None, **kwargs):
     or converted copy of X or Y is held whole. On NumPy and memmap input the
     pieces are shared by the cores' threads (BLAS on one thread each, the
     partials added in row order); Dask arrays are reduced on their workers,
-    each chunk cut into pieces there.
+    each chunk cut into pieces there. ``source``: the
+    :func:`statistics_source` to read (``X`` and ``Y`` are then unused);
+    ``label`` names the pass in its progress line.
     """
-    if X.shape[0] == 0:
-        return block_statistics(X, Y, **kwargs)
-    width = X.shape[1] + (0 if Y is None else Y.shape[1]) + 1
-    source = RowSource(X, Y, block_rows=None, raw_blocks=True)
+    if source is None:
+        if X.shape[0] == 0:
+            return block_statistics(X, Y, **kwargs)
+        source = statistics_source(X, Y)
+    width = source.d + (0 if source.Y is None else source.Y.shape[1]) + 1
     n_threads = threads_for(source)
     step = row_block or piece_rows(width, n_threads)
     return reduce_threaded(source, _StatisticsPass(kwargs, step, n_threads),
-                           combine_statistics, n_threads=n_threads, label="XtX, XtY")
+                           combine_statistics, n_threads=n_threads, label=label)
 
 
 # ---------------------------------------------------------------------------

@@ -271,6 +271,10 @@ class PrivateStandardScaler(
     accountant : BudgetAccountant or None, default=None
     random_state : ignored for noise
         Noise always comes from fresh OS entropy.
+    verbose : int, default=0
+        ``1`` or more: one line per pass over the rows (the pass's name and
+        ``n``). Lines carry public facts only (pass number, ``n``), never a
+        value computed from the data.
 
     Attributes
     ----------
@@ -303,10 +307,12 @@ class PrivateStandardScaler(
         "bounds": [StrOptions({"private", "data"})],
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "clip": ["boolean"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-6, x_range=None, bounds="private",
-                 bounds_budget=0.1, clip=True, accountant=None, random_state=None):
+                 bounds_budget=0.1, clip=True, accountant=None, random_state=None,
+                 verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.x_range = x_range
@@ -315,6 +321,7 @@ class PrivateStandardScaler(
         self.clip = clip
         self.accountant = accountant
         self.random_state = random_state
+        self.verbose = verbose
 
     def _plan(self, n_features, private):
         """``(ledger, bound epsilon or None, moments event)`` from public facts only."""
@@ -361,7 +368,7 @@ class PrivateStandardScaler(
         rngs = self._secret_rngs("bounds", "noise", spend=ledger)
         # One pass per release, each block read in cache-sized pieces; the
         # first pass checks for NaN or infinity.
-        source = RowSource(X, raw_blocks=True, name=type(self).__name__)
+        source = RowSource(X, raw_blocks=True, verbose=self.verbose, name=type(self).__name__)
 
         check = True
         if declared is not None:
