@@ -40,6 +40,8 @@ import numpy as np
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController
 
+from ._rows import as_float64_block
+
 __all__ = [
     "CACHE_BYTES",
     "SHARED_CACHE_BYTES",
@@ -139,14 +141,6 @@ def iter_cache_blocks(n_rows, n_columns, cache_bytes=None):
         yield start, min(start + step, n_rows)
 
 
-def _as_float64(block):
-    """The block as float64: the block itself when it is float64, else a block-sized copy."""
-    block = np.asarray(block)
-    if block.dtype == np.float64:
-        return block
-    return block.astype(np.float64)
-
-
 class GramParams:
     """Public inputs of one :func:`gram_block` pass (picklable, for Dask workers).
 
@@ -202,7 +196,7 @@ def _gram_of_block(X, Y, params, acc):
     XtX, XtY1, y_sum = acc
     if params.columns is not None:
         X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
-    X = _as_float64(X)
+    X = as_float64_block(X)
     n_rows, l = X.shape[0], params.n_outputs
     if params.x_range is not None:
         _check_finite_extremes(X, params.estimator_name)

@@ -38,6 +38,7 @@ __all__ = [
     "BLOCK_ROWS",
     "RowSource",
     "add_tuples",
+    "as_float64_block",
     "block_map",
     "check_block_finite",
     "fuse",
@@ -61,6 +62,20 @@ def check_block_finite(block, name="X"):
     """Raise scikit-learn's error for NaN or infinity in a block (may run on a worker)."""
     if not np.isfinite(block).all():
         raise ValueError(f"Input {name} contains NaN or infinity.")
+
+
+def as_float64_block(block):
+    """The block as aligned float64: the block itself, else a block-sized copy.
+
+    A copy when the block is of another float type, or when its data are
+    not aligned to 8 bytes: NumPy multiplies unaligned arrays without BLAS,
+    several times slower (a Dask array made with ``from_array`` reaches the
+    workers so, its chunks unpickled at an odd offset).
+    """
+    block = np.asarray(block)
+    if block.dtype == np.float64 and block.flags.aligned:
+        return block
+    return block.astype(np.float64)
 
 
 def add_tuples(a, b):
@@ -109,9 +124,9 @@ def _run_block(fn, offset, X, Y, clip, check_finite, params, into=None):
     check itself, fused with its own read of the block: it then receives
     ``check_finite=True``.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = as_float64_block(X)
     if Y is not None:
-        Y = np.asarray(Y, dtype=np.float64)
+        Y = as_float64_block(Y)
     fused = check_finite and clip is None and getattr(fn, "checks_finite", False)
     if check_finite and not fused:
         check_block_finite(X, "X")

@@ -170,3 +170,18 @@ def test_passes_are_counted_and_progress_lines_hold_public_facts_only(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[:5] == [f"[demo] pass 1 (sums): {k:,} / 500 rows" for k in range(100, 600, 100)]
     assert lines[5:] == ["[demo] pass 2 (until): 500 rows"]
+
+
+def test_unaligned_blocks_are_copied_to_aligned_float64():
+    """NumPy multiplies unaligned arrays without BLAS; blocks are made aligned first."""
+    from skprivreg._rows import as_float64_block
+
+    raw = bytearray(8 * 600 + 1)
+    X = np.frombuffer(raw, dtype=np.float64, offset=1, count=600).reshape(200, 3)
+    assert not X.flags.aligned
+    block = as_float64_block(X)
+    assert block.flags.aligned and block.dtype == np.float64
+    np.testing.assert_array_equal(block, X)
+    aligned = np.ones((4, 3))
+    assert as_float64_block(aligned) is aligned  # no copy when nothing is needed
+    assert as_float64_block(aligned.astype(np.float32)).dtype == np.float64

@@ -37,8 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._gram import _as_float64
-from .._rows import check_block_finite
+from .._rows import as_float64_block, check_block_finite
 from ..bounds import row_norms
 
 __all__ = [
@@ -174,7 +173,7 @@ def _clipped_rows(X_block, rmap, check=False, inside=False):
     of the rows inside its range, so the block is used as it is without
     looking (the same rows, read again).
     """
-    X = _as_float64(X_block)
+    X = as_float64_block(X_block)
     if not inside and X.shape[0] and not _inside(X, rmap, check):
         X = np.clip(X, *rmap.raw_affine[2:4])
     return X
@@ -228,7 +227,7 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     """
     clipped = 0.0
     if _raw_space(rmap, x_clip):
-        X = _as_float64(X_block)
+        X = as_float64_block(X_block)
         rows = _clipped_rows(X, rmap, check=True)
         clipped = float(rows is not X)
         u = _mapped_labels(y_block, rmap, check=True)

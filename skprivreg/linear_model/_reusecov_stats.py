@@ -15,7 +15,7 @@ from sklearn.utils import check_consistent_length
 
 from .._compat import validate_data
 from .._gram import SHARED_CACHE_BYTES, reduce_threaded, run_pieces, threads_for
-from .._rows import RowSource, check_block_finite
+from .._rows import RowSource, as_float64_block, check_block_finite
 from ..bounds import clip_rows, row_norms
 
 __all__ = [
@@ -72,7 +72,7 @@ class SufficientStats:
 
 def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling):
     """Clip rows to ``x_bound`` (if given) and append the intercept column."""
-    X_b = np.asarray(X_b, dtype=np.float64)
+    X_b = as_float64_block(X_b)
     clipped = False
     if x_bound is not None:
         X_b, clipped = clip_rows(X_b, x_bound)
@@ -117,7 +117,7 @@ def block_statistics(
         if compute_xtx:
             stats.xtx = X_b.T @ X_b
         if Y_b is not None:
-            Y_b = np.asarray(Y_b, dtype=np.float64)
+            Y_b = as_float64_block(Y_b)
             if scan_labels(Y_b, y_bound):
                 Y_b = np.clip(Y_b, -y_bound, y_bound)
                 stats.y_clipped = True
