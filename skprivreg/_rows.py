@@ -102,17 +102,23 @@ class _FoldInOrder:
 
 
 def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
-    """Merge delayed partials by delayed folds of up to ``fan_in`` partials each (order kept)."""
+    """Merge delayed partials by delayed folds of up to ``fan_in`` partials each (order kept).
+
+    Returns the list of at most ``fan_in`` delayed partials left, in row
+    order: the caller computes them together and folds them on the driver
+    (:class:`_FoldInOrder`), which saves the last task and a transfer
+    between workers.
+    """
     import dask
 
     fold = _FoldInOrder(combine)
-    while len(parts) > 1:
+    while len(parts) > fan_in:
         parts = [
             dask.delayed(fold, pure=True)(*parts[i:i + fan_in]) if len(parts[i:i + fan_in]) > 1
             else parts[i]
             for i in range(0, len(parts), fan_in)
         ]
-    return parts[0]
+    return parts
 
 
 def _run_block(fn, offset, X, Y, clip, check_finite, params, into=None):
@@ -286,7 +292,7 @@ class RowSource:
                                                 self.check_finite, params_task)
             for off, xb, yb in zip(self.offsets, x_blocks, y_blocks)
         ]
-        result = tree_reduce(parts, combine).compute()
+        result = _FoldInOrder(combine)(*dask.compute(*tree_reduce(parts, combine)))
         if self.verbose:
             self._progress(label, self.n)
         return result
