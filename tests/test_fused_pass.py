@@ -37,6 +37,16 @@ def _quiet(function, *args, **kwargs):
         return function(*args, **kwargs)
 
 
+def _traced_peak(function, *args):
+    """``(function(*args), peak bytes it allocated)`` (tracemalloc; warnings silenced)."""
+    tracemalloc.start()
+    try:
+        result = _quiet(function, *args)
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("intercept", [None, 2.0])
 def test_statistics_equal_the_direct_computation(monkeypatch, dtype, intercept):
@@ -175,10 +185,7 @@ def test_fit_makes_no_copy_of_x(Estimator, dtype):
     X = np.ascontiguousarray(X, dtype=dtype)
     est = Estimator(**BOUNDS)
     _quiet(est.fit, X[:1000], y[:1000])  # imports and first-time allocations
-    tracemalloc.start()
-    _quiet(est.fit, X, y)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    _, peak = _traced_peak(est.fit, X, y)
     assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
 
 
@@ -288,10 +295,7 @@ def test_linear_regression_makes_no_copy_of_x(dtype):
     X = np.ascontiguousarray(X, dtype=dtype)
     est = LinearRegression(n_rounds=2, **LINEAR_DECLARED)
     _quiet(est.fit, X[:1000], y[:1000])
-    tracemalloc.start()
-    _quiet(est.fit, X, y)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    _, peak = _traced_peak(est.fit, X, y)
     assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
 
 
@@ -332,10 +336,7 @@ def test_scaler_numpy_dask_agree_and_no_copy_of_x(fixed_noise, dtype):
     X = np.ascontiguousarray(X, dtype=dtype)
     scaler = PrivateStandardScaler(epsilon=1.0, random_state=0)
     _quiet(scaler.fit, X[:20_000])
-    tracemalloc.start()
-    ref = _quiet(PrivateStandardScaler(epsilon=1.0, random_state=0).fit, X)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    ref, peak = _traced_peak(PrivateStandardScaler(epsilon=1.0, random_state=0).fit, X)
     assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
     lazy = _quiet(PrivateStandardScaler(epsilon=1.0, random_state=0).fit,
                   da.from_array(X, chunks=(100_000, 10)))
@@ -435,10 +436,7 @@ def test_reusecov_pass_makes_no_copy_of_y(monkeypatch, dtype):
     X, Y = _data(100_000, 10, l=100)  # Y: 80 MB (float64) or 40 MB (float32)
     Y = np.ascontiguousarray(Y, dtype=dtype)
     _reusecov_pass(X[:1000], Y[:1000])
-    tracemalloc.start()
-    stats = _reusecov_pass(X, Y)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    stats, peak = _traced_peak(_reusecov_pass, X, Y)
     assert stats.n == 100_000
     assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)
 
@@ -454,10 +452,7 @@ def test_reusecov_fit_makes_no_copy_of_y(monkeypatch, declared):
     bounds = dict(x_bound=3.0, y_bound=4.0) if declared else {}
     est = ReuseCovRegressor(epsilon=1.0, **bounds)
     _quiet(est.fit, X[:20_000], Y[:20_000])
-    tracemalloc.start()
-    _quiet(est.fit, X, Y)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    _, peak = _traced_peak(est.fit, X, Y)
     assert est.coef_.shape == (100, 10)
     assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)
 
