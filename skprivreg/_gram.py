@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController
 
-from ._rows import as_float64_block
+from ._rows import add_tuples, as_float64_block
 
 __all__ = [
     "CACHE_BYTES",
@@ -236,8 +236,11 @@ def run_pieces(bounds, run, n_threads, into, combine):
 
     With ``n_threads > 1`` the pieces are split into that many contiguous
     runs, one per thread, whose partials are combined in row order: the
-    result does not depend on how the threads were scheduled.
+    result does not depend on how the threads were scheduled. A block
+    without rows (an empty Dask chunk) is run as one empty piece: block
+    functions return their zero partial for it.
     """
+    bounds = bounds or [(0, 0)]
     k = min(n_threads, len(bounds))
     if k <= 1:
         return run(bounds, into)
@@ -267,11 +270,7 @@ def gram_block(offset, X, Y, params, into=None):
             _gram_of_block(X[start:stop], Y[start:stop], params, acc)
         return acc
 
-    return run_pieces(bounds, run, params.n_threads, into, _add_partials)
-
-
-def _add_partials(a, b):
-    return tuple(x + y for x, y in zip(a, b))
+    return run_pieces(bounds, run, params.n_threads, into, add_tuples)
 
 
 class cache_blocked:  # noqa: N801 (used like a function)
@@ -295,11 +294,11 @@ class cache_blocked:  # noqa: N801 (used like a function)
         def run(pieces, acc):
             for start, stop in pieces:
                 part = self.function(X[start:stop], None if Y is None else Y[start:stop])
-                acc = part if acc is None else _add_partials(acc, part)
+                acc = part if acc is None else add_tuples(acc, part)
             return acc
 
         bounds = list(iter_cache_blocks(len(X), self.n_columns))
-        return run_pieces(bounds, run, self.n_threads, into, _add_partials)
+        return run_pieces(bounds, run, self.n_threads, into, add_tuples)
 
 
 def threads_for(source):
@@ -406,6 +405,6 @@ def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimat
         y_range = (-y_bound, y_bound)
     params = GramParams(x_bound, y_range, n_outputs, estimator_name, n_threads=n_threads,
                         columns=columns, x_range=x_range)
-    XtX, XtY1, y_sum = reduce_threaded(source, gram_block, _add_partials, params, label=label,
+    XtX, XtY1, y_sum = reduce_threaded(source, gram_block, add_tuples, params, label=label,
                                        n_threads=n_threads)
     return augment_gram(XtX, XtY1, y_sum, source.n, intercept_scaling)

@@ -491,3 +491,57 @@ def test_verbose_passes_of_the_other_estimators(capsys, name, lazy):
     assert "40,000" in outputs[0]
     _quiet(make().fit, *data)
     assert capsys.readouterr().out == ""
+
+
+# -- edge cases found in review -------------------------------------------------
+@pytest.mark.parametrize("Estimator", ["SSPRegressor", "LinearRegression", "ReuseCovRegressor"])
+@pytest.mark.parametrize("declared", [True, False])
+def test_dask_chunks_without_rows(fixed_noise, Estimator, declared):
+    """An empty chunk (as from a filtered Dask data frame) is a block with a zero partial."""
+    da = pytest.importorskip("dask.array")
+    from skprivreg.linear_model import ReuseCovRegressor
+
+    rng = np.random.default_rng(12)
+    X = rng.uniform(-2.0, 2.0, size=(8000, 3))
+    y = np.clip(X @ [1.0, -1.0, 0.5] + rng.normal(size=8000), -6.0, 6.0)
+    make, bounds = {
+        "SSPRegressor": (SSPRegressor, dict(x_bound=4.0, y_bound=6.0)),
+        "LinearRegression": (LinearRegression, LINEAR_DECLARED),
+        "ReuseCovRegressor": (ReuseCovRegressor, dict(x_bound=4.0, y_bound=6.0)),
+    }[Estimator]
+    params = dict(epsilon=4.0, delta=1e-6, random_state=1, **(bounds if declared else {}))
+    ref = _quiet(make(**params).fit, X, y)
+    chunks = (3000, 0, 5000)
+    lazy = _quiet(make(**params).fit, da.from_array(X, chunks=(chunks, (3,))),
+                  da.from_array(y, chunks=(chunks,)))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, bool])
+def test_bound_counts_of_integer_and_boolean_labels(dtype):
+    """max |y| of a row is taken in float64 (an integer -y would wrap, a boolean -y fails)."""
+    from skprivreg.linear_model._private_bounds import bound_block_counts
+    from skprivreg.mechanisms import bound_bins
+
+    rng = np.random.default_rng(13)
+    info = np.iinfo(dtype) if dtype is not bool else None
+    low, high = (0, 2) if info is None else (info.min, info.max)
+    Y = rng.integers(low, high, size=(500, 2), endpoint=True).astype(dtype)
+    X = rng.normal(size=(500, 3))
+    bins = bound_bins()
+    got = bound_block_counts(X, Y, bins)
+    want = bound_block_counts(X, Y.astype(np.float64), bins)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_adding_infinite_partials_of_public_rows_is_silent():
+    """Under label DP the rows are not clipped: +inf and -inf partials add without a warning."""
+    from skprivreg.linear_model._reusecov_stats import sufficient_statistics
+
+    X = np.full((4, 1), 1e308)
+    for y in ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0]):  # neighbours
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            sufficient_statistics(X, np.array(y)[:, None], row_block=2, y_bound=1.0,
+                                  x_public=True, fit_intercept=False, compute_xtx=False)

@@ -550,8 +550,11 @@ def _fit_private(source, plan, est, rngs):
     AtA, Atu, moments = first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip)
     # No block of the first pass had an entry outside its range: the later
     # passes read the same rows and skip the check. Timing only: both cases
-    # give the same statistics, and nothing of this count is released.
-    common["inside"] = bool(sums[3] == 0)
+    # give the same statistics, and nothing of this count is released. Only
+    # for an in-memory NumPy array: a Dask graph is recomputed for every pass
+    # and a memmap's file may change between passes, so their passes check.
+    common["inside"] = bool(sums[3] == 0) and not source.is_dask and not isinstance(
+        source.X, np.memmap)
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))

@@ -101,16 +101,18 @@ def bound_block_counts(X_block, Y_block, bins):
     """
     with np.errstate(all="ignore"):
         check_block_finite(X_block, "X")
-        Y = np.asarray(Y_block).reshape(len(Y_block), -1)
+        Y = np.asarray(Y_block)
         if Y.shape[0] == 0:
             y_max = np.zeros(0)
         else:
+            Y = Y.reshape(len(Y), -1)
             # max |y_ij| of each row from its max and min (no copy of the
             # block); NaN or an infinity shows in one of them.
             top, low = Y.max(axis=1), Y.min(axis=1)
             if not (np.isfinite(top).all() and np.isfinite(low).all()):
                 check_block_finite(Y, "y")
-            y_max = np.maximum(top, -low).astype(np.float64)
+            # (in float64: an integer or boolean -low would wrap or fail)
+            y_max = np.maximum(top.astype(np.float64), -low.astype(np.float64))
         return counts_above(row_norms(X_block), bins), counts_above(y_max, bins)
 
 

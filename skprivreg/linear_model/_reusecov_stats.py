@@ -158,7 +158,8 @@ def _add(a, b):
         return b
     if b is None:
         return a
-    return a + b
+    with np.errstate(all="ignore"):  # inf + (-inf) of public rows: no data-dependent warning
+        return a + b
 
 
 def _max(a, b):
@@ -212,7 +213,8 @@ def _accumulate(acc, part):
         if mine is None:
             setattr(acc, name, theirs)
         elif theirs is not None:
-            mine += theirs
+            with np.errstate(all="ignore"):  # as in _add
+                mine += theirs
     acc.n += part.n
     acc.x_clipped = acc.x_clipped or part.x_clipped
     acc.y_clipped = acc.y_clipped or part.y_clipped
