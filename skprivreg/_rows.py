@@ -110,21 +110,19 @@ class _FoldInOrder:
 def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
     """Merge delayed partials by delayed folds of up to ``fan_in`` partials each (order kept).
 
-    Returns the list of at most ``fan_in`` delayed partials left, in row
-    order: the caller computes them together and folds them on the driver
-    (:class:`_FoldInOrder`), which saves the last task and a transfer
-    between workers.
+    The last fold runs on a worker too: only the reduced statistic reaches the
+    driver (partials can be large, ``d x d`` or ``d x l``).
     """
     import dask
 
     fold = _FoldInOrder(combine)
-    while len(parts) > fan_in:
+    while len(parts) > 1:
         parts = [
             dask.delayed(fold, pure=True)(*parts[i:i + fan_in]) if len(parts[i:i + fan_in]) > 1
             else parts[i]
             for i in range(0, len(parts), fan_in)
         ]
-    return parts
+    return parts[0]
 
 
 def _run_block(fn, offset, X, Y, clip, check_finite, params, into=None):
@@ -298,7 +296,7 @@ class RowSource:
                                                 self.check_finite, params_task)
             for off, xb, yb in zip(self.offsets, x_blocks, y_blocks)
         ]
-        result = _FoldInOrder(combine)(*dask.compute(*tree_reduce(parts, combine)))
+        result = tree_reduce(parts, combine).compute()
         if self.verbose:
             self._progress(label, self.n)
         return result
