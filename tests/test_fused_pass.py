@@ -405,6 +405,7 @@ def test_reusecov_pass_equals_the_direct_computation(monkeypatch, dtype, n_threa
     import skprivreg._gram as gram
 
     monkeypatch.setattr(gram, "N_THREADS", n_threads)
+    monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", 1)  # threads even for narrow rows
     X, Y = _data(3001, 4, l=7)
     X, Y = X.astype(dtype), Y.astype(dtype)
     stats = _reusecov_pass(X, Y, row_block=97)  # 31 pieces, the last one short
@@ -419,6 +420,7 @@ def test_reusecov_pass_refuses_nan_in_any_piece(monkeypatch):
     import skprivreg._gram as gram
 
     monkeypatch.setattr(gram, "N_THREADS", 2)
+    monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", 1)
     X, Y = _data(3001, 4, l=7)
     for row in (0, 1500, 3000):  # first piece, a piece of the second thread, the last row
         bad = Y.copy()
@@ -545,3 +547,35 @@ def test_adding_infinite_partials_of_public_rows_is_silent():
             warnings.simplefilter("error")
             sufficient_statistics(X, np.array(y)[:, None], row_block=2, y_bound=1.0,
                                   x_public=True, fit_intercept=False, compute_xtx=False)
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_threaded_passes_equal_the_single_threaded_ones(monkeypatch, fixed_noise, n_threads):
+    """Pieces shared by threads give the one-thread statistics up to summation order."""
+    import skprivreg._gram as gram
+
+    rng = np.random.default_rng(14)
+    X = rng.uniform(-4.5, 4.5, size=(30_000, 4))  # some entries outside the ranges
+    y = np.clip(X @ [1.0, -1.0, 0.5, 0.2] + rng.normal(size=30_000), -6.0, 6.0)
+    monkeypatch.setattr(gram, "CACHE_BYTES", 1 << 16)  # many pieces
+    fits = []
+    for threads, width in ((1, 32), (n_threads, 1)):
+        monkeypatch.setattr(gram, "N_THREADS", threads)
+        monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", width)
+        fits.append([
+            SSPRegressor(epsilon=4.0, random_state=0, x_bound=6.0, y_bound=6.0).fit(X, y),
+            LinearRegression(epsilon=4.0, n_rounds=3, random_state=0,
+                             **LINEAR_DECLARED).fit(X, y),
+        ])
+    for one, many in zip(*fits):
+        np.testing.assert_allclose(many.coef_, one.coef_, rtol=1e-10, atol=1e-12)
+        assert many.intercept_ == pytest.approx(one.intercept_, rel=1e-10, abs=1e-12)
+
+
+def test_narrow_rows_are_read_by_one_thread():
+    from skprivreg._gram import N_THREADS, THREADED_MIN_WIDTH, threads_for
+
+    narrow = RowSource(np.zeros((10, THREADED_MIN_WIDTH - 2)), np.zeros(10))
+    wide = RowSource(np.zeros((10, 3)), np.zeros((10, THREADED_MIN_WIDTH)))
+    assert threads_for(narrow) == 1
+    assert threads_for(wide) == N_THREADS
