@@ -48,10 +48,16 @@ def moment_sums_sensitivity(n_features):
     return 2.0 * math.sqrt(n_features)
 
 
-def moment_sums(U):
-    """``(sum_i u_i, sum_i u_i**2)`` of one block of rows already mapped to ``[-1, 1]``."""
+def moment_sums(U, overwrite=False):
+    """``(sum_i u_i, sum_i u_i**2)`` of one block of rows already mapped to ``[-1, 1]``.
+
+    Column sums as products with a ones vector (one read each);
+    ``overwrite``: square ``U`` in place (a float64 block the caller owns).
+    """
     U = np.asarray(U, dtype=np.float64)
-    return U.sum(axis=0), np.square(U).sum(axis=0)
+    ones = np.ones(U.shape[0])
+    sums = ones @ U
+    return sums, ones @ np.multiply(U, U, out=U if overwrite else None)
 
 
 def released_mean_variance(noisy_sum, noisy_square_sum, n_samples, sigma):

@@ -52,9 +52,21 @@ def to_unit_box(X, low, high):
 
 
 def _moment_block(X_block, _unused, *, low, high, check):
-    if check:
-        check_block_finite(X_block)
-    return moment_sums(to_unit_box(X_block, low, high))
+    """Moment sums of one block mapped to the unit box, in one block-sized float64 buffer.
+
+    ``u = clip((x - mid) / half, -1, 1)``, the map of :func:`to_unit_box`.
+    ``check``: refuse NaN or infinity (the block's max and min show them).
+    """
+    X = np.asarray(X_block)
+    if check and X.size:
+        top, bottom = X.max(), X.min()
+        if not (np.isfinite(top) and np.isfinite(bottom)):
+            check_block_finite(X)
+    U = np.subtract(X, (high + low) / 2.0, dtype=np.float64)
+    U *= 2.0 / (high - low)
+    np.minimum(U, 1.0, out=U)
+    np.maximum(U, -1.0, out=U)
+    return moment_sums(U, overwrite=True)
 
 
 def _max_abs_counts_block(X_block, _unused, *, bins, check):

@@ -164,3 +164,24 @@ def test_private_scaler_validates_before_spending():
 def test_per_column_ranges_are_called_x_range():
     with pytest.raises(TypeError, match="'x_range'"):
         PrivateStandardScaler(feature_bounds=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_moment_block_equals_the_sums_of_the_mapped_rows(dtype):
+    """The pass's block statistic: sums of the rows clipped to the box and mapped to [-1, 1]."""
+    from skprivreg.preprocessing import to_unit_box
+    from skprivreg.preprocessing._scalers import _moment_block
+
+    rng = np.random.default_rng(5)
+    low, high = np.array([-1.0, 0.0, 18.0]), np.array([1.0, 5.0, 90.0])
+    X = rng.uniform(low - 2.0, high + 2.0, size=(4000, 3)).astype(dtype)  # some outside
+    U = to_unit_box(X, low, high)
+    S1, S2 = _moment_block(X, None, low=low, high=high, check=True)
+    np.testing.assert_allclose(S1, U.sum(axis=0), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(S2, (U * U).sum(axis=0), rtol=1e-12, atol=1e-9)
+    assert np.all(S2 <= len(X))
+    for bad in (np.nan, np.inf, -np.inf):
+        Xb = X.copy()
+        Xb[1234, 1] = bad
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            _moment_block(Xb, None, low=low, high=high, check=True)
