@@ -110,13 +110,16 @@ def _bad_inputs():
 
 @pytest.mark.parametrize("Estimator", ESTIMATORS)
 @pytest.mark.parametrize("lazy", [False, True])
-def test_bad_input_raises_before_any_spend(Estimator, lazy):
+@pytest.mark.parametrize("declared", [True, False])
+def test_bad_input_raises_before_any_spend(Estimator, lazy, declared):
+    """Declared bounds: the statistics pass refuses; private bounds: the counting pass does."""
+    params = dict(epsilon=1.0, **BOUNDS) if declared else dict(epsilon=4.0, bounds_budget=0.5)
     for X, y, message in _bad_inputs():
         if lazy:
             da = pytest.importorskip("dask.array")
             X, y = da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500)
         acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-        est = Estimator(epsilon=1.0, delta=1e-6, accountant=acc, **BOUNDS)
+        est = Estimator(delta=1e-6, accountant=acc, **params)
         with pytest.raises(ValueError, match=message):
             _quiet(est.fit, X, y)
         assert acc.n_spends == 0 and not hasattr(est, "privacy_spent_")

@@ -100,7 +100,9 @@ def bound_block_counts(X_block, Y_block, bins):
     the first pass).
     """
     with np.errstate(all="ignore"):
-        check_block_finite(X_block, "X")
+        x_norms = row_norms(X_block)
+        if not np.isfinite(x_norms).all():  # NaN or infinity, or a norm that overflowed
+            check_block_finite(X_block, "X")
         Y = np.asarray(Y_block)
         if Y.shape[0] == 0:
             y_max = np.zeros(0)
@@ -113,7 +115,7 @@ def bound_block_counts(X_block, Y_block, bins):
                 check_block_finite(Y, "y")
             # (in float64: an integer or boolean -low would wrap or fail)
             y_max = np.maximum(top.astype(np.float64), -low.astype(np.float64))
-        return counts_above(row_norms(X_block), bins), counts_above(y_max, bins)
+        return counts_above(x_norms, bins), counts_above(y_max, bins)
 
 
 def count_bounds(X, Y, source=None):
