@@ -373,7 +373,9 @@ def _plot(rows):
                 ax.loglog(*zip(*points), marker="o", label=name)
         ax.set_xlabel(f"n (rows), d = {d}; n = 1e7 from a memmap")
         ax.set_ylabel("fit time (s)")
-        ax.set_title("load average 4-10 on 2 shared cores: times are noisy", fontsize=8)
+        loads = [r["load"] for r in rows if r["d"] == d and "load" in r]
+        ax.set_title(f"1-minute load average {min(loads):.1f}-{max(loads):.1f} on "
+                     f"{os.cpu_count()} shared cores", fontsize=8)
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(RESULTS / "speed.png", dpi=120)
