@@ -135,8 +135,9 @@ def scan_labels(Y_b, y_bound=None):
     of about 1 MB, and the maximum and minimum of a chunk (NaN propagates
     to both, an infinity to one of them) read it from cache. This is the
     finiteness check of the labels too (``fit`` does not repeat it in
-    ``validate_data``), so Y is read twice in all: here and in
-    :math:`X^\\top Y`.
+    ``validate_data``). :func:`sufficient_statistics` sizes its pieces so
+    that :math:`X^\\top Y` then reads the piece from the shared cache: Y is
+    read from memory once.
     """
     row_bytes = 8 * max(1, int(np.prod(Y_b.shape[1:])))
     step = max(1, _CACHE_CHUNK_BYTES // row_bytes)
