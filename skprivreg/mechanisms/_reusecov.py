@@ -118,11 +118,11 @@ sensitivity :math:`2 K \\max_i\\lVert a_i\\rVert` (Lemma 1 with
 """
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from ..accounting import PrivacyEvent, gdp_epsilon
-from ._gaussian import symmetric_gaussian_matrix
+from ._gaussian import gaussian_event_from_mu, symmetric_gaussian_matrix
 
 __all__ = [
     "gram_upper_sensitivity",
@@ -287,15 +287,10 @@ def joint_gram_cross_calibration(name, *, x_bound, y_row_bound, n_rows, mu, shar
     gamma = joint_gram_cross_mu(x_bound, y_row_bound, s1, s2, n_rows, intercept, notion,
                                 neighbouring) / mu
     sigma_gram, sigma_cross = gamma * s1, gamma * s2
-    event = PrivacyEvent(
-        name=name,
-        epsilon=gdp_epsilon(mu, delta),
-        delta=float(delta),
-        notion=notion,
-        neighbouring=neighbouring,
-        sensitivity=float(mu),
-        sigma=1.0,
-        mu=float(mu),
+    # A unit-sensitivity Gaussian event of the joint mu (sigma = mu / mu = 1);
+    # the two actual noise scales are its components.
+    event = replace(
+        gaussian_event_from_mu(name, mu, mu, delta, notion=notion, neighbouring=neighbouring),
         components=(("covariance", sigma_gram), ("association", sigma_cross)),
     )
     return event, sigma_gram, sigma_cross, gamma
