@@ -49,16 +49,14 @@ import platform
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-from _common import SETTLE_SECONDS, settle
+from _common import RESULTS, SETTLE_SECONDS, settle, write_results
 from sklearn.linear_model import LinearRegression, Ridge
 
 from skprivreg.linear_model._independent_ssp import IndependentSSPRegressor
 from skprivreg.linear_model._reusecov import ReuseCovRegressor
 
-RESULTS = Path(__file__).resolve().parent / "results"
 EPSILON = 5.0
 D = 25
 
@@ -471,19 +469,15 @@ def main(argv=None):
         command = "python benchmarks/bench_reusecov.py " + " ".join(argv or [])
         speed = speed_study(20_000, 50, 10_000, args.speed_repeats,
                             independent=args.speed_independent)
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "reusecov_speed.json").write_text(json.dumps(speed, indent=1))
         text = speed_markdown(speed, command)
-        (RESULTS / "reusecov_speed.md").write_text(text)
+        write_results("reusecov_speed", speed, text)
         print(text)
         return
     if args.targets:
         command = "python benchmarks/bench_reusecov.py " + " ".join(argv or [])
         targets = target_study(args.seeds, args.proj_seeds)
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "reusecov_targets.json").write_text(json.dumps(targets, indent=1))
         text = target_markdown(targets, command)
-        (RESULTS / "reusecov_targets.md").write_text(text)
+        write_results("reusecov_targets", targets, text)
         print(text)
         return
     grid = [1, 11, 101] if args.quick else [1, 11, 101, 1001, 10_000]
@@ -516,9 +510,9 @@ def main(argv=None):
         if args.skip_timing:
             timing = old.get("timing")
     payload = {"meta": meta, "summary": summary, "timing": timing, "rows": rows}
-    (RESULTS / "reusecov.json").write_text(json.dumps(payload, indent=1))
-    (RESULTS / "reusecov.md").write_text(markdown(summary, timing, meta))
-    print(markdown(summary, timing, meta))
+    text = markdown(summary, timing, meta)
+    write_results("reusecov", payload, text)
+    print(text)
 
 
 if __name__ == "__main__":
