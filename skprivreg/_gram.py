@@ -228,8 +228,11 @@ def _gram_of_block(X, Y, params, acc):
             scale = np.ones(n_rows)
             scale[over] = params.x_bound / np.sqrt(squared[over])
             X = X * scale[:, None]
-    XtX += X.T @ X
-    XtY1 += X.T @ labels
+    # Silent on overflow: with unclipped (public) rows the sums may overflow,
+    # and whether they do can depend on the labels.
+    with np.errstate(over="ignore", invalid="ignore"):
+        XtX += X.T @ X
+        XtY1 += X.T @ labels
 
 
 def run_pieces(bounds, run, n_threads, into, combine):

@@ -540,16 +540,39 @@ def test_bound_counts_of_integer_and_boolean_labels(dtype):
         np.testing.assert_array_equal(a, b)
 
 
-def test_adding_infinite_partials_of_public_rows_is_silent():
-    """Under label DP the rows are not clipped: +inf and -inf partials add without a warning."""
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_adding_infinite_partials_of_public_rows_is_silent(monkeypatch, n_threads):
+    """Under label DP the rows are not clipped: +inf and -inf partials add without a warning.
+
+    One thread adds the pieces' partials in place; two combine their runs.
+    """
+    import skprivreg._gram as gram
     from skprivreg.linear_model._reusecov_stats import sufficient_statistics
 
+    monkeypatch.setattr(gram, "N_THREADS", n_threads)
+    monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", 1)
     X = np.full((4, 1), 1e308)
     for y in ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0]):  # neighbours
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             sufficient_statistics(X, np.array(y)[:, None], row_block=2, y_bound=1.0,
                                   x_public=True, fit_intercept=False, compute_xtx=False)
+
+
+def test_dask_folds_of_infinite_partials_are_silent():
+    """The same on Dask: the partials of chunks are folded without a warning."""
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    from skprivreg.linear_model._reusecov_stats import sufficient_statistics
+
+    X = da.from_array(np.full((4, 1), 1e308), chunks=(1, 1))
+    for y in ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0]):  # neighbours
+        Y = da.from_array(np.array(y)[:, None], chunks=(1, 1))
+        with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+            warnings.simplefilter("error")
+            sufficient_statistics(X, Y, y_bound=1.0, x_public=True, fit_intercept=False,
+                                  compute_xtx=False)
 
 
 @pytest.mark.parametrize("n_threads", [2, 3])
@@ -582,3 +605,14 @@ def test_narrow_rows_are_read_by_one_thread():
     wide = RowSource(np.zeros((10, 3)), np.zeros((10, THREADED_MIN_WIDTH)))
     assert threads_for(narrow) == 1
     assert threads_for(wide) == N_THREADS
+
+
+@pytest.mark.parametrize("block_rows", [1, 2, 4])
+def test_gram_pass_over_unclipped_huge_rows_is_silent(block_rows):
+    """Without a row bound (public rows), +inf and -inf sums add without a warning."""
+    X = np.full((4, 1), 1e308)
+    for y in ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0]):  # neighbours
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            gram_statistics(RowSource(X, np.array(y)[:, None], raw_blocks=True,
+                                      block_rows=block_rows), x_bound=None, y_bound=1.0)

@@ -185,3 +185,15 @@ def test_unaligned_blocks_are_copied_to_aligned_float64():
     aligned = np.ones((4, 3))
     assert as_float64_block(aligned) is aligned  # no copy when nothing is needed
     assert as_float64_block(aligned.astype(np.float32)).dtype == np.float64
+
+
+def test_add_tuples_is_silent_on_infinite_partials():
+    """Partials of public, unclipped rows may be +inf and -inf: their sum must not warn."""
+    import warnings
+
+    from skprivreg._rows import add_tuples
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (total,) = add_tuples((np.array([np.inf, 1.0]),), (np.array([-np.inf, 2.0]),))
+    assert np.isnan(total[0]) and total[1] == 3.0
