@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController
 
-from ._rows import add_tuples, as_float64_block
+from ._rows import add_tuples, as_float64_block, workspace
 
 __all__ = [
     "CACHE_BYTES",
@@ -197,11 +197,12 @@ def _gram_of_block(X, Y, params, acc):
     XtX, XtY1, y_sum = acc
     if params.columns is not None:
         X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
-    X = as_float64_block(X)
+    # Temporaries go to this thread's reused buffers (:func:`workspace`).
+    X = as_float64_block(X, scratch="gram rows")
     n_rows, l = X.shape[0], params.n_outputs
     if params.x_range is not None:
         _check_finite_extremes(X, params.estimator_name)
-        X = np.clip(X, *params.x_range)
+        X = np.clip(X, *params.x_range, out=workspace("gram clipped", X.shape))
     # Largest |entry| of the block, from its max and min (NaN or infinity in
     # either means a NaN or infinity in X: refused, in scikit-learn's words).
     top = _check_finite_extremes(X, params.estimator_name)
@@ -214,7 +215,7 @@ def _gram_of_block(X, Y, params, acc):
     # Otherwise ||x||^2 <= d max|x_ij|^2 <= x_bound^2 for every row: no row is
     # clipped (as the norms would say, up to rounding), so skipping them changes no statistic
     # (only the time of the pass, which the guarantee does not cover).
-    labels = np.empty((n_rows, l + 1))
+    labels = workspace("gram labels", (n_rows, l + 1))
     labels[:, :l] = np.asarray(Y).reshape(n_rows, l)
     if not np.isfinite(labels[:, :l]).all():
         check_finite_block(labels[:, :l], "y", params.estimator_name)
@@ -227,7 +228,7 @@ def _gram_of_block(X, Y, params, acc):
         if over.any():
             scale = np.ones(n_rows)
             scale[over] = params.x_bound / np.sqrt(squared[over])
-            X = X * scale[:, None]
+            X = np.multiply(X, scale[:, None], out=workspace("gram scaled", X.shape))
     # Silent on overflow: with unclipped (public) rows the sums may overflow,
     # and whether they do can depend on the labels.
     with np.errstate(over="ignore", invalid="ignore"):

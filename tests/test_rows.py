@@ -197,3 +197,27 @@ def test_add_tuples_is_silent_on_infinite_partials():
         warnings.simplefilter("error")
         (total,) = add_tuples((np.array([np.inf, 1.0]),), (np.array([-np.inf, 2.0]),))
     assert np.isnan(total[0]) and total[1] == 3.0
+
+
+def test_workspace_buffers_are_reused_per_key_and_per_thread():
+    """Piece temporaries reuse one buffer per (thread, key); other keys and threads never do."""
+    import threading
+
+    from skprivreg._rows import WORKSPACE_MAX_BYTES, as_float64_block, workspace
+
+    a = workspace("test a", (100, 3))
+    assert a.shape == (100, 3) and a.dtype == np.float64
+    assert np.shares_memory(a, workspace("test a", (50, 3)))  # reused, smaller view
+    assert not np.shares_memory(a, workspace("test b", (100, 3)))
+    other = []
+    thread = threading.Thread(target=lambda: other.append(workspace("test a", (100, 3))))
+    thread.start()
+    thread.join()
+    assert not np.shares_memory(a, other[0])
+    big = (WORKSPACE_MAX_BYTES // 8 + 1,)
+    assert not np.shares_memory(workspace("test big", big), workspace("test big", big))
+    # A conversion into the workspace equals the plain conversion.
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    converted = as_float64_block(X, scratch="test a")
+    assert converted.dtype == np.float64 and np.shares_memory(converted, a)
+    np.testing.assert_array_equal(converted, X)

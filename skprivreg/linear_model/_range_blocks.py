@@ -37,7 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._rows import as_float64_block, check_block_finite
+from .._rows import as_float64_block, check_block_finite, workspace
 from ..bounds import row_norms
 
 __all__ = [
@@ -102,7 +102,8 @@ def _mapped_labels(y_block, rmap, check=False):
     ``check``: refuse NaN or infinity (the first pass does).
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        u = np.subtract(np.asarray(y_block).ravel(), rmap.y_center, dtype=np.float64)
+        y = np.asarray(y_block).ravel()
+        u = np.subtract(y, rmap.y_center, dtype=np.float64, out=workspace("range u", len(y)))
         u /= rmap.y_half
         if check and not np.isfinite(np.add.reduce(u)):
             check_block_finite(np.asarray(y_block), "y")
@@ -125,7 +126,7 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
         norms = row_norms(X)
         X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
-        Z = np.subtract(X, rmap.center, dtype=np.float64)
+        Z = np.subtract(X, rmap.center, dtype=np.float64, out=workspace("range mapped", X.shape))
         Z /= rmap.half
         if check and not np.isfinite(np.add.reduce(Z, axis=None)):
             check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
@@ -173,9 +174,9 @@ def _clipped_rows(X_block, rmap, check=False, inside=False):
     of the rows inside its range, so the block is used as it is without
     looking (the same rows, read again).
     """
-    X = as_float64_block(X_block)
+    X = as_float64_block(X_block, scratch="range rows")
     if not inside and X.shape[0] and not _inside(X, rmap, check):
-        X = np.clip(X, *rmap.raw_affine[2:4])
+        X = np.clip(X, *rmap.raw_affine[2:4], out=workspace("range clipped", X.shape))
     return X
 
 
@@ -208,7 +209,8 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=Fals
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
     X = _clipped_rows(X_block, rmap, inside=inside)
-    r = X @ (inv * w)  # Z w = X (D w) + e^T w: one gemv on the rows
+    # Z w = X (D w) + e^T w: one gemv on the rows
+    r = np.matmul(X, inv * w, out=workspace("range r", len(u)))
     np.subtract(u, r, out=r)
     r -= offset
     return r, u, X, True
@@ -227,13 +229,13 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     """
     clipped = 0.0
     if _raw_space(rmap, x_clip):
-        X = as_float64_block(X_block)
+        X = as_float64_block(X_block, scratch="range rows")
         rows = _clipped_rows(X, rmap, check=True)
         clipped = float(rows is not X)
         u = _mapped_labels(y_block, rmap, check=True)
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
-    labels = np.empty((len(u), 2))
+    labels = workspace("range labels", (len(u), 2))
     labels[:, 0] = u
     labels[:, 1] = 1.0
     return (rows.T @ rows, rows.T @ labels,
@@ -284,7 +286,8 @@ def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_cli
                           inside=False):
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
     r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)[0]
-    return (np.array([np.minimum(r * r, 1.0).sum()]),)
+    np.multiply(r, r, out=r)
+    return (np.array([np.minimum(r, 1.0, out=r).sum()]),)
 
 
 def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None,
@@ -294,7 +297,7 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
     Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
     """
     r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)
-    v = np.subtract(u, u_mean)
+    v = np.subtract(u, u_mean, out=workspace("range v", len(u)))
     for w in (r, v):  # in place: w <- min(w^2, K)
         np.multiply(w, w, out=w)
         np.minimum(w, cap, out=w)

@@ -176,8 +176,9 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             self.n_features_in_ = len(view["columns"])
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
-        Y = y[:, None] if single_output else y
-        n_outputs = Y.shape[1]
+        # A 1-D y is read as one column by the passes (on Dask, y[:, None]
+        # would add a task per chunk to every pass).
+        n_outputs = 1 if single_output else y.shape[1]
 
         label_magnitude(self.y_bound)  # an invalid y_bound is refused before any spend
         check_bounds_feasible(X.shape[0], self._bound_epsilons(private), self.bounds_quantile)
@@ -186,10 +187,10 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         # The spend is recorded before the first noise draw, after the passes
         # that release nothing and refuse bad input (NaN, infinity).
         rngs = self._secret_rngs("bounds", "noise", spend=planned)
-        source = RowSource(X, Y, raw_blocks=True, verbose=self.verbose,
+        source = RowSource(X, y, raw_blocks=True, verbose=self.verbose,
                            name=type(self).__name__,
                            block_rows=source_block_rows(X.shape[1] + n_outputs + 1))
-        x_bound, y_bound, bound_events = self._resolve_bounds(X, Y, private, rngs["bounds"],
+        x_bound, y_bound, bound_events = self._resolve_bounds(X, y, private, rngs["bounds"],
                                                               source)
         XtX, XtY = gram_statistics(
             source, x_bound=x_bound, y_bound=y_bound,
