@@ -92,3 +92,70 @@ def test_nan_in_a_dask_block_fails_before_spending(client, data):
             da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
         )
     assert acc.n_spends == 0
+
+
+@pytest.fixture
+def no_collection(monkeypatch):
+    """Converting a Dask array to NumPy on the driver (collecting it) fails the test."""
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a Dask array was collected on the driver")
+
+    monkeypatch.setattr(da.Array, "__array__", refuse)
+
+
+def _sufficient_statistics_fits():
+    from skprivreg.linear_model import (
+        IndependentSSPRegressor,
+        LinearRegression,
+        ReuseCovRegressor,
+    )
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    declared = dict(x_bound=3.0, y_bound=5.0)
+    return {
+        "SSP": (SSPRegressor, declared),
+        "AdaSSP": (AdaSSPRegressor, declared),
+        "LinearRegression": (LinearRegression, dict(x_range=(-4.0, 4.0), y_bound=10.0,
+                                                    n_rounds=2)),
+        "IndependentSSP": (IndependentSSPRegressor, declared),
+        "IndependentSSP, private bounds": (IndependentSSPRegressor, {}),
+        "ReuseCov": (ReuseCovRegressor, declared),
+        "PrivateStandardScaler": (PrivateStandardScaler, dict(x_range=(-4.0, 4.0))),
+    }
+
+
+@pytest.mark.parametrize("name", list(_sufficient_statistics_fits()))
+def test_fits_from_sums_never_collect_dask_input(client, data, no_collection, name):
+    """Every fit that reads the rows through sums runs on the workers, as NumPy does."""
+    Estimator, params = _sufficient_statistics_fits()[name]
+    X, y = data
+    Xd, yd = da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bounds read from the data, where asked
+        ref = Estimator(epsilon=1.0, delta=1e-6, random_state=3, **params)
+        lazy = Estimator(epsilon=1.0, delta=1e-6, random_state=3, **params)
+        if name == "PrivateStandardScaler":
+            ref.fit(X), lazy.fit(Xd)
+            np.testing.assert_allclose(lazy.scale_, ref.scale_, rtol=RTOL)
+            np.testing.assert_allclose(lazy.mean_, ref.mean_, rtol=RTOL)
+            return
+        ref.fit(X, y), lazy.fit(Xd, yd)
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(lazy.intercept_, ref.intercept_, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("bounds", [{}, dict(x_bound=3.0, y_bound=5.0)])
+def test_nan_in_a_dask_block_of_independent_ssp_fails_before_spending(client, data, bounds):
+    """With declared bounds no counting pass reads X first: the statistics pass checks it."""
+    from skprivreg.linear_model import IndependentSSPRegressor
+
+    X, y = data
+    X = X.copy()
+    X[9_000, 2] = np.nan
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="NaN"):
+        IndependentSSPRegressor(epsilon=1.0, delta=1e-6, accountant=acc, **bounds).fit(
+            da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
+        )
+    assert acc.n_spends == 0

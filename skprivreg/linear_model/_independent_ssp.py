@@ -323,13 +323,14 @@ class IndependentSSPRegressor(
         _, sigma_cov, sigma_assoc, ledger = self._events(
             n, n_outputs, x_eff, y_bound, epsilon, delta, private, bound_events
         )
-        # The statistics pass releases nothing and refuses NaN/inf in y (X was
-        # checked by validate_data): it runs before the spend unless the
-        # bounds were estimated (their counting pass refused bad input first).
+        # The statistics pass releases nothing and refuses NaN/inf in y (and
+        # in X on Dask; NumPy X was checked by validate_data): it runs before
+        # the spend unless the bounds were estimated (their counting pass
+        # refused bad input first).
         stats = sufficient_statistics(
             None, source=source, x_bound=x_bound, y_bound=y_bound,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-            check_finite=False,
+            check_finite=source.is_dask,
         )
         if bound_eps:
             self._settle(ledger)

@@ -30,7 +30,6 @@ from .._compat import Interval, StrOptions, fit_context
 from .._random import secret_seed_sequence
 from .._rows import (
     is_dask_collection,
-    validate_blockwise_data,
 )
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -48,7 +47,6 @@ from ._private_bounds import (
 from ._reusecov_plan import NEIGHBOURINGS, _plan_ledger, plan_reusecov
 from ._reusecov_release import (
     NoisyCovariance,
-    _both_dask,
     _check_dask_feature_projection,
     _child_seed,
     _feature_projection,
@@ -532,10 +530,7 @@ class ReuseCovRegressor(
         self : object
         """
         self._reset()
-        if is_dask_collection(X) or is_dask_collection(y):
-            X, y = _both_dask(*validate_blockwise_data(self, X, y))
-        else:
-            X, y = validate_features_and_labels(self, X, y)
+        X, y = validate_features_and_labels(self, X, y)
         private = self._validate_privacy_params()
         single_output = y.ndim == 1
         Y = y[:, None] if single_output else y

@@ -9,7 +9,6 @@ import numpy as np
 from scipy import linalg
 
 from .._rows import (
-    _as_dask_array,
     is_dask_collection,
     sum_over_row_blocks,
 )
@@ -171,19 +170,6 @@ class _Projection:
 def _label_projection(xtx, n, n_outputs, y_bound):
     V, s = spectral_basis(xtx, n, xtx.shape[0])
     return _Projection("X", s / n, math.sqrt(n * n_outputs) * y_bound, V=V)
-
-
-def _both_dask(X, Y):
-    """Wrap a NumPy side as a Dask array aligned with the other side's row chunks."""
-    import dask.array as da
-
-    X, Y = _as_dask_array(X), _as_dask_array(Y)
-    if not is_dask_collection(X):
-        X = da.from_array(np.asarray(X, dtype=np.float64), chunks=(Y.chunks[0], -1))
-    if not is_dask_collection(Y):
-        Y = np.asarray(Y, dtype=np.float64)
-        Y = da.from_array(Y, chunks=(X.chunks[0],) + ((-1,) if Y.ndim == 2 else ()))
-    return X, Y
 
 
 def _outcome_gram_block(Y_b, _unused):

@@ -14,7 +14,8 @@ from .._compat import check_is_fitted, validate_data
 from .._rows import is_dask_collection, set_dask_feature_names
 from ..accounting import PrivacyLedger
 from ..exceptions import PrivacyLeakWarning
-from ._reusecov_release import _both_dask, _check_dask_feature_projection
+from ._reusecov_release import _check_dask_feature_projection
+from ._reusecov_stats import _both_dask
 
 __all__ = []
 

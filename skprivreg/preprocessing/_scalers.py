@@ -16,6 +16,7 @@ from .._rows import (
     check_block_finite,
     is_dask_collection,
     set_dask_feature_names,
+    workspace,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -62,7 +63,8 @@ def _moment_block(X_block, _unused, *, low, high, check):
         top, bottom = X.max(), X.min()
         if not (np.isfinite(top) and np.isfinite(bottom)):
             check_block_finite(X)
-    U = np.subtract(X, (high + low) / 2.0, dtype=np.float64)
+    U = np.subtract(X, (high + low) / 2.0, dtype=np.float64,
+                    out=workspace("scaler mapped", X.shape))  # a reused buffer (a piece)
     U *= 2.0 / (high - low)
     np.minimum(U, 1.0, out=U)
     np.maximum(U, -1.0, out=U)
