@@ -107,9 +107,7 @@ def _mapped_labels(y_block, rmap, check=False):
         u /= rmap.y_half
         if check and not np.isfinite(np.add.reduce(u)):
             check_block_finite(np.asarray(y_block), "y")
-    np.minimum(u, 1.0, out=u)  # the clip to [-1, 1], without np.clip's per-call overhead
-    np.maximum(u, -1.0, out=u)
-    return u
+    return np.clip(u, -1.0, 1.0, out=u)  # one sweep (np.minimum then np.maximum: two)
 
 
 def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
@@ -286,22 +284,34 @@ def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_cli
                           inside=False):
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
     r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)[0]
-    np.multiply(r, r, out=r)
-    return (np.array([np.minimum(r, 1.0, out=r).sum()]),)
+    np.clip(r, -1.0, 1.0, out=r)  # min(r^2, 1) = clip(r, -1, 1)^2
+    return (np.array([r @ r]),)
 
 
 def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None,
                     inside=False):
-    """``sum [min(r^2, K) - min((u - u_mean)^2, K)]``: the model's loss minus the mean's.
+    """``sum [min(r^2, K') - min((u - u_mean)^2, K')]``: the model's loss minus the mean's.
 
-    Each term lies in ``[-K, K]``, so the sum has replace-one sensitivity ``2K``.
+    ``K' = s^2 <= K`` for the largest float ``s`` with ``s * s <= K``
+    (:func:`_root_within`; ``K' = K`` up to one rounding), computed as
+    ``clip(w, -s, s)^2``. Each term lies in ``[-K, K]``, so the sum has
+    replace-one sensitivity ``2K``.
     """
     r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)
     v = np.subtract(u, u_mean, out=workspace("range v", len(u)))
-    for w in (r, v):  # in place: w <- min(w^2, K)
-        np.multiply(w, w, out=w)
-        np.minimum(w, cap, out=w)
-    return (np.array([r.sum() - v.sum()]),)
+    root = _root_within(cap)
+    np.clip(r, -root, root, out=r)  # each clip(w, -s, s)^2 lies in [0, s^2], s^2 <= K
+    np.clip(v, -root, root, out=v)
+    return (np.array([r @ r - v @ v]),)
+
+
+def _root_within(cap):
+    """The largest float ``s`` with ``s * s <= cap`` (in floating point): ``clip(w, -s, s)**2``
+    then never exceeds ``cap``, which the sensitivity ``2 cap`` needs."""
+    root = math.sqrt(cap)
+    while root * root > cap:
+        root = math.nextafter(root, 0.0)
+    return root
 
 
 def feature_sum_block(X_block, y_block, *, x_clip):

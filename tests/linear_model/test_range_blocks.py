@@ -110,3 +110,23 @@ def test_non_finite_entry_is_refused_by_the_first_pass(bad):
     X[7, 2] = bad
     with pytest.raises(ValueError, match="NaN or infinity"):
         rb.first_pass_block(X, y, rmap=rmap, fit_intercept=True)
+
+
+@pytest.mark.parametrize("cap", [2.0, 3.0, 0.1, 1e-4, 4.0, 9.0 * 0.123])
+def test_selection_terms_never_exceed_the_cap(cap):
+    """Each term of the selection sum lies in [0, K] in floating point (sensitivity 2K).
+
+    The terms are clip(w, -s, s)^2; s = sqrt(K) rounds above for some K (sqrt(2)^2 > 2).
+    """
+    root = rb._root_within(cap)
+    assert root * root <= cap < np.nextafter(root, np.inf) ** 2
+    # Every residual far outside the cap, every label at the mean: the sum is n s^2 <= n K.
+    d, n = 3, 1_000
+    rmap = range_map((-1.0, 1.0), 1.0, d, True)
+    X = np.zeros((n, d))
+    y = np.ones(n)  # u = 1
+    theta = np.array([0.0, 0.0, 0.0, -50.0])  # r = 1 + 50
+    (total,) = rb.selection_block(X, y, rmap=rmap, fit_intercept=True, theta=theta,
+                                  u_mean=1.0, cap=cap)
+    assert total[0] <= n * cap
+    assert total[0] == pytest.approx(n * root * root, rel=1e-12)
