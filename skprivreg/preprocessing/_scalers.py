@@ -66,8 +66,7 @@ def _moment_block(X_block, _unused, *, low, high, check):
     U = np.subtract(X, (high + low) / 2.0, dtype=np.float64,
                     out=workspace("scaler mapped", X.shape))  # a reused buffer (a piece)
     U *= 2.0 / (high - low)
-    np.minimum(U, 1.0, out=U)
-    np.maximum(U, -1.0, out=U)
+    np.clip(U, -1.0, 1.0, out=U)
     return moment_sums(U, overwrite=True)
 
 
