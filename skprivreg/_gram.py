@@ -284,16 +284,19 @@ class cache_blocked:  # noqa: N801 (used like a function)
     For statistics whose block temporaries have the block's shape (a mapped
     or clipped copy of the rows): each piece of ``n_columns``-wide rows fits
     the cache, whatever the size of the block (a Dask chunk, a memmap
-    block), so the temporaries stay small. Partials are tuples of arrays,
+    block), so the temporaries stay small. ``piece_rows`` fixes the rows of
+    a piece instead (a statistic that reads each row once, with temporaries
+    of one value per row: longer products run faster). Partials are tuples of arrays,
     summed in row order; ``n_threads > 1`` shares the pieces of a block
     between threads (:func:`run_pieces`; use 1 on Dask workers).
     Picklable when ``function`` is (for Dask).
     """
 
-    def __init__(self, function, n_columns, n_threads=1):
+    def __init__(self, function, n_columns, n_threads=1, piece_rows=None):
         self.function = function
         self.n_columns = int(n_columns)
         self.n_threads = int(n_threads)
+        self.piece_rows = None if piece_rows is None else max(1, int(piece_rows))
 
     def __call__(self, offset, X, Y, params=None, into=None):
         def run(pieces, acc):
@@ -302,7 +305,11 @@ class cache_blocked:  # noqa: N801 (used like a function)
                 acc = part if acc is None else add_tuples(acc, part)
             return acc
 
-        bounds = list(iter_cache_blocks(len(X), self.n_columns))
+        if self.piece_rows is None:
+            bounds = list(iter_cache_blocks(len(X), self.n_columns))
+        else:
+            bounds = [(a, min(a + self.piece_rows, len(X)))
+                      for a in range(0, len(X), self.piece_rows)]
         return run_pieces(bounds, run, self.n_threads, into, add_tuples)
 
 

@@ -47,6 +47,7 @@ from ._range_blocks import (
     first_pass_block,
     first_pass_stats,
     gradient_block,
+    raw_space,
     residual_moment_block,
     selection_block,
 )
@@ -478,15 +479,22 @@ def _range_bound(counts, n, epsilon, rng, bins, name, private):
     return private_norm_bound(counts, n, epsilon, rng, name=name)[0]
 
 
-def _data_pass(source, block, label):
+def _data_pass(source, block, label, streamed=False):
     """One pass over the rows: the sum of ``block(X_piece, y_piece)`` over cache-sized pieces.
 
     On NumPy input the pieces of each block are shared by threads (the sums
     are added in row order, so the result does not depend on scheduling).
+    ``streamed``: the block function reads each row once and its temporaries
+    are vectors (no copy of the rows): the pieces are a block's share per
+    thread, not cache-sized. A product over 65,536 rows of ten values ran
+    in half the time of six products over 10,922 rows.
     """
     n_threads = threads_for(source)
-    return reduce_threaded(source, cache_blocked(block, source.d + 2, n_threads), add_tuples,
-                           label=label, n_threads=n_threads)
+    piece_rows = None
+    if streamed and source.block_rows is not None:
+        piece_rows = -(-source.block_rows // n_threads)
+    return reduce_threaded(source, cache_blocked(block, source.d + 2, n_threads, piece_rows),
+                           add_tuples, label=label, n_threads=n_threads)
 
 
 def _fit_private(source, plan, est, rngs):
@@ -555,6 +563,9 @@ def _fit_private(source, plan, est, rngs):
     # and a memmap's file may change between passes, so their passes check.
     common["inside"] = bool(sums[3] == 0) and not source.is_dask and not isinstance(
         source.X, np.memmap)
+    # Rows used as they are (raw space, nothing to clip): the residual passes
+    # read each row once, by one product, into vector temporaries.
+    streamed = common["inside"] and raw_space(rmap, x_clip)
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))
@@ -573,7 +584,7 @@ def _fit_private(source, plan, est, rngs):
     clip = None
     if plan.n_rounds > 1:
         (second,) = _data_pass(source, partial(residual_moment_block, theta=theta, **common),
-                               "residual_scale")
+                               "residual_scale", streamed=streamed)
         noisy_second = release("residual_scale", second, 1.0)
         scale_event = events[-1]
         floor = 2.0 * scale_event.sigma  # keep the clip away from noise-driven zero
@@ -591,7 +602,7 @@ def _fit_private(source, plan, est, rngs):
     cap = float(min(max(9.0 * u_var, 1e-4), 4.0))
     (diff,) = _data_pass(
         source, partial(selection_block, theta=theta, u_mean=u_mean, cap=cap, **common),
-        "selection")
+        "selection", streamed=streamed)
     noisy_diff = release("selection", diff, 2.0 * cap)
     sel_sigma = events[-1].sigma
     keep_model = float(noisy_diff[0]) < -_SELECTION_Z * sel_sigma if plan.private else (

@@ -47,6 +47,7 @@ __all__ = [
     "first_pass_block",
     "first_pass_stats",
     "gradient_block",
+    "raw_space",
     "residual_moment_block",
     "selection_block",
 ]
@@ -140,7 +141,7 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
     return Z, u
 
 
-def _raw_space(rmap, x_clip):
+def raw_space(rmap, x_clip):
     """True when a pass sums the raw (range-clipped) rows: public facts only."""
     return x_clip is None and rmap.raw_affine is not None
 
@@ -199,7 +200,7 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=Fals
     ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``;
     ``inside``: see :func:`_clipped_rows`.
     """
-    if not _raw_space(rmap, x_clip):
+    if not raw_space(rmap, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip)
         return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
     u = _mapped_labels(y_block, rmap)
@@ -217,7 +218,7 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=Fals
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows, clipped])`` of one block.
 
-    See :func:`first_pass_stats`. In raw space (:func:`_raw_space`) the first
+    See :func:`first_pass_stats`. In raw space (:func:`raw_space`) the first
     two are ``X^T X`` and ``X^T [u, 1]`` of the range-clipped rows ``X``,
     mapped once for the whole pass by :func:`first_pass_stats`, and
     ``clipped`` is 1 when an entry of the block lay outside its range (else
@@ -226,7 +227,7 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     NaN or infinity, before any noise.
     """
     clipped = 0.0
-    if _raw_space(rmap, x_clip):
+    if raw_space(rmap, x_clip):
         X = as_float64_block(X_block, scratch="range rows")
         rows = _clipped_rows(X, rmap, check=True)
         clipped = float(rows is not X)
@@ -248,7 +249,7 @@ def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
     Sums in raw space are mapped here: ``Z^T Z = D (X^T X) D + D s e^T +
     e s^T D + m e e^T`` and ``Z^T [u, 1] = D X^T [u, 1] + e [sum u, m]``.
     """
-    if _raw_space(rmap, x_clip):
+    if raw_space(rmap, x_clip):
         inv, e = rmap.raw_affine[:2]
         s = inv * ZtL[:, 1]
         ZtZ = inv[:, None] * ZtZ * inv[None, :]

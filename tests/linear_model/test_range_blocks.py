@@ -97,10 +97,10 @@ def test_far_offset_and_private_ranges_use_the_mapped_copy():
     """Public conditions: a range far from the origin, or rows clipped to a released bound."""
     rng = np.random.default_rng(3)
     X, y, rmap, args = _case(rng, 1990.0, 2025.0)
-    assert not rb._raw_space(rmap, None)
+    assert not rb.raw_space(rmap, None)
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
     X, y, rmap, _ = _case(rng, -1.0, 1.0)
-    assert rb._raw_space(rmap, None) and not rb._raw_space(rmap, x_clip=1.0)
+    assert rb.raw_space(rmap, None) and not rb.raw_space(rmap, x_clip=1.0)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
