@@ -33,6 +33,7 @@ for one call.
 import threading
 
 import numpy as np
+from sklearn.utils import check_array
 
 from ._compat import validate_data
 
@@ -45,6 +46,7 @@ __all__ = [
     "check_block_finite",
     "fuse",
     "is_dask_collection",
+    "same_row_chunks",
     "set_dask_feature_names",
     "sum_over_row_blocks",
     "tree_reduce",
@@ -68,8 +70,10 @@ def check_block_finite(block, name="X"):
 
 
 #: Largest buffer :func:`workspace` keeps for reuse (larger ones are allocated
-#: for each call: their products cost far more than the allocation).
+#: for each call: their products cost far more than the allocation), and the
+#: most it keeps per thread in all.
 WORKSPACE_MAX_BYTES = 8 << 20
+WORKSPACE_TOTAL_BYTES = 32 << 20
 
 _WORKSPACE = threading.local()
 
@@ -84,17 +88,20 @@ def workspace(key, shape):
     in fresh 1 MB pieces took 4 ms, into one reused buffer 0.5 ms. The
     contents are undefined; the array is overwritten by the next call with
     the same ``key`` on this thread, so it must not outlive the piece (never
-    part of a partial). Arrays above :data:`WORKSPACE_MAX_BYTES` are not kept.
+    part of a partial). Arrays above :data:`WORKSPACE_MAX_BYTES` are not kept,
+    nor any that would take a thread's buffers above
+    :data:`WORKSPACE_TOTAL_BYTES`.
     """
     shape = tuple(int(s) for s in np.atleast_1d(shape))
     size = int(np.prod(shape))
-    if 8 * size > WORKSPACE_MAX_BYTES:
-        return np.empty(shape)
     buffers = getattr(_WORKSPACE, "buffers", None)
     if buffers is None:
         buffers = _WORKSPACE.buffers = {}
     buffer = buffers.get(key)
     if buffer is None or buffer.size < size:
+        kept = sum(b.size for k, b in buffers.items() if k != key)
+        if 8 * size > WORKSPACE_MAX_BYTES or 8 * (kept + size) > WORKSPACE_TOTAL_BYTES:
+            return np.empty(shape)
         buffer = buffers[key] = np.empty(size)
     return buffer[:size].reshape(shape)
 
@@ -194,6 +201,15 @@ def _call_raw(fn, offset, X, Y, clip, check_finite, params, into=None):
     return fn(offset, X, Y, params, into)
 
 
+def _file_backed(array):
+    """True for an ``np.memmap`` or a view of one (``validate_data`` returns views)."""
+    while array is not None:
+        if isinstance(array, np.memmap):
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
 class RowSource:
     """Row blocks of ``(X, Y)`` for a NumPy array, a memmap or a Dask array.
 
@@ -234,15 +250,20 @@ class RowSource:
         Global index of the first row of each block (public: from ``n`` and
         the block or chunk sizes).
     is_dask : bool
+    in_memory : bool
+        ``X`` and ``Y`` are NumPy arrays held in memory (not Dask, not a view
+        of an ``np.memmap``): every pass reads the same values.
     n_passes : int
         Passes run so far (each :meth:`reduce` call is one read of the rows).
     """
 
     def __init__(self, X, Y=None, *, block_rows=BLOCK_ROWS, fit_intercept=False, clip=None,
                  check_finite=False, raw_blocks=False, verbose=0, name="rows"):
-        self.is_dask = is_dask_collection(X)
+        self.is_dask = is_dask_collection(X) or is_dask_collection(Y)
         self.n, self.d = int(X.shape[0]), int(X.shape[1])
         if self.is_dask:
+            if Y is not None:
+                X, Y = same_row_chunks(X, Y)
             X = X.rechunk({1: -1})
             if Y is not None:
                 Y = Y.rechunk((X.chunks[0],) + (-1,) * (Y.ndim - 1))
@@ -253,6 +274,7 @@ class RowSource:
             step = max(self.block_rows, 1)
             sizes = np.diff(np.append(np.arange(0, self.n, step), self.n)).astype(np.int64)
         self.X, self.Y = X, Y
+        self.in_memory = not (self.is_dask or _file_backed(X) or _file_backed(Y))
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self._sizes = sizes
         self.fit_intercept = bool(fit_intercept)
@@ -466,7 +488,9 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
     are public, are computed).
 
     ``dtype`` is scikit-learn's: a type, or a list of accepted types (the
-    first is the conversion target of any other). With
+    first is the conversion target of any other). When only one side is a
+    Dask collection, the other (in memory) is checked by scikit-learn
+    (:func:`same_row_chunks` makes both Dask). With
     ``ensure_all_finite=False`` a NumPy ``X`` is not checked for NaN or
     infinity here: the caller's first pass must do it, before any spend
     (:func:`skprivreg._gram.gram_statistics` does).
@@ -478,6 +502,12 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
         )
     validate_data(estimator, X, y, skip_check_array=True)
     set_dask_feature_names(estimator, X, reset=True)
+    # A side that is not Dask (a list, a pandas object, an array) is in
+    # memory already: scikit-learn's checks, finiteness included.
+    if not is_dask_collection(X):
+        X = check_array(X, dtype="numeric", ensure_min_samples=2)
+    if not is_dask_collection(y):
+        y = check_array(y, dtype="numeric", ensure_2d=False, ensure_min_samples=2)
     X, y = (_as_dask_array(v) for v in (X, y))
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
@@ -501,6 +531,27 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
     if X.dtype not in accepted:
         X = X.astype(accepted[0])
     return X, y.astype(np.float64)
+
+
+def same_row_chunks(X, y):
+    """Both sides as Dask arrays (at least one is a Dask collection).
+
+    A Dask data frame becomes an array; an in-memory side becomes a Dask
+    array with the other side's row chunks (float64 when it is not a float
+    array already).
+    """
+    import dask.array as da
+
+    X, y = _as_dask_array(X), _as_dask_array(y)
+    if not is_dask_collection(X):
+        X = np.asarray(X)
+        X = da.from_array(X if X.dtype.kind == "f" else X.astype(np.float64),
+                          chunks=(y.chunks[0], -1))
+    if not is_dask_collection(y):
+        y = np.asarray(y)
+        y = da.from_array(y if y.dtype.kind == "f" else y.astype(np.float64),
+                          chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
+    return X, y
 
 
 def set_dask_feature_names(estimator, X, *, reset):

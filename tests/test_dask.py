@@ -159,3 +159,27 @@ def test_nan_in_a_dask_block_of_independent_ssp_fails_before_spending(client, da
             da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
         )
     assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("mix", ["frame X, Dask y", "list X, Dask y", "Dask X, list y"])
+@pytest.mark.parametrize("name", ["SSP", "IndependentSSP", "ReuseCov"])
+def test_one_side_in_memory_the_other_on_dask(client, data, mix, name):
+    """A list or a data frame beside a Dask array: checked in memory, fitted on the workers."""
+    pd = pytest.importorskip("pandas")
+    Estimator, params = _sufficient_statistics_fits()[name]
+    X, y = data
+    Xd, yd = da.from_array(X, chunks=(2_500, 5)), da.from_array(y, chunks=2_500)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    Xa, ya = {"frame X, Dask y": (frame, yd), "list X, Dask y": (X.tolist(), yd),
+              "Dask X, list y": (Xd, y.tolist())}[mix]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = Estimator(epsilon=1.0, delta=1e-6, random_state=3, **params).fit(X, y)
+        est = Estimator(epsilon=1.0, delta=1e-6, random_state=3, **params).fit(Xa, ya)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-12)
+    if mix.startswith("frame"):
+        assert list(est.feature_names_in_) == list(frame.columns)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Estimator(epsilon=1.0, delta=1e-6, **params).fit(bad, yd)

@@ -307,8 +307,9 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
 
 
 def _root_within(cap):
-    """The largest float ``s`` with ``s * s <= cap`` (in floating point): ``clip(w, -s, s)**2``
-    then never exceeds ``cap``, which the sensitivity ``2 cap`` needs."""
+    """The largest float ``s`` with ``fl(s * s) <= cap``: each term ``clip(w, -s, s)**2`` of
+    the selection sum then lies in ``[0, cap]``, rounded or not, as the sensitivity
+    ``2 cap`` needs (the sum itself is rounded as any float sum is)."""
     root = math.sqrt(cap)
     while root * root > cap:
         root = math.nextafter(root, 0.0)

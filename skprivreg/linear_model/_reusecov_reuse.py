@@ -11,11 +11,10 @@ import warnings
 import numpy as np
 
 from .._compat import check_is_fitted, validate_data
-from .._rows import is_dask_collection, set_dask_feature_names
+from .._rows import is_dask_collection, same_row_chunks, set_dask_feature_names
 from ..accounting import PrivacyLedger
 from ..exceptions import PrivacyLeakWarning
 from ._reusecov_release import _check_dask_feature_projection
-from ._reusecov_stats import _both_dask
 
 __all__ = []
 
@@ -162,7 +161,7 @@ class _CovarianceReuseMixin:
                 warnings.filterwarnings("ignore", message="X does not have valid feature")
             validate_data(self, X, skip_check_array=True, reset=False)
         set_dask_feature_names(self, X, reset=False)
-        X, Y_new = _both_dask(X, Y_new)
+        X, Y_new = same_row_chunks(X, Y_new)
         if Y_new.ndim == 1:
             Y_new = Y_new[:, None]
         if X.ndim != 2 or Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:

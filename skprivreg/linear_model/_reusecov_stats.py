@@ -17,10 +17,10 @@ from .._compat import validate_data
 from .._gram import SHARED_CACHE_BYTES, reduce_threaded, run_pieces, threads_for
 from .._rows import (
     RowSource,
-    _as_dask_array,
     as_float64_block,
     check_block_finite,
     is_dask_collection,
+    same_row_chunks,
     validate_blockwise_data,
 )
 from ..bounds import clip_rows, row_norms
@@ -202,12 +202,12 @@ def validate_features_and_labels(estimator, X, y):
 
     When either side is a Dask collection, nothing is collected: shapes and
     dtypes are checked (:func:`~skprivreg._rows.validate_blockwise_data`),
-    both sides are returned as Dask arrays with the same row chunks, and
-    finiteness is left to the statistics pass on the workers.
+    both sides are returned as Dask arrays with the same row chunks, and the
+    finiteness of a Dask side is left to the statistics pass on the workers.
     """
     floats = [np.float64, np.float32]
     if is_dask_collection(X) or is_dask_collection(y):
-        return _both_dask(*validate_blockwise_data(estimator, X, y, dtype=floats))
+        return same_row_chunks(*validate_blockwise_data(estimator, X, y, dtype=floats))
     X, y = validate_data(
         estimator, X, y,
         validate_separately=(
@@ -219,19 +219,6 @@ def validate_features_and_labels(estimator, X, y):
         raise ValueError(f"y must be 1D or 2D, got {y.ndim}D.")
     check_consistent_length(X, y)
     return X, y
-
-
-def _both_dask(X, Y):
-    """Wrap a NumPy side as a Dask array aligned with the other side's row chunks."""
-    import dask.array as da
-
-    X, Y = _as_dask_array(X), _as_dask_array(Y)
-    if not is_dask_collection(X):
-        X = da.from_array(np.asarray(X, dtype=np.float64), chunks=(Y.chunks[0], -1))
-    if not is_dask_collection(Y):
-        Y = np.asarray(Y, dtype=np.float64)
-        Y = da.from_array(Y, chunks=(X.chunks[0],) + ((-1,) if Y.ndim == 2 else ()))
-    return X, Y
 
 
 def _accumulate(acc, part):

@@ -211,6 +211,47 @@ def test_values_outside_declared_ranges_are_clipped(fixed_noise):
         np.testing.assert_allclose(a.coef_, _fit(X, y, random_state=3).coef_, rtol=1e-10)
 
 
+@pytest.mark.parametrize("d", [3, 40])
+def test_one_entry_outside_its_range_changes_no_released_bit(fixed_noise, monkeypatch, d):
+    """Whether any entry lies outside its range is private: no released value may depend on it.
+
+    Not even through rounding: the rows of a pass are cut into pieces from
+    public facts only. Rows span several blocks, and d = 40 runs the pieces
+    on threads.
+    """
+    X, y = _data(150_001, d=d)
+    Xo = X.copy()
+    Xo[70_000, 0] = 5.0  # one entry, in the second block
+    releases = []
+    for rows in (Xo, np.clip(Xo, *FB)):
+        captured = []
+        monkeypatch.setattr(lin, "_CAPTURE", captured)
+        _fit(rows, y, random_state=3, n_rounds=3)
+        releases.append({name: value for name, value, _ in captured})
+    monkeypatch.setattr(lin, "_CAPTURE", None)
+    assert set(releases[0]) >= {"residual_scale", "gradient_2", "selection"}
+    for name, value in releases[0].items():
+        np.testing.assert_array_equal(value, releases[1][name], err_msg=name)
+
+
+def test_passes_over_a_memmap_view_check_every_block(tmp_path, fixed_noise):
+    """validate_data hands the fit a view of a memmap: it is still read as a file.
+
+    A memmap's file may change between passes, so later passes check the
+    ranges again (the rows are not "in memory").
+    """
+    from skprivreg._rows import RowSource
+
+    X, y = _data(2_000)
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    mapped = np.load(path, mmap_mode="r")
+    view = np.asarray(mapped)[:, :]
+    assert not isinstance(view, np.memmap)
+    assert not RowSource(view, y).in_memory and not RowSource(mapped, y).in_memory
+    assert RowSource(X, y).in_memory
+
+
 # -- accuracy anchors and the mean fallback --------------------------------------
 def test_non_private_mode_is_ols_on_clipped_data():
     X, y = _data(600)
