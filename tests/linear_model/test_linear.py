@@ -252,6 +252,34 @@ def test_passes_over_a_memmap_view_check_every_block(tmp_path, fixed_noise):
     assert RowSource(X, y).in_memory
 
 
+def test_a_memmap_changed_between_passes_is_still_clipped(tmp_path, fixed_noise, monkeypatch):
+    """Later passes over a file-backed X check the ranges again: its file may change.
+
+    After the first pass (which found every entry inside its range) an entry
+    of the file is set far outside; the fit must equal the one where it is set
+    to its clipped value instead.
+    """
+    X, y = _data(3_000)
+    original = lin._data_pass
+    fits = []
+    for value in (50.0, FB[1]):
+        path = tmp_path / f"X{len(fits)}.npy"
+        np.save(path, X)
+        mapped = np.load(path, mmap_mode="r+")
+
+        def data_pass(source, block, label, streamed=False, mapped=mapped, value=value):
+            result = original(source, block, label, streamed=streamed)
+            if label.startswith("label_moments"):
+                mapped[5, 0] = value  # the file changes between passes
+                mapped.flush()
+            return result
+
+        monkeypatch.setattr(lin, "_data_pass", data_pass)
+        fits.append(_fit(mapped, y, random_state=3, n_rounds=3))
+    monkeypatch.setattr(lin, "_data_pass", original)
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
 # -- accuracy anchors and the mean fallback --------------------------------------
 def test_non_private_mode_is_ols_on_clipped_data():
     X, y = _data(600)
