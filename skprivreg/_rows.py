@@ -252,7 +252,9 @@ class RowSource:
     is_dask : bool
     in_memory : bool
         ``X`` and ``Y`` are NumPy arrays held in memory (not Dask, not a view
-        of an ``np.memmap``): every pass reads the same values.
+        of an ``np.memmap``): every pass reads the same values. An array
+        over a file mapped otherwise (``np.frombuffer`` of an ``mmap``)
+        counts as in memory: pass such files as ``np.memmap``.
     n_passes : int
         Passes run so far (each :meth:`reduce` call is one read of the rows).
     """

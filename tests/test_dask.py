@@ -162,9 +162,13 @@ def test_nan_in_a_dask_block_of_independent_ssp_fails_before_spending(client, da
 
 
 @pytest.mark.parametrize("mix", ["frame X, Dask y", "list X, Dask y", "Dask X, list y"])
-@pytest.mark.parametrize("name", ["SSP", "IndependentSSP", "ReuseCov"])
+@pytest.mark.parametrize("name", ["SSP", "AdaSSP", "LinearRegression", "IndependentSSP",
+                                  "ReuseCov"])
 def test_one_side_in_memory_the_other_on_dask(client, data, mix, name):
-    """A list or a data frame beside a Dask array: checked in memory, fitted on the workers."""
+    """A list or a data frame beside a Dask array: checked in memory, fitted on the workers.
+
+    NaN on either side is refused before any spend.
+    """
     pd = pytest.importorskip("pandas")
     Estimator, params = _sufficient_statistics_fits()[name]
     X, y = data
@@ -179,7 +183,28 @@ def test_one_side_in_memory_the_other_on_dask(client, data, mix, name):
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-12)
     if mix.startswith("frame"):
         assert list(est.feature_names_in_) == list(frame.columns)
-    bad = X.copy()
-    bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
-        Estimator(epsilon=1.0, delta=1e-6, **params).fit(bad, yd)
+    bad_X, bad_y = X.copy(), y.copy()
+    bad_X[3, 1] = np.nan
+    bad_y[7_000] = np.inf
+    for Xb, yb in ((bad_X, yd), (Xd, bad_y), (X, da.from_array(bad_y, chunks=2_500))):
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            Estimator(epsilon=1.0, delta=1e-6, accountant=acc, **params).fit(Xb, yb)
+        assert acc.n_spends == 0
+
+
+def test_issp_with_labels_on_dask_checks_them_before_spending(client):
+    """ISSP with X in memory and y on Dask: NaN or infinity in y raises before the spend."""
+    from skprivreg.linear_model import ISSPRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200_000, 1))
+    y = X[:, 0] + 0.1 * rng.normal(size=200_000)
+    for bad in (np.nan, np.inf):
+        y_bad = y.copy()
+        y_bad[150_000] = bad
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        with pytest.raises(ValueError, match="NaN"):
+            ISSPRegressor(epsilon=8.0, delta=1e-6, accountant=acc).fit(
+                X, da.from_array(y_bad, chunks=50_000))
+        assert acc.n_spends == 0

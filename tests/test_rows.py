@@ -221,3 +221,40 @@ def test_workspace_buffers_are_reused_per_key_and_per_thread():
     converted = as_float64_block(X, scratch="test a")
     assert converted.dtype == np.float64 and np.shares_memory(converted, a)
     np.testing.assert_array_equal(converted, X)
+
+
+def test_workspace_keeps_at_most_its_total_per_thread():
+    """Buffers beyond the per-thread total are allocated for each call, not kept."""
+    import threading
+
+    from skprivreg._rows import WORKSPACE_MAX_BYTES, WORKSPACE_TOTAL_BYTES, workspace
+
+    def run(out):
+        size = WORKSPACE_MAX_BYTES // 8
+        kept = [workspace(f"cap {i}", size) for i in range(WORKSPACE_TOTAL_BYTES // (8 * size))]
+        out.append(all(np.shares_memory(b, workspace(f"cap {i}", size))
+                       for i, b in enumerate(kept)))
+        extra = workspace("cap extra", size)
+        out.append(np.shares_memory(extra, workspace("cap extra", size)))
+
+    out = []
+    thread = threading.Thread(target=run, args=(out,))  # a fresh thread: no buffers yet
+    thread.start()
+    thread.join()
+    assert out == [True, False]
+
+
+def test_one_side_on_dask_makes_a_dask_source_with_the_same_row_chunks():
+    """NumPy X beside a Dask y (or the reverse): one Dask source, rows aligned, not in memory."""
+    da = pytest.importorskip("dask.array")
+    from skprivreg._rows import same_row_chunks
+
+    X, y = _data(1_000)
+    for Xa, ya in ((X, da.from_array(y, chunks=300)), (da.from_array(X, chunks=(250, 3)), y)):
+        source = RowSource(Xa, ya)
+        assert source.is_dask and not source.in_memory
+        assert source.X.chunks[0] == source.Y.chunks[0]
+        (total,) = source.reduce(block_map(_cross))
+        np.testing.assert_allclose(total, X.T @ y, rtol=1e-12)
+    Xd, yd = same_row_chunks(X.tolist(), da.from_array(y, chunks=400))
+    assert Xd.chunks[0] == yd.chunks[0] == (400, 400, 200)
