@@ -11,7 +11,12 @@ import warnings
 import numpy as np
 
 from .._compat import check_is_fitted, validate_data
-from .._rows import is_dask_collection, same_row_chunks, set_dask_feature_names
+from .._rows import (
+    _as_dask_array,
+    is_dask_collection,
+    same_row_chunks,
+    set_dask_feature_names,
+)
 from ..accounting import PrivacyLedger
 from ..exceptions import PrivacyLeakWarning
 from ._reusecov_release import _check_dask_feature_projection
@@ -161,15 +166,18 @@ class _CovarianceReuseMixin:
                 warnings.filterwarnings("ignore", message="X does not have valid feature")
             validate_data(self, X, skip_check_array=True, reset=False)
         set_dask_feature_names(self, X, reset=False)
-        X, Y_new = same_row_chunks(X, Y_new)
+        # Shapes first (an in-memory side as an array), then both on Dask.
+        X, Y_new = (_as_dask_array(v) if is_dask_collection(v) else np.asarray(v)
+                    for v in (X, Y_new))
+        if any(is_dask_collection(v) and math.isnan(v.shape[0]) for v in (X, Y_new)):
+            raise ValueError(
+                "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
+            )
         if Y_new.ndim == 1:
             Y_new = Y_new[:, None]
         if X.ndim != 2 or Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
             raise ValueError("Y_new must have shape (n_samples, l_new).")
-        if any(math.isnan(v.shape[0]) for v in (X, Y_new)):
-            raise ValueError(
-                "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
-            )
+        X, Y_new = same_row_chunks(X, Y_new)
         for name, value in (("X", X), ("Y_new", Y_new)):
             if not np.issubdtype(value.dtype, np.number):
                 raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
