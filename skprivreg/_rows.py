@@ -31,8 +31,10 @@ for one call.
 """
 
 import threading
+import warnings
 
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 
 from ._compat import validate_data
@@ -516,6 +518,12 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
     X, y = (_as_dask_array(v) for v in (X, y))
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
+    if y.ndim == 2 and y.shape[1] == 1 and not multi_output:
+        # A column vector, as scikit-learn treats it (a public fact: the shape).
+        warnings.warn("A column-vector y was passed when a 1d array was expected. "
+                      "Please change the shape of y to (n_samples, ), for example "
+                      "using ravel().", DataConversionWarning, stacklevel=3)
+        y = y[:, 0]
     if y.ndim not in (1, 2) or (y.ndim == 2 and not multi_output):
         raise ValueError("y must be 1D" + (" or 2D." if multi_output else "."))
     if np.isnan(X.shape[0]) or np.isnan(y.shape[0]):

@@ -208,3 +208,19 @@ def test_issp_with_labels_on_dask_checks_them_before_spending(client):
             ISSPRegressor(epsilon=8.0, delta=1e-6, accountant=acc).fit(
                 X, da.from_array(y_bad, chunks=50_000))
         assert acc.n_spends == 0
+
+
+def test_a_column_vector_y_beside_dask_is_raveled_with_sklearns_warning(client, data):
+    """A (n, 1) y for a single-output estimator: flattened with a warning, as on NumPy."""
+    from sklearn.exceptions import DataConversionWarning
+
+    from skprivreg.linear_model import LinearRegression
+
+    X, y = data
+    params = dict(epsilon=1.0, delta=1e-6, random_state=3, x_range=(-4.0, 4.0), y_bound=10.0,
+                  n_rounds=2)
+    ref = LinearRegression(**params).fit(X, y)
+    for column in (y[:, None], da.from_array(y[:, None], chunks=(2_500, 1))):
+        with pytest.warns(DataConversionWarning):
+            est = LinearRegression(**params).fit(da.from_array(X, chunks=(2_500, 5)), column)
+        np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-12)
