@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .._rows import workspace
 from ._gaussian import add_laplace
 
 __all__ = [
@@ -48,16 +49,22 @@ def moment_sums_sensitivity(n_features):
     return 2.0 * math.sqrt(n_features)
 
 
-def moment_sums(U, overwrite=False):
-    """``(sum_i u_i, sum_i u_i**2)`` of one block of rows already mapped to ``[-1, 1]``.
+def moment_sums(U, overwrite=False, scratch=None):
+    """``(sum_i u_i, sum_i u_i**2)`` of one block of rows (column sums).
 
     Column sums as products with a ones vector (one read each);
-    ``overwrite``: square ``U`` in place (a float64 block the caller owns).
+    ``overwrite``: square ``U`` in place (a float64 block the caller owns);
+    ``scratch``: else square it into that reused buffer
+    (:func:`skprivreg._rows.workspace`).
     """
     U = np.asarray(U, dtype=np.float64)
     ones = np.ones(U.shape[0])
     sums = ones @ U
-    return sums, ones @ np.multiply(U, U, out=U if overwrite else None)
+    if overwrite:
+        out = U
+    else:
+        out = None if scratch is None else workspace(scratch, U.shape)
+    return sums, ones @ np.multiply(U, U, out=out)
 
 
 def released_mean_variance(noisy_sum, noisy_square_sum, n_samples, sigma):

@@ -167,13 +167,19 @@ def test_per_column_ranges_are_called_x_range():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_moment_block_equals_the_sums_of_the_mapped_rows(dtype):
-    """The pass's block statistic: sums of the rows clipped to the box and mapped to [-1, 1]."""
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_moment_block_equals_the_sums_of_the_mapped_rows(dtype, symmetric):
+    """The pass's block statistic: sums of the rows clipped to the box and mapped to [-1, 1].
+
+    Ranges symmetric about 0 take the sums of the clipped rows, then scale them.
+    """
     from skprivreg.preprocessing import to_unit_box
     from skprivreg.preprocessing._scalers import _moment_block
 
     rng = np.random.default_rng(5)
     low, high = np.array([-1.0, 0.0, 18.0]), np.array([1.0, 5.0, 90.0])
+    if symmetric:
+        low, high = np.array([-1.0, -5.0, -90.0]), np.array([1.0, 5.0, 90.0])
     X = rng.uniform(low - 2.0, high + 2.0, size=(4000, 3)).astype(dtype)  # some outside
     U = to_unit_box(X, low, high)
     S1, S2 = _moment_block(X, None, low=low, high=high, check=True)
@@ -185,3 +191,20 @@ def test_moment_block_equals_the_sums_of_the_mapped_rows(dtype):
         Xb[1234, 1] = bad
         with pytest.raises(ValueError, match="NaN or infinity"):
             _moment_block(Xb, None, low=low, high=high, check=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_an_entry_outside_a_symmetric_range_changes_no_bit_of_the_moments(dtype):
+    """Whether a block needed clipping is private: its sums equal the clipped copy's bit for bit."""
+    from skprivreg.preprocessing._scalers import _moment_block
+
+    rng = np.random.default_rng(2)
+    low, high = np.full(4, -3.0), np.full(4, 3.0)
+    X = (rng.standard_normal((5_000, 4)) * 0.9).astype(dtype)
+    X[1234, 2] = 40.0
+    assert np.abs(X).max() > 3.0
+    got = _moment_block(X, None, low=low, high=high, check=True)
+    want = _moment_block(np.clip(X, low, high).astype(dtype), None, low=low, high=high,
+                         check=True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
