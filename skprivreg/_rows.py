@@ -30,6 +30,7 @@ block, wrapped by :func:`block_map`; :func:`sum_over_row_blocks` does this
 for one call.
 """
 
+import math
 import threading
 import warnings
 
@@ -94,10 +95,13 @@ def workspace(key, shape):
     nor any that would take a thread's buffers above
     :data:`WORKSPACE_TOTAL_BYTES`.
     """
-    shape = tuple(int(s) for s in np.atleast_1d(shape))
-    size = int(np.prod(shape))
-    buffers = getattr(_WORKSPACE, "buffers", None)
-    if buffers is None:
+    # Called for every piece: plain Python on the shape (NumPy on a tuple
+    # costs microseconds).
+    shape = tuple(shape) if isinstance(shape, tuple) else (int(shape),)
+    size = math.prod(shape)
+    try:
+        buffers = _WORKSPACE.buffers
+    except AttributeError:
         buffers = _WORKSPACE.buffers = {}
     buffer = buffers.get(key)
     if buffer is None or buffer.size < size:

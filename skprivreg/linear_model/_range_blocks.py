@@ -229,16 +229,33 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     clipped = 0.0
     if raw_space(rmap, x_clip):
         X = as_float64_block(X_block, scratch="range rows")
-        rows = _clipped_rows(X, rmap, check=True)
-        clipped = float(rows is not X)
         u = _mapped_labels(y_block, rmap, check=True)
+        labels = _labels_with_ones(u)
+        # The products first, while the piece comes from memory (BLAS overlaps
+        # the read with the arithmetic); the range check then reads it from
+        # cache. A piece with an entry outside its range (or NaN, refused
+        # there) is multiplied again, clipped: the same values as a piece that
+        # was inside, so the same sums. Silent: the discarded products of
+        # such a piece may overflow.
+        with np.errstate(all="ignore"):
+            XtX, XtL = X.T @ X, X.T @ labels
+        rows = _clipped_rows(X, rmap, check=True)
+        if rows is not X:
+            clipped = 1.0
+            XtX, XtL = rows.T @ rows, rows.T @ labels
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
+        labels = _labels_with_ones(u)
+        XtX, XtL = rows.T @ rows, rows.T @ labels
+    return XtX, XtL, np.array([u.sum(), u @ u, float(len(u)), clipped])
+
+
+def _labels_with_ones(u):
+    """``[u, 1]`` in a reused buffer (one product gives ``X^T u`` and the column sums)."""
     labels = workspace("range labels", (len(u), 2))
     labels[:, 0] = u
     labels[:, 1] = 1.0
-    return (rows.T @ rows, rows.T @ labels,
-            np.array([u.sum(), u @ u, float(len(u)), clipped]))
+    return labels
 
 
 def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
