@@ -8,7 +8,7 @@ the replace-one / zero-out sensitivities of :math:`X^\\top X / m` and
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sklearn.utils import check_consistent_length
@@ -20,7 +20,6 @@ from .._rows import (
     as_float64_block,
     check_block_finite,
     is_dask_collection,
-    same_row_chunks,
     validate_blockwise_data,
 )
 from ..bounds import clip_rows, row_norms
@@ -161,15 +160,6 @@ def scan_labels(Y_b, y_bound=None):
     return needs_clip
 
 
-def _add(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    with np.errstate(all="ignore"):  # inf + (-inf) of public rows: no data-dependent warning
-        return a + b
-
-
 def _max(a, b):
     if a is None:
         return b
@@ -179,17 +169,12 @@ def _max(a, b):
 
 
 def combine_statistics(a, b):
-    """Merge the statistics of two disjoint row blocks (associative, commutative)."""
-    return SufficientStats(
-        n=a.n + b.n,
-        xtx=_add(a.xtx, b.xtx),
-        xty=_add(a.xty, b.xty),
-        x_clipped=a.x_clipped or b.x_clipped,
-        y_clipped=a.y_clipped or b.y_clipped,
-        x_max_norm=_max(a.x_max_norm, b.x_max_norm),
-        y_max_norm=_max(a.y_max_norm, b.y_max_norm),
-        y_abs_max=_max(a.y_abs_max, b.y_abs_max),
-    )
+    """Merge the statistics of two disjoint row blocks (associative, commutative).
+
+    A new object: :func:`_accumulate` on a copy of ``a``'s sums.
+    """
+    return _accumulate(replace(a, xtx=None if a.xtx is None else a.xtx.copy(),
+                               xty=None if a.xty is None else a.xty.copy()), b)
 
 
 def validate_features_and_labels(estimator, X, y):
@@ -201,13 +186,14 @@ def validate_features_and_labels(estimator, X, y):
     before any budget is spent. Lengths must agree.
 
     When either side is a Dask collection, nothing is collected: shapes and
-    dtypes are checked (:func:`~skprivreg._rows.validate_blockwise_data`),
-    both sides are returned as Dask arrays with the same row chunks, and the
-    finiteness of a Dask side is left to the statistics pass on the workers.
+    dtypes are checked (:func:`~skprivreg._rows.validate_blockwise_data`; a
+    side in memory is checked by scikit-learn), and the finiteness of a Dask
+    side is left to the statistics pass on the workers (its row source reads
+    both sides in the same row chunks).
     """
     floats = [np.float64, np.float32]
     if is_dask_collection(X) or is_dask_collection(y):
-        return same_row_chunks(*validate_blockwise_data(estimator, X, y, dtype=floats))
+        return validate_blockwise_data(estimator, X, y, dtype=floats)
     X, y = validate_data(
         estimator, X, y,
         validate_separately=(
@@ -228,7 +214,8 @@ def _accumulate(acc, part):
         if mine is None:
             setattr(acc, name, theirs)
         elif theirs is not None:
-            with np.errstate(all="ignore"):  # as in _add
+            # inf + (-inf) of public rows: no data-dependent warning
+            with np.errstate(all="ignore"):
                 mine += theirs
     acc.n += part.n
     acc.x_clipped = acc.x_clipped or part.x_clipped
