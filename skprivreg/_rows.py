@@ -235,7 +235,8 @@ class RowSource:
     check_finite : bool, default=False
         Check every block for NaN or infinity during the first complete pass
         (streamed and Dask inputs are validated while they are read, before
-        anything is released).
+        anything is released). Always on for Dask input unless
+        ``raw_blocks`` (whose block functions check it themselves).
     raw_blocks : bool, default=False
         Hand the block functions the blocks as stored (any dtype, no
         finiteness check, no clip): for block functions that convert, check
@@ -288,8 +289,10 @@ class RowSource:
         self.fit_intercept = bool(fit_intercept)
         self.p = self.d + int(self.fit_intercept)
         self.clip = clip
-        self.check_finite = bool(check_finite)
         self.raw_blocks = bool(raw_blocks)
+        # Dask blocks were never validated on the driver: their first complete
+        # pass checks them unless the block functions do (raw blocks).
+        self.check_finite = bool(check_finite) or (self.is_dask and not self.raw_blocks)
         self.verbose = int(verbose)
         self.name = str(name)
         self.n_passes = 0

@@ -258,3 +258,19 @@ def test_one_side_on_dask_makes_a_dask_source_with_the_same_row_chunks():
         np.testing.assert_allclose(total, X.T @ y, rtol=1e-12)
     Xd, yd = same_row_chunks(X.tolist(), da.from_array(y, chunks=400))
     assert Xd.chunks[0] == yd.chunks[0] == (400, 400, 200)
+
+
+def test_a_dask_source_checks_its_blocks_unless_the_block_functions_do():
+    """Dask blocks are never validated on the driver: the first complete pass refuses NaN."""
+    da = pytest.importorskip("dask.array")
+    from skprivreg._rows import sum_over_row_blocks
+
+    X, y = _data(1_000)
+    y = y.copy()
+    y[700] = np.nan
+    Xd, yd = da.from_array(X, chunks=(250, 3)), da.from_array(y, chunks=250)
+    assert RowSource(Xd, yd).check_finite
+    assert not RowSource(Xd, yd, raw_blocks=True).check_finite  # checked by the block functions
+    assert not RowSource(X, y).check_finite  # NumPy: validated on the driver
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        sum_over_row_blocks(_cross, Xd, yd)

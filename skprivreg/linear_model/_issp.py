@@ -45,12 +45,12 @@ def _row_source(X, y, *, fit_intercept, chunk_size, clip, check_finite):
     """The row source of a fit: Dask blocks on the workers, or in-order blocks here.
 
     Dask input keeps its own row chunks (``chunk_size`` is ignored) and is
-    checked for NaN or infinity by the first pass, on the workers. With only
-    one side on Dask, the other takes its row chunks (and is checked too).
+    checked for NaN or infinity by the first pass, on the workers (a Dask
+    row source always checks). With only one side on Dask, the other takes
+    its row chunks (and is checked too).
     """
     if is_dask_collection(X) or is_dask_collection(y):
-        return RowSource(X, y.reshape(-1), fit_intercept=fit_intercept, clip=clip,
-                         check_finite=True)
+        return RowSource(X, y.reshape(-1), fit_intercept=fit_intercept, clip=clip)
     return RowSource(X, y, block_rows=chunk_size or DEFAULT_BLOCK,
                      fit_intercept=fit_intercept, clip=clip, check_finite=check_finite)
 
