@@ -52,7 +52,6 @@ __all__ = [
     "run_pieces",
     "source_block_rows",
     "threads_for",
-    "THREADED_MIN_WIDTH",
     "check_finite_block",
     "gram_block",
     "gram_statistics",
@@ -232,8 +231,8 @@ def _gram_of_block(X, Y, params, acc):
     # Silent on overflow: with unclipped (public) rows the sums may overflow,
     # and whether they do can depend on the labels.
     with np.errstate(over="ignore", invalid="ignore"):
-        XtX += X.T @ X
-        XtY1 += X.T @ labels
+        XtX += np.dot(X.T, X)
+        XtY1 += np.dot(X.T, labels)
 
 
 def run_pieces(bounds, run, n_threads, into, combine):
@@ -313,25 +312,18 @@ class cache_blocked:  # noqa: N801 (used like a function)
         return run_pieces(bounds, run, self.n_threads, into, add_tuples)
 
 
-#: Fewest values per row (columns of X and Y) for which a pass over a NumPy
-#: array shares its pieces between threads. Narrower rows make short pieces
-#: whose products do not run faster side by side: measured at n = 1e6 on two
-#: cores, one thread was as fast or faster at d = 10 and 20 (SSP 1.28x against
-#: 1.37x the floor, LinearRegression 1.44x against 1.84x at d = 20), two
-#: threads much faster at d = 40 (0.86x against 1.42x).
-THREADED_MIN_WIDTH = 32
-
-
 def threads_for(source):
-    """Threads of a pass over ``source``.
+    """Threads of a pass over ``source``: 1 on Dask workers (the cluster schedules
+    their cores), else :data:`N_THREADS`.
 
-    1 on Dask workers (the cluster schedules their cores) and for rows of
-    fewer than :data:`THREADED_MIN_WIDTH` values; else :data:`N_THREADS`.
+    Block functions multiply with ``np.dot``, never ``@``: NumPy's ``matmul``
+    keeps the interpreter lock while it computes a result of at most 500
+    entries (a Gram matrix of up to 22 columns, ``X^T y``), so threads would
+    take turns. Measured at n = 1e6, d = 10 on two cores: two threads read the
+    blocks of the SSP pass in 0.97x the floor's time against 1.22x for one,
+    and with ``@`` two threads were no faster than one.
     """
-    if source.is_dask:
-        return 1
-    width = source.d + (0 if source.Y is None else int(np.prod(source.Y.shape[1:])))
-    return N_THREADS if width >= THREADED_MIN_WIDTH else 1
+    return 1 if source.is_dask else N_THREADS
 
 
 _LIMIT = {"lock": threading.Lock(), "users": 0, "limiter": None}
@@ -372,11 +364,13 @@ def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
 def source_block_rows(n_columns):
     """Rows per :class:`~skprivreg._rows.RowSource` block: a whole number of cache blocks.
 
-    About 65,536 rows, so a block splits into equal cache-sized pieces
-    (no short piece per block).
+    About 65,536 rows, so a block splits into equal cache-sized pieces (no
+    short piece per block), and a multiple of :data:`N_THREADS` pieces, so
+    the threads of a pass get equal shares of every block.
     """
     piece = cache_block_rows(n_columns)
-    return piece * max(1, (1 << 16) // piece)
+    pieces = max(1, (1 << 16) // piece)
+    return piece * max(N_THREADS, pieces - pieces % N_THREADS)
 
 
 def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):

@@ -408,7 +408,6 @@ def test_reusecov_pass_equals_the_direct_computation(monkeypatch, dtype, n_threa
     import skprivreg._gram as gram
 
     monkeypatch.setattr(gram, "N_THREADS", n_threads)
-    monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", 1)  # threads even for narrow rows
     X, Y = _data(3001, 4, l=7)
     X, Y = X.astype(dtype), Y.astype(dtype)
     stats = _reusecov_pass(X, Y, row_block=97)  # 31 pieces, the last one short
@@ -423,7 +422,6 @@ def test_reusecov_pass_refuses_nan_in_any_piece(monkeypatch):
     import skprivreg._gram as gram
 
     monkeypatch.setattr(gram, "N_THREADS", 2)
-    monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", 1)
     X, Y = _data(3001, 4, l=7)
     for row in (0, 1500, 3000):  # first piece, a piece of the second thread, the last row
         bad = Y.copy()
@@ -550,7 +548,6 @@ def test_adding_infinite_partials_of_public_rows_is_silent(monkeypatch, n_thread
     from skprivreg.linear_model._reusecov_stats import sufficient_statistics
 
     monkeypatch.setattr(gram, "N_THREADS", n_threads)
-    monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", 1)
     X = np.full((4, 1), 1e308)
     for y in ([1.0, 1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0]):  # neighbours
         with warnings.catch_warnings():
@@ -585,9 +582,8 @@ def test_threaded_passes_equal_the_single_threaded_ones(monkeypatch, fixed_noise
     y = np.clip(X @ [1.0, -1.0, 0.5, 0.2] + rng.normal(size=30_000), -6.0, 6.0)
     monkeypatch.setattr(gram, "CACHE_BYTES", 1 << 16)  # many pieces
     fits = []
-    for threads, width in ((1, 32), (n_threads, 1)):
+    for threads in (1, n_threads):
         monkeypatch.setattr(gram, "N_THREADS", threads)
-        monkeypatch.setattr(gram, "THREADED_MIN_WIDTH", width)
         fits.append([
             SSPRegressor(epsilon=4.0, random_state=0, x_bound=6.0, y_bound=6.0).fit(X, y),
             LinearRegression(epsilon=4.0, n_rounds=3, random_state=0,
@@ -598,13 +594,15 @@ def test_threaded_passes_equal_the_single_threaded_ones(monkeypatch, fixed_noise
         assert many.intercept_ == pytest.approx(one.intercept_, rel=1e-10, abs=1e-12)
 
 
-def test_narrow_rows_are_read_by_one_thread():
-    from skprivreg._gram import N_THREADS, THREADED_MIN_WIDTH, threads_for
+def test_numpy_passes_run_threads_and_dask_passes_one(monkeypatch):
+    """Narrow rows too: their products release the interpreter lock (``np.dot``)."""
+    import skprivreg._gram as gram
 
-    narrow = RowSource(np.zeros((10, THREADED_MIN_WIDTH - 2)), np.zeros(10))
-    wide = RowSource(np.zeros((10, 3)), np.zeros((10, THREADED_MIN_WIDTH)))
-    assert threads_for(narrow) == 1
-    assert threads_for(wide) == N_THREADS
+    monkeypatch.setattr(gram, "N_THREADS", 3)
+    assert gram.threads_for(RowSource(np.zeros((10, 1)), np.zeros(10))) == 3
+    da = pytest.importorskip("dask.array")
+    dask_source = RowSource(da.zeros((10, 1), chunks=5), da.zeros(10, chunks=5))
+    assert gram.threads_for(dask_source) == 1
 
 
 @pytest.mark.parametrize("block_rows", [1, 2, 4])

@@ -190,7 +190,7 @@ def _predict_mapped(Z, theta, fit_intercept):
 
 def _transpose_times(Z, r, fit_intercept):
     """``A^T r`` for ``A = [Z, c 1]`` without forming ``A``."""
-    head = Z.T @ r
+    head = np.dot(Z.T, r)
     return np.append(head, INTERCEPT * r.sum()) if fit_intercept else head
 
 
@@ -238,15 +238,15 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
         # was inside, so the same sums. Silent: the discarded products of
         # such a piece may overflow.
         with np.errstate(all="ignore"):
-            XtX, XtL = X.T @ X, X.T @ labels
+            XtX, XtL = np.dot(X.T, X), np.dot(X.T, labels)
         rows = _clipped_rows(X, rmap, check=True)
         if rows is not X:
             clipped = 1.0
-            XtX, XtL = rows.T @ rows, rows.T @ labels
+            XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
         labels = _labels_with_ones(u)
-        XtX, XtL = rows.T @ rows, rows.T @ labels
+        XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
     return XtX, XtL, np.array([u.sum(), u @ u, float(len(u)), clipped])
 
 

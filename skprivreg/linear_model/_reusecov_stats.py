@@ -121,7 +121,7 @@ def block_statistics(
         if x_public:
             stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
         if compute_xtx:
-            stats.xtx = X_b.T @ X_b
+            stats.xtx = np.dot(X_b.T, X_b)
         if Y_b is not None:
             Y_b = as_float64_block(Y_b)
             if scan_labels(Y_b, y_bound):
@@ -130,7 +130,7 @@ def block_statistics(
             if y_public:
                 stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
                 stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
-            stats.xty = X_b.T @ Y_b
+            stats.xty = np.dot(X_b.T, Y_b)
     return stats
 
 
