@@ -588,10 +588,13 @@ def test_threaded_passes_equal_the_single_threaded_ones(monkeypatch, fixed_noise
             SSPRegressor(epsilon=4.0, random_state=0, x_bound=6.0, y_bound=6.0).fit(X, y),
             LinearRegression(epsilon=4.0, n_rounds=3, random_state=0,
                              **LINEAR_DECLARED).fit(X, y),
+            PrivateStandardScaler(epsilon=4.0, random_state=0, x_range=(-4.0, 4.0)).fit(X),
         ])
-    for one, many in zip(*fits):
+    for one, many in zip(fits[0][:2], fits[1][:2]):
         np.testing.assert_allclose(many.coef_, one.coef_, rtol=1e-10, atol=1e-12)
         assert many.intercept_ == pytest.approx(one.intercept_, rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(fits[1][2].mean_, fits[0][2].mean_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fits[1][2].var_, fits[0][2].var_, rtol=1e-10, atol=1e-12)
 
 
 def test_numpy_passes_run_threads_and_dask_passes_one(monkeypatch):

@@ -52,19 +52,20 @@ def moment_sums_sensitivity(n_features):
 def moment_sums(U, overwrite=False, scratch=None):
     """``(sum_i u_i, sum_i u_i**2)`` of one block of rows (column sums).
 
-    Column sums as products with a ones vector (one read each);
+    Column sums as products with a ones vector (one read each; ``np.dot``,
+    which releases the interpreter lock for threads);
     ``overwrite``: square ``U`` in place (a float64 block the caller owns);
     ``scratch``: else square it into that reused buffer
     (:func:`skprivreg._rows.workspace`).
     """
     U = np.asarray(U, dtype=np.float64)
     ones = np.ones(U.shape[0])
-    sums = ones @ U
+    sums = np.dot(ones, U)
     if overwrite:
         out = U
     else:
         out = None if scratch is None else workspace(scratch, U.shape)
-    return sums, ones @ np.multiply(U, U, out=out)
+    return sums, np.dot(ones, np.multiply(U, U, out=out))
 
 
 def released_mean_variance(noisy_sum, noisy_square_sum, n_samples, sigma):

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
-from .._gram import cache_blocked
+from .._gram import cache_blocked, reduce_threaded, source_block_rows, threads_for
 from .._rows import (
     RowSource,
     _as_dask_array,
@@ -397,9 +397,11 @@ class PrivateStandardScaler(
             check_private_bound_feasible(n, bound_epsilon, "x_range")
         self._check_budget(ledger)
         rngs = self._secret_rngs("bounds", "noise", spend=ledger)
-        # One pass per release, each block read in cache-sized pieces; the
-        # first pass checks for NaN or infinity.
-        source = RowSource(X, raw_blocks=True, verbose=self.verbose, name=type(self).__name__)
+        # One pass per release, each block read in cache-sized pieces shared
+        # by threads; the first pass checks for NaN or infinity.
+        source = RowSource(X, raw_blocks=True, verbose=self.verbose, name=type(self).__name__,
+                           block_rows=source_block_rows(2 * d))
+        n_threads = threads_for(source)
 
         check = True
         if declared is not None:
@@ -418,8 +420,9 @@ class PrivateStandardScaler(
             low, high = np.full(d, -bound), np.full(d, bound)
             check = False
 
-        block = cache_blocked(partial(_moment_block, low=low, high=high, check=check), 2 * d)
-        S1, S2 = source.reduce(block, add_tuples, label="moments")
+        block = cache_blocked(partial(_moment_block, low=low, high=high, check=check), 2 * d,
+                              n_threads)
+        S1, S2 = reduce_threaded(source, block, add_tuples, label="moments", n_threads=n_threads)
         noisy = add_gaussian(np.concatenate([S1, S2]), moments.sigma, rngs["noise"])
         self._settle(ledger)
         mean_u, var_u = released_mean_variance(noisy[:d], noisy[d:], n, moments.sigma)
