@@ -159,6 +159,25 @@ def test_dask_blocks_are_reduced_on_the_workers_like_numpy():
             block_map(_gram))
 
 
+def _offsets(offset, X, Y, params=None, into=None):
+    part = [int(offset)]
+    return part if into is None else into + part
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 3, 9, 70])
+def test_dask_partials_are_folded_in_row_order(n_chunks):
+    """Few blocks are folded on the driver, more by a tree of tasks: both in row order."""
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    X = np.zeros((700, 2))
+    source = RowSource(da.from_array(X, chunks=(-(-700 // n_chunks), 2)), raw_blocks=True)
+    with dask.config.set(scheduler="synchronous"):
+        folded = source.reduce(_offsets, lambda a, b: a + b)
+    assert folded == source.offsets.tolist()
+    assert len(folded) == n_chunks
+
+
 def test_passes_are_counted_and_progress_lines_hold_public_facts_only(capsys):
     X = np.arange(1000.0).reshape(500, 2)
     source = RowSource(X, None, block_rows=100, verbose=2, name="demo")
