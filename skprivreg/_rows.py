@@ -113,17 +113,21 @@ def workspace(key, shape):
 
 
 def as_float64_block(block, scratch=None):
-    """The block as aligned float64: the block itself, else a block-sized copy.
+    """The block as aligned, C-contiguous float64: the block itself, else a block-sized copy.
 
-    A copy when the block is of another float type, or when its data are
-    not aligned to 8 bytes: NumPy multiplies unaligned arrays without BLAS,
-    several times slower (a Dask array made with ``from_array`` reaches the
-    workers so, its chunks unpickled at an odd offset). ``scratch``: a
-    :func:`workspace` key; the copy is made into that reused buffer (for a
-    cache-sized piece that is not kept).
+    A copy when the block is of another float type; when its data are not
+    aligned to 8 bytes (NumPy multiplies unaligned arrays without BLAS,
+    several times slower; a Dask array made with ``from_array`` reaches the
+    workers so, its chunks unpickled at an odd offset); or when it is not
+    C-contiguous (a column slice of a wider array): ``np.dot`` rounds a
+    strided operand differently from a contiguous one, and a clipped block
+    is a contiguous copy, so a block used as it is must be contiguous too
+    for clipping to change no bit of a sum. ``scratch``: a :func:`workspace`
+    key; the copy is made into that reused buffer (for a cache-sized piece
+    that is not kept).
     """
     block = np.asarray(block)
-    if block.dtype == np.float64 and block.flags.aligned:
+    if block.dtype == np.float64 and block.flags.aligned and block.flags.c_contiguous:
         return block
     if scratch is None:
         return block.astype(np.float64)

@@ -247,7 +247,7 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
         labels = _labels_with_ones(u)
         XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
-    return XtX, XtL, np.array([u.sum(), u @ u, float(len(u)), clipped])
+    return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(len(u)), clipped])
 
 
 def _labels_with_ones(u):
@@ -303,7 +303,7 @@ def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_cli
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
     r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)[0]
     np.clip(r, -1.0, 1.0, out=r)  # min(r^2, 1) = clip(r, -1, 1)^2
-    return (np.array([r @ r]),)
+    return (np.array([np.dot(r, r)]),)
 
 
 def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None,
@@ -320,7 +320,7 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
     root = _root_within(cap)
     np.clip(r, -root, root, out=r)  # each clip(w, -s, s)^2 lies in [0, s^2], s^2 <= K
     np.clip(v, -root, root, out=v)
-    return (np.array([r @ r - v @ v]),)
+    return (np.array([np.dot(r, r) - np.dot(v, v)]),)
 
 
 def _root_within(cap):

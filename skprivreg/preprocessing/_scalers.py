@@ -53,21 +53,41 @@ def to_unit_box(X, low, high):
     return 2.0 * (X - low) / (high - low) - 1.0
 
 
-def _moment_block(X_block, _unused, *, low, high, check):
+#: Ranges whose moments may be summed before scaling: half-widths in
+#: ``[1e-150, sqrt(1e300 / n)]``, so no square, sum or scale overflows or
+#: underflows.
+_UNSCALED_SQUARE_LIMIT = 1e300
+
+
+def unscaled_moments(low, high, n_samples):
+    """True when the moments may be summed from the clipped rows and scaled once.
+
+    Public facts only: ranges symmetric about 0 whose half-widths keep
+    every square and sum finite (:data:`_UNSCALED_SQUARE_LIMIT`).
+    """
+    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    if not np.all(low == -high):
+        return False
+    top, bottom = float(high.max()), float(high.min())
+    return bottom >= 1e-150 and top * top * max(int(n_samples), 1) <= _UNSCALED_SQUARE_LIMIT
+
+
+def _moment_block(X_block, _unused, *, low, high, check, symmetric):
     """Moment sums of one block mapped to the unit box, in one block-sized float64 buffer.
 
     ``u = clip((x - mid) / half, -1, 1)``, the map of :func:`to_unit_box`.
     ``check``: refuse NaN or infinity (the block's max and min show them).
 
-    Ranges symmetric about 0 (``low == -high``, a public fact) give
+    ``symmetric`` (:func:`unscaled_moments`, public facts) gives
     ``u = clip(x, low, high) / half``: the sums of the clipped rows are
     taken and scaled, three sweeps fewer. A block inside its ranges (its
     max and min) is used as stored, otherwise it is clipped in a buffer:
     the same values either way, so whether a block needed clipping changes
-    no released bit.
+    no released bit. Otherwise each entry is mapped first; an entry far
+    outside its range may overflow there, silently, to an infinity that
+    the clip maps to 1.
     """
     X = np.asarray(X_block)
-    symmetric = bool(np.all(low == -high))
     if (check or symmetric) and X.size:
         top, bottom = X.max(), X.min()
         if check and not (np.isfinite(top) and np.isfinite(bottom)):
@@ -81,9 +101,10 @@ def _moment_block(X_block, _unused, *, low, high, check):
         S1, S2 = moment_sums(X, overwrite=False, scratch="scaler squares")
         inv = 1.0 / high
         return S1 * inv, S2 * (inv * inv)
-    U = np.subtract(X, (high + low) / 2.0, dtype=np.float64,
-                    out=workspace("scaler mapped", X.shape))  # a reused buffer (a piece)
-    U *= 2.0 / (high - low)
+    with np.errstate(over="ignore"):
+        U = np.subtract(X, (high + low) / 2.0, dtype=np.float64,
+                        out=workspace("scaler mapped", X.shape))  # a reused buffer (a piece)
+        U *= 2.0 / (high - low)
     np.clip(U, -1.0, 1.0, out=U)
     return moment_sums(U, overwrite=True)
 
@@ -420,15 +441,16 @@ class PrivateStandardScaler(
             low, high = np.full(d, -bound), np.full(d, bound)
             check = False
 
-        block = cache_blocked(partial(_moment_block, low=low, high=high, check=check), 2 * d,
-                              n_threads)
+        block = cache_blocked(partial(_moment_block, low=low, high=high, check=check,
+                                      symmetric=unscaled_moments(low, high, n)), 2 * d, n_threads)
         S1, S2 = reduce_threaded(source, block, add_tuples, label="moments", n_threads=n_threads)
         noisy = add_gaussian(np.concatenate([S1, S2]), moments.sigma, rngs["noise"])
         self._settle(ledger)
         mean_u, var_u = released_mean_variance(noisy[:d], noisy[d:], n, moments.sigma)
         mid, half = (high + low) / 2.0, (high - low) / 2.0
         self.mean_ = mid + half * mean_u
-        self.var_ = half**2 * var_u
+        with np.errstate(over="ignore"):  # a range beyond 1e154 has an infinite variance
+            self.var_ = half**2 * var_u
         self.scale_ = np.sqrt(self.var_)
         self.x_range_ = (low, high)
         self.output_range_ = np.column_stack(

@@ -78,6 +78,28 @@ def test_rows_beyond_the_bound_act_exactly_as_their_clipped_versions(Estimator, 
     assert a.intercept_ == pytest.approx(b.intercept_, rel=1e-10)
 
 
+@pytest.mark.parametrize("Estimator", ESTIMATORS)
+def test_a_row_beyond_the_bound_changes_no_released_bit(Estimator, fixed_noise):
+    """Whether a row needed clipping is private, even through rounding.
+
+    X is a column slice of a wider array: a block used as stored is read
+    contiguous like a clipped block (``np.dot`` rounds a strided operand
+    differently).
+    """
+    rng = np.random.default_rng(3)
+    wide = rng.uniform(-0.3, 0.3, size=(20_000, 12))
+    y = rng.uniform(-1.0, 1.0, size=20_000)
+    wide[0] = 0.0
+    wide[0, 0] = 1.0  # norm exactly x_bound: not clipped
+    beyond = wide.copy()
+    beyond[0, 0] = 2.0  # clipped to the same row
+    coefs = []
+    for W in (wide, beyond):
+        est = Estimator(epsilon=1.0, x_bound=1.0, y_bound=1.0, random_state=0).fit(W[:, :10], y)
+        coefs.append(np.append(est.coef_, est.intercept_))
+    np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
 def test_sensitivities_are_attained():
     B, yb = 2.0, 3.0
     x, x2 = B * np.eye(2)[0], B * np.eye(2)[1]

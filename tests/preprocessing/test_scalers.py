@@ -2,6 +2,7 @@
 
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -182,7 +183,7 @@ def test_moment_block_equals_the_sums_of_the_mapped_rows(dtype, symmetric):
         low, high = np.array([-1.0, -5.0, -90.0]), np.array([1.0, 5.0, 90.0])
     X = rng.uniform(low - 2.0, high + 2.0, size=(4000, 3)).astype(dtype)  # some outside
     U = to_unit_box(X, low, high)
-    S1, S2 = _moment_block(X, None, low=low, high=high, check=True)
+    S1, S2 = _moment_block(X, None, low=low, high=high, check=True, symmetric=symmetric)
     np.testing.assert_allclose(S1, U.sum(axis=0), rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(S2, (U * U).sum(axis=0), rtol=1e-12, atol=1e-9)
     assert np.all(S2 <= len(X))
@@ -190,7 +191,7 @@ def test_moment_block_equals_the_sums_of_the_mapped_rows(dtype, symmetric):
         Xb = X.copy()
         Xb[1234, 1] = bad
         with pytest.raises(ValueError, match="NaN or infinity"):
-            _moment_block(Xb, None, low=low, high=high, check=True)
+            _moment_block(Xb, None, low=low, high=high, check=True, symmetric=symmetric)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -203,8 +204,45 @@ def test_an_entry_outside_a_symmetric_range_changes_no_bit_of_the_moments(dtype)
     X = (rng.standard_normal((5_000, 4)) * 0.9).astype(dtype)
     X[1234, 2] = 40.0
     assert np.abs(X).max() > 3.0
-    got = _moment_block(X, None, low=low, high=high, check=True)
+    got = _moment_block(X, None, low=low, high=high, check=True, symmetric=True)
     want = _moment_block(np.clip(X, low, high).astype(dtype), None, low=low, high=high,
-                         check=True)
+                         check=True, symmetric=True)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_moments_of_huge_or_tiny_ranges_are_scaled_first():
+    """Summing unscaled squares is kept to ranges where nothing overflows (public facts).
+
+    With a range of 1e200 the squares of entries overflow: one record far
+    inside the range then turned a released variance from inf into NaN, and
+    the warnings depended on the data.
+    """
+    from skprivreg.preprocessing._scalers import unscaled_moments
+
+    assert unscaled_moments([-1.0, -5.0], [1.0, 5.0], 10**6)
+    assert not unscaled_moments([-1.0, 0.0], [1.0, 5.0], 10)  # not symmetric
+    assert not unscaled_moments([-1e200], [1e200], 10)
+    assert not unscaled_moments([-1e147], [1e147], 10**7)  # n * half^2 > 1e300
+    assert not unscaled_moments([-1e-200, -1.0], [1e-200, 1.0], 10)  # 1 / half^2 overflows
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(1000, 2))
+    X2 = X.copy()
+    X2[0, 0] = 1e160  # one record changed, inside the range
+    releases = []
+    for data in (X, X2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            scaler = PrivateStandardScaler(epsilon=1.0, x_range=(-1e200, 1e200)).fit(data)
+        releases.append(scaler.var_)
+    assert not np.isnan(releases[0]).any() and not np.isnan(releases[1]).any()
+    # A tiny range: mapping an entry far outside it overflows, silently, to
+    # an infinity that the clip maps to 1 (the warning would name the record).
+    tiny = rng.uniform(0.0, 1e-150, size=(1000, 2))
+    far = tiny.copy()
+    far[0, 0] = 1e160
+    for data in (tiny, far):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            scaler = PrivateStandardScaler(epsilon=1.0, x_range=(0.0, 1e-150)).fit(data)
+        assert np.all(np.isfinite(scaler.mean_))
