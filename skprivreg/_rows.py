@@ -130,7 +130,7 @@ def as_float64_block(block, scratch=None):
     if block.dtype == np.float64 and block.flags.aligned and block.flags.c_contiguous:
         return block
     if scratch is None:
-        return block.astype(np.float64)
+        return block.astype(np.float64, order="C")
     out = workspace(scratch, block.shape)
     np.copyto(out, block, casting="unsafe")
     return out

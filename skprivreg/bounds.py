@@ -68,10 +68,12 @@ def clip_rows(X, bound):
     norms = row_norms(X)
     over = norms > bound
     if not over.any():
-        return X.copy(), False
+        return np.array(X, order="C"), False
     scale = np.ones_like(norms)
     scale[over] = bound / norms[over]
-    return X * scale[:, None], True
+    # C order either way: a product rounds a Fortran-ordered operand
+    # differently, and whether a row was clipped must change no bit of it.
+    return np.multiply(X, scale[:, None], order="C"), True
 
 
 def clip_entries(y, bound):
@@ -142,8 +144,12 @@ def check_x_range(x_range, n_features):
                 f"or an array of shape ({n_features}, 2), for {n_features} columns; "
                 f"got {x_range!r}."
             ) from None
-    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low < high)):
-        raise ValueError(f"x_range needs finite low < high in every column; got {x_range!r}.")
+    with np.errstate(over="ignore"):
+        width = high - low
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low < high)
+            and np.all(np.isfinite(width))):
+        raise ValueError(f"x_range needs finite low < high, and a finite width high - low, "
+                         f"in every column; got {x_range!r}.")
     return low, high
 
 

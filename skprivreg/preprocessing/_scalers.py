@@ -89,7 +89,7 @@ def _moment_block(X_block, _unused, *, low, high, check, symmetric):
     """
     X = np.asarray(X_block)
     if (check or symmetric) and X.size:
-        top, bottom = X.max(), X.min()
+        top, bottom = float(X.max()), float(X.min())  # compared in float64
         if check and not (np.isfinite(top) and np.isfinite(bottom)):
             check_block_finite(X)
     if symmetric:

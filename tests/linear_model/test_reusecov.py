@@ -1002,3 +1002,34 @@ def test_label_scan_chunks_find_every_clip_and_nan(monkeypatch):
     out = stats_module.block_statistics(X, Y, y_bound=1.0, fit_intercept=False)
     np.testing.assert_allclose(out.xty, X.T @ np.clip(Y, -1, 1))
     assert out.y_clipped
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "frame"])
+@pytest.mark.parametrize("Estimator", [ReuseCovRegressor, IndependentSSPRegressor])
+def test_a_row_beyond_x_bound_changes_no_released_bit_in_any_layout(
+        Estimator, layout, fixed_noise):
+    """Whether a row was clipped is private, even through rounding.
+
+    A scaled row and an unscaled one leave the pass in the same (C) order:
+    a product rounds a Fortran-ordered operand, which scikit-learn makes of
+    a data frame, differently.
+    """
+    pd = pytest.importorskip("pandas")
+    from skprivreg.bounds import clip_rows, row_norms
+
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((4000, 7))
+    y = base @ np.arange(1.0, 8.0) * 0.1 + rng.standard_normal(4000)
+    bound = 1.01 * float(row_norms(base).max())
+    beyond = base.copy()
+    for k in range(100):  # a row whose clipped copy is not clipped again
+        beyond[5] = base[5] * (1.5 + k * 1e-3) * bound / float(np.linalg.norm(base[5]))
+        clipped_row = clip_rows(beyond[5:6], bound)[0][0]
+        if not clip_rows(clipped_row[None, :], bound)[1]:
+            break
+    inside = beyond.copy()
+    inside[5] = clipped_row
+    wrap = {"C": np.ascontiguousarray, "F": np.asfortranarray, "frame": pd.DataFrame}[layout]
+    coefs = [Estimator(epsilon=1.0, x_bound=bound, y_bound=10.0, random_state=0)
+             .fit(wrap(X), y).coef_ for X in (beyond, inside)]
+    np.testing.assert_array_equal(coefs[0], coefs[1])

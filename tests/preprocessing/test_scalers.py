@@ -211,13 +211,7 @@ def test_an_entry_outside_a_symmetric_range_changes_no_bit_of_the_moments(dtype)
         np.testing.assert_array_equal(a, b)
 
 
-def test_moments_of_huge_or_tiny_ranges_are_scaled_first():
-    """Summing unscaled squares is kept to ranges where nothing overflows (public facts).
-
-    With a range of 1e200 the squares of entries overflow: one record far
-    inside the range then turned a released variance from inf into NaN, and
-    the warnings depended on the data.
-    """
+def test_unscaled_moments_only_where_nothing_overflows():
     from skprivreg.preprocessing._scalers import unscaled_moments
 
     assert unscaled_moments([-1.0, -5.0], [1.0, 5.0], 10**6)
@@ -225,6 +219,15 @@ def test_moments_of_huge_or_tiny_ranges_are_scaled_first():
     assert not unscaled_moments([-1e200], [1e200], 10)
     assert not unscaled_moments([-1e147], [1e147], 10**7)  # n * half^2 > 1e300
     assert not unscaled_moments([-1e-200, -1.0], [1e-200, 1.0], 10)  # 1 / half^2 overflows
+
+
+def test_moments_of_huge_or_tiny_ranges_are_scaled_first():
+    """Summing unscaled squares is kept to ranges where nothing overflows (public facts).
+
+    With a range of 1e200 the squares of entries overflow: one record far
+    inside the range then turned a released variance from inf into NaN, and
+    the warnings depended on the data.
+    """
     rng = np.random.default_rng(0)
     X = rng.uniform(-1.0, 1.0, size=(1000, 2))
     X2 = X.copy()
@@ -246,3 +249,25 @@ def test_moments_of_huge_or_tiny_ranges_are_scaled_first():
             warnings.simplefilter("error")
             scaler = PrivateStandardScaler(epsilon=1.0, x_range=(0.0, 1e-150)).fit(data)
         assert np.all(np.isfinite(scaler.mean_))
+
+
+def test_float32_entries_just_outside_the_range_are_clipped():
+    """The range check compares in float64: a float32 maximum would round the range first."""
+    from skprivreg.preprocessing._scalers import _moment_block
+
+    reach = 1.00000008  # between two float32 values
+    low, high = np.full(1, -reach), np.full(1, reach)
+    X = np.full((4, 1), np.float32(1.00000012), dtype=np.float32)
+    assert float(X[0, 0]) > reach
+    S1, S2 = _moment_block(X, None, low=low, high=high, check=True, symmetric=True)
+    # Every mapped entry in [-1, 1] up to float64 rounding of the scale; the
+    # float32 comparison let u = 1.00000004 through (S1 = 4.00000016).
+    assert S1[0] <= 4.0 * (1 + 1e-15) and S2[0] <= 4.0 * (1 + 1e-15)
+
+
+def test_a_range_whose_width_overflows_is_refused_before_any_spend():
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    X = np.zeros((100, 2))
+    with pytest.raises(ValueError, match="finite width"):
+        PrivateStandardScaler(epsilon=1.0, x_range=(-1.7e308, 1e308), accountant=acc).fit(X)
+    assert acc.n_spends == 0
