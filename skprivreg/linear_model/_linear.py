@@ -552,13 +552,15 @@ def _fit_private(source, plan, est, rngs):
     gram_sens = (intercept_gram_sensitivity(plan.row_bound, _INTERCEPT) if fit_intercept
                  else math.sqrt(2.0) * plan.row_bound**2)
 
-    # In-memory float64 rows in raw space (public facts): the residual passes
-    # read each row once, by one product, into vector temporaries, in
-    # pieces of a block's share per thread. The split never depends on the
-    # data (so neither does the rounding of a released sum): a piece with an
-    # entry outside its range is clipped in a piece-sized copy.
+    # In-memory C-ordered float64 rows in raw space (public facts): the
+    # residual passes read each row once, by one product, into vector
+    # temporaries, in pieces of a block's share per thread. The split never
+    # depends on the data (so neither does the rounding of a released sum):
+    # a piece with an entry outside its range is clipped in a piece-sized
+    # copy. Other rows (float32, Fortran order: a data frame) are copied
+    # piece by piece, so their pieces stay cache-sized.
     streamed = (source.in_memory and source.X.dtype == np.float64
-                and raw_space(rmap, x_clip))
+                and source.X.flags.c_contiguous and raw_space(rmap, x_clip))
 
     # -- first pass: Gram, A^T u, label moments ------------------------------
     ZtZ, ZtL, sums = _data_pass(source, partial(first_pass_block, **common),
