@@ -97,15 +97,22 @@ class RangeMap:
         return inv, -self.center * inv, low, high, float(low.max()), float(high.min())
 
 
-def _mapped_labels(y_block, rmap, check=False):
-    """``clip((y - y_center) / y_half, -1, 1)`` of one block (float64).
+def _mapped_labels(y_block, rmap, check=False, out=None):
+    """``clip((y - y_center) * (1 / y_half), -1, 1)`` of one block (float64).
 
-    ``check``: refuse NaN or infinity (the first pass does).
+    ``check``: refuse NaN or infinity (the first pass does). ``out``: a
+    float64 vector to write into (default: a reused buffer). A product with
+    the reciprocal costs a quarter of a division; the clip bounds each
+    value whatever the rounding.
     """
+    y = np.asarray(y_block).ravel()
+    u = workspace("range u", len(y)) if out is None else out
     with np.errstate(over="ignore", invalid="ignore"):
-        y = np.asarray(y_block).ravel()
-        u = np.subtract(y, rmap.y_center, dtype=np.float64, out=workspace("range u", len(y)))
-        u /= rmap.y_half
+        if rmap.y_center == 0.0:
+            np.multiply(y, 1.0 / rmap.y_half, dtype=np.float64, out=u)
+        else:
+            np.subtract(y, rmap.y_center, dtype=np.float64, out=u)
+            u *= 1.0 / rmap.y_half
         if check and not np.isfinite(np.add.reduce(u)):
             check_block_finite(np.asarray(y_block), "y")
     return np.clip(u, -1.0, 1.0, out=u)  # one sweep (np.minimum then np.maximum: two)
@@ -229,8 +236,8 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     clipped = 0.0
     if raw_space(rmap, x_clip):
         X = as_float64_block(X_block, scratch="range rows")
-        u = _mapped_labels(y_block, rmap, check=True)
-        labels = _labels_with_ones(u)
+        labels = _labels_with_ones(len(X))
+        u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
         # The products first, while the piece comes from memory (BLAS overlaps
         # the read with the arithmetic); the range check then reads it from
         # cache. A piece with an entry outside its range (or NaN, refused
@@ -245,15 +252,17 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
             XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
     else:
         rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
-        labels = _labels_with_ones(u)
+        labels = _labels_with_ones(len(u))
+        labels[:, 0] = u
         XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
     return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(len(u)), clipped])
 
 
-def _labels_with_ones(u):
-    """``[u, 1]`` in a reused buffer (one product gives ``X^T u`` and the column sums)."""
-    labels = workspace("range labels", (len(u), 2))
-    labels[:, 0] = u
+def _labels_with_ones(n_rows):
+    """``[u, 1]`` as a reused ``(n_rows, 2)`` F-ordered buffer whose first column the
+    caller fills with ``u``: contiguous columns, and one product gives ``X^T u`` and
+    the column sums."""
+    labels = workspace("range labels", (2, n_rows)).T
     labels[:, 1] = 1.0
     return labels
 

@@ -44,10 +44,10 @@ def _assert_same(got, want):
                                        err_msg=name)
 
 
-def _case(rng, low, high, d=4, n=3_000, fit_intercept=True, dtype=np.float64):
+def _case(rng, low, high, d=4, n=3_000, fit_intercept=True, dtype=np.float64, y_bound=2.0):
     X = rng.uniform(low, high, size=(n, d)).astype(dtype)
     y = rng.normal(size=n)
-    rmap = range_map((low, high), 2.0, d, fit_intercept)
+    rmap = range_map((low, high), y_bound, d, fit_intercept)
     theta = rng.normal(size=d + fit_intercept)
     return X, y, rmap, (fit_intercept, theta, 0.7, 0.1, 0.5)
 
@@ -90,6 +90,15 @@ def test_raw_path_equals_the_mapped_copy(low, high, dtype, fit_intercept):
     rng = np.random.default_rng(2)
     X, y, rmap, args = _case(rng, low, high, fit_intercept=fit_intercept, dtype=dtype)
     assert rb._inside(X, rmap)  # the block is used as stored
+    _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
+
+
+@pytest.mark.parametrize("y_bound", [(-1.0, 3.0), (0.5, 2.5), 0.5])
+def test_labels_are_centred_scaled_and_clipped(y_bound):
+    """Label ranges centred away from 0 (and a narrow one: many labels clipped)."""
+    rng = np.random.default_rng(6)
+    X, y, rmap, args = _case(rng, -1.0, 1.0, y_bound=y_bound)
+    assert (rmap.y_center != 0.0) == (not isinstance(y_bound, float))
     _assert_same(_blocks(X, y, rmap, *args), _reference(X, y, rmap, *args))
 
 
