@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController
 
-from ._rows import add_tuples, as_float64_block, workspace
+from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace
 
 __all__ = [
     "CACHE_BYTES",
@@ -51,6 +51,7 @@ __all__ = [
     "reduce_threaded",
     "run_pieces",
     "source_block_rows",
+    "streamed_piece_rows",
     "threads_for",
     "check_finite_block",
     "gram_block",
@@ -361,16 +362,40 @@ def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
     return source.reduce(fn, combine, params, label=label)
 
 
+#: About this many rows make a block of a pass over a NumPy array or a memmap.
+#: The threads of a pass meet at the end of every block: measured at n = 1e6,
+#: d = 10 on two cores, blocks of 2^18 rows made a one-round LinearRegression
+#: fit 1.28x the floor against 1.49x with blocks of 2^16 (and 2^20 gained no
+#: more). Blocks of raw rows are views, never copied whole.
+SOURCE_BLOCK_ROWS = 1 << 18
+
+
 def source_block_rows(n_columns):
     """Rows per :class:`~skprivreg._rows.RowSource` block: a whole number of cache blocks.
 
-    About 65,536 rows, so a block splits into equal cache-sized pieces (no
-    short piece per block), and a multiple of :data:`N_THREADS` pieces, so
-    the threads of a pass get equal shares of every block.
+    About :data:`SOURCE_BLOCK_ROWS` rows, so a block splits into equal
+    cache-sized pieces (no short piece per block), and a multiple of
+    :data:`N_THREADS` pieces, so the threads of a pass get equal shares of
+    every block.
     """
     piece = cache_block_rows(n_columns)
-    pieces = max(1, (1 << 16) // piece)
+    pieces = max(1, SOURCE_BLOCK_ROWS // piece)
     return piece * max(N_THREADS, pieces - pieces % N_THREADS)
+
+
+def streamed_piece_rows(block_rows, n_columns, n_threads):
+    """Rows of the pieces of a pass that reads each row once into vector temporaries.
+
+    A block's share per thread, cut into equal pieces of at most
+    :data:`~skprivreg._rows.WORKSPACE_MAX_BYTES` of rows (a piece with an
+    entry outside its range is clipped in a copy of that size), and never
+    fewer rows than a cache-sized piece. Each thread gets the same number
+    of pieces of every block.
+    """
+    share = -(-int(block_rows) // max(int(n_threads), 1))
+    cap = max(cache_block_rows(n_columns), WORKSPACE_MAX_BYTES // (8 * max(int(n_columns), 1)))
+    per_thread = -(-share // cap)
+    return -(-share // per_thread)
 
 
 def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):

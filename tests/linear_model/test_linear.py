@@ -220,6 +220,9 @@ def test_one_entry_outside_its_range_changes_no_released_bit(fixed_noise, monkey
     clipped copy (``np.dot`` rounds a column slice of a wider array
     differently). Rows span several blocks, run on threads.
     """
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "SOURCE_BLOCK_ROWS", 1 << 16)  # several blocks
     X, y = _data(150_001, d=40)
     Xo = X.copy()
     Xo[70_000, 0] = 5.0  # one entry, in the second block
