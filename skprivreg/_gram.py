@@ -364,9 +364,10 @@ def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
 
 #: About this many rows make a block of a pass over a NumPy array or a memmap.
 #: The threads of a pass meet at the end of every block: measured at n = 1e6,
-#: d = 10 on two cores, blocks of 2^18 rows made a one-round LinearRegression
-#: fit 1.28x the floor against 1.49x with blocks of 2^16 (and 2^20 gained no
-#: more). Blocks of raw rows are views, never copied whole.
+#: d = 10 on two cores (13 interleaved triples), blocks of 2^18 rows made a
+#: one-round LinearRegression fit 1.36x the floor against 1.52x with blocks
+#: of 2^16 (and 2^20 gained no more). Blocks of raw rows are views, never
+#: copied whole.
 SOURCE_BLOCK_ROWS = 1 << 18
 
 
