@@ -367,7 +367,7 @@ def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
 #: d = 10 on two cores (13 interleaved triples), blocks of 2^18 rows made a
 #: one-round LinearRegression fit 1.36x the floor against 1.52x with blocks
 #: of 2^16 (and 2^20 gained no more). Blocks of raw rows are views, never
-#: copied whole.
+#: copied whole: block functions copy at most a cache-sized piece.
 SOURCE_BLOCK_ROWS = 1 << 18
 
 

@@ -102,18 +102,31 @@ def check_y_bound(y_bound):
         return None
     if np.ndim(y_bound) == 0:
         bound = float(y_bound)
-        if not (math.isfinite(bound) and bound > 0):
+        if not (math.isfinite(bound) and bound > 0 and _scalable(-bound, bound)):
             raise ValueError(
-                f"y_bound must be a positive finite float or (low, high); got {y_bound!r}."
+                f"y_bound must be a positive finite float or (low, high), whose "
+                f"half-width has a finite reciprocal; got {y_bound!r}."
             )
         return (-bound, bound)
     pair = np.asarray(y_bound, dtype=float)
-    if pair.shape != (2,) or not np.all(np.isfinite(pair)) or not pair[0] < pair[1]:
+    if (pair.shape != (2,) or not np.all(np.isfinite(pair)) or not pair[0] < pair[1]
+            or not _scalable(pair[0], pair[1])):
         raise ValueError(
             f"y_bound must be a positive finite float B (labels in [-B, B]) or a pair "
-            f"(low, high) with low < high; got {y_bound!r}."
+            f"(low, high) with low < high, whose half-width has a finite reciprocal; "
+            f"got {y_bound!r}."
         )
     return (float(pair[0]), float(pair[1]))
+
+
+def _scalable(low, high):
+    """True when ``(low, high)`` maps to ``[-1, 1]`` by a finite scale: the width
+    ``high - low`` and the reciprocal of the half-width are finite (a half-width
+    below about 5.6e-309 would scale a value at the centre to ``0 * inf = NaN``)."""
+    with np.errstate(over="ignore", divide="ignore"):
+        width = np.subtract(high, low, dtype=np.float64)
+        scale = np.divide(2.0, width)
+    return bool(np.all(np.isfinite(width)) and np.all(np.isfinite(scale)))
 
 
 def check_x_range(x_range, n_features):
@@ -144,12 +157,11 @@ def check_x_range(x_range, n_features):
                 f"or an array of shape ({n_features}, 2), for {n_features} columns; "
                 f"got {x_range!r}."
             ) from None
-    with np.errstate(over="ignore"):
-        width = high - low
     if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low < high)
-            and np.all(np.isfinite(width))):
-        raise ValueError(f"x_range needs finite low < high, and a finite width high - low, "
-                         f"in every column; got {x_range!r}.")
+            and _scalable(low, high)):
+        raise ValueError(f"x_range needs finite low < high, with a finite width high - low "
+                         f"and a finite reciprocal of the half-width, in every column; "
+                         f"got {x_range!r}.")
     return low, high
 
 

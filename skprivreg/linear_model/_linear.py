@@ -499,7 +499,7 @@ def _data_pass(source, block, label, streamed=False):
     n_threads = threads_for(source)
     piece_rows = None
     if streamed and source.block_rows is not None:
-        piece_rows = streamed_piece_rows(source.block_rows, source.d, n_threads)
+        piece_rows = streamed_piece_rows(min(source.block_rows, source.n), source.d, n_threads)
     return reduce_threaded(source, cache_blocked(block, source.d + 2, n_threads, piece_rows),
                            add_tuples, label=label, n_threads=n_threads)
 

@@ -7,7 +7,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
-from .._gram import cache_blocked, reduce_threaded, source_block_rows, threads_for
+from .._gram import (
+    cache_blocked,
+    iter_cache_blocks,
+    reduce_threaded,
+    source_block_rows,
+    threads_for,
+)
 from .._rows import (
     RowSource,
     _as_dask_array,
@@ -116,9 +122,16 @@ def _max_abs_counts_block(X_block, _unused, *, bins, check):
 
 
 def _max_abs_block(X_block, _unused, *, check):
-    if check:
-        check_block_finite(X_block)
-    return np.abs(X_block).max()
+    """Largest ``|entry|`` of one block (0 for none), read in cache-sized pieces."""
+    X = np.asarray(X_block)
+    top = 0.0
+    for start, stop in iter_cache_blocks(X.shape[0], X.shape[1]):
+        piece = X[start:stop]
+        if check:
+            check_block_finite(piece)
+        if piece.size:
+            top = max(top, float(np.abs(piece).max()))
+    return top
 
 
 def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):

@@ -354,3 +354,19 @@ def test_planner_is_a_pure_function_of_public_facts():
     ledger = lin.planned_ledger(plan, 1e-6)
     assert ledger.epsilon == pytest.approx(1.0, rel=1e-9)
     assert partial(lin.mean_weight, 10_000)(plan.mu) == plan.weights["label_moments"]
+
+
+@pytest.mark.parametrize("ranges", [
+    dict(y_bound=1e-310), dict(y_bound=(-1e-310, 1e-310)), dict(y_bound=(0.0, 5e-324)),
+    dict(x_range=(0.0, 1e-310)),
+])
+def test_ranges_too_narrow_to_scale_are_refused_before_any_spend(ranges):
+    """A half-width whose reciprocal overflows would map a value at the centre to 0 * inf = NaN,
+    so one record would decide whether the release is NaN."""
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    X, y = _data(500)
+    params = dict(x_range=(-1.0, 1.0), y_bound=1.0)
+    params.update(ranges)
+    with pytest.raises(ValueError, match="reciprocal"):
+        LinearRegression(epsilon=1.0, accountant=acc, **params).fit(X, y)
+    assert acc.n_spends == 0
