@@ -102,3 +102,16 @@ def test_x_range_of_the_wrong_shape_names_x_range():
         check_x_range(([0.0, 0.0], [1.0, 1.0]), 3)
     low, high = check_x_range(([0.0, 0.0, 0.0], 1.0), 3)
     assert low.shape == high.shape == (3,)
+
+
+def test_clip_rows_returns_c_order_whether_or_not_a_row_was_clipped():
+    """A product rounds a Fortran-ordered operand differently: the layout of the clipped
+    rows must not tell whether a row was clipped."""
+    from skprivreg.bounds import clip_rows
+
+    X = np.asfortranarray(np.random.default_rng(0).uniform(-1.0, 1.0, size=(50, 4)))
+    inside, clipped_any = clip_rows(X, 10.0)
+    assert not clipped_any and inside.flags.c_contiguous
+    X[3] = 20.0
+    outside, clipped_any = clip_rows(X, 10.0)
+    assert clipped_any and outside.flags.c_contiguous

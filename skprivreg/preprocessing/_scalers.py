@@ -8,8 +8,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
 from .._gram import (
+    _check_finite_extremes,
     cache_blocked,
-    iter_cache_blocks,
     reduce_threaded,
     source_block_rows,
     threads_for,
@@ -121,17 +121,9 @@ def _max_abs_counts_block(X_block, _unused, *, bins, check):
     return (counts_above(np.abs(X_block).max(axis=1), bins),)
 
 
-def _max_abs_block(X_block, _unused, *, check):
-    """Largest ``|entry|`` of one block (0 for none), read in cache-sized pieces."""
-    X = np.asarray(X_block)
-    top = 0.0
-    for start, stop in iter_cache_blocks(X.shape[0], X.shape[1]):
-        piece = X[start:stop]
-        if check:
-            check_block_finite(piece)
-        if piece.size:
-            top = max(top, float(np.abs(piece).max()))
-    return top
+def _max_abs_entry(X_block, _unused):
+    """Largest ``|entry|`` of one block, from its max and min; NaN or infinity raises."""
+    return _check_finite_extremes(np.asarray(X_block))
 
 
 def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):
@@ -448,7 +440,8 @@ class PrivateStandardScaler(
             low, high = np.full(d, -bound), np.full(d, bound)
             check = False
         else:
-            block = block_map(partial(_max_abs_block, check=True), max)
+            # max and min of each block (no temporary); NaN or infinity raises
+            block = block_map(_max_abs_entry, max)
             maximum = source.reduce(block, max, label="x_range maximum")
             bound, _ = data_norm_bound(float(maximum), name="x_range")
             low, high = np.full(d, -bound), np.full(d, bound)

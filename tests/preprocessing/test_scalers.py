@@ -271,3 +271,14 @@ def test_a_range_whose_width_overflows_is_refused_before_any_spend():
     with pytest.raises(ValueError, match="finite width"):
         PrivateStandardScaler(epsilon=1.0, x_range=(-1.7e308, 1e308), accountant=acc).fit(X)
     assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_range_read_from_the_data_refuses_nan_and_infinity(bad):
+    """bounds='data' reads the range from the rows: their max and min refuse NaN or infinity."""
+    X = _data()
+    X[7, 1] = bad
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            PrivateStandardScaler(epsilon=1.0, bounds="data").fit(X)
