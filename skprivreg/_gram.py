@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController
 
-from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace
+from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace, workspace_like
 
 __all__ = [
     "CACHE_BYTES",
@@ -202,7 +202,7 @@ def _gram_of_block(X, Y, params, acc):
     n_rows, l = X.shape[0], params.n_outputs
     if params.x_range is not None:
         _check_finite_extremes(X, params.estimator_name)
-        X = np.clip(X, *params.x_range, out=workspace("gram clipped", X.shape))
+        X = np.clip(X, *params.x_range, out=workspace_like("gram clipped", X))
     # Largest |entry| of the block, from its max and min (NaN or infinity in
     # either means a NaN or infinity in X: refused, in scikit-learn's words).
     top = _check_finite_extremes(X, params.estimator_name)
@@ -228,7 +228,7 @@ def _gram_of_block(X, Y, params, acc):
         if over.any():
             scale = np.ones(n_rows)
             scale[over] = params.x_bound / np.sqrt(squared[over])
-            X = np.multiply(X, scale[:, None], out=workspace("gram scaled", X.shape))
+            X = np.multiply(X, scale[:, None], out=workspace_like("gram scaled", X))
     # Silent on overflow: with unclipped (public) rows the sums may overflow,
     # and whether they do can depend on the labels.
     with np.errstate(over="ignore", invalid="ignore"):

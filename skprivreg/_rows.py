@@ -49,12 +49,14 @@ __all__ = [
     "check_block_finite",
     "fuse",
     "is_dask_collection",
+    "memory_order",
     "same_row_chunks",
     "set_dask_feature_names",
     "sum_over_row_blocks",
     "tree_reduce",
     "validate_blockwise_data",
     "workspace",
+    "workspace_like",
 ]
 
 #: Default rows per block for NumPy and memmap input.
@@ -81,7 +83,7 @@ WORKSPACE_TOTAL_BYTES = 32 << 20
 _WORKSPACE = threading.local()
 
 
-def workspace(key, shape):
+def workspace(key, shape, order="C"):
     """A float64 scratch array of ``shape``, reused by this thread's calls with ``key``.
 
     For the temporaries of cache-sized pieces (a converted copy of the rows,
@@ -93,7 +95,8 @@ def workspace(key, shape):
     the same ``key`` on this thread, so it must not outlive the piece (never
     part of a partial). Arrays above :data:`WORKSPACE_MAX_BYTES` are not kept,
     nor any that would take a thread's buffers above
-    :data:`WORKSPACE_TOTAL_BYTES`.
+    :data:`WORKSPACE_TOTAL_BYTES`. ``order``: the array's memory order
+    (``"F"``: contiguous columns).
     """
     # Called for every piece: plain Python on the shape (NumPy on a tuple
     # costs microseconds).
@@ -107,31 +110,57 @@ def workspace(key, shape):
     if buffer is None or buffer.size < size:
         kept = sum(b.size for k, b in buffers.items() if k != key)
         if 8 * size > WORKSPACE_MAX_BYTES or 8 * (kept + size) > WORKSPACE_TOTAL_BYTES:
-            return np.empty(shape)
+            return np.empty(shape, order=order)
         buffer = buffers[key] = np.empty(size)
+    if order == "F":
+        return buffer[:size].reshape(shape[::-1]).T
     return buffer[:size].reshape(shape)
 
 
+def memory_order(X):
+    """``"F"`` when the columns of the 2-D array ``X`` are contiguous and its rows are
+    not (a Fortran-ordered array or a slice of its rows: what scikit-learn makes of a
+    data frame), else ``"C"``.
+
+    Copies of a block keep this order (:func:`as_float64_block`,
+    :func:`workspace_like`): a transposing copy of narrow rows costs more than
+    the products, and a product rounds the two layouts differently, so a
+    clipped copy and a block used as stored must share theirs.
+    """
+    if X.ndim == 2 and X.shape[1] > 1 and X.strides[0] == X.itemsize and not X.flags.c_contiguous:
+        return "F"
+    return "C"
+
+
+def workspace_like(key, X):
+    """:func:`workspace` of ``X``'s shape in ``X``'s :func:`memory_order`: the buffer
+    for a clipped or mapped copy of a block."""
+    return workspace(key, X.shape, order=memory_order(X))
+
+
 def as_float64_block(block, scratch=None):
-    """The block as aligned, C-contiguous float64: the block itself, else a block-sized copy.
+    """The block as aligned, contiguous float64: the block itself, else a block-sized copy.
 
     A copy when the block is of another float type; when its data are not
     aligned to 8 bytes (NumPy multiplies unaligned arrays without BLAS,
     several times slower; a Dask array made with ``from_array`` reaches the
     workers so, its chunks unpickled at an odd offset); or when it is not
-    C-contiguous (a column slice of a wider array): ``np.dot`` rounds a
-    strided operand differently from a contiguous one, and a clipped block
-    is a contiguous copy, so a block used as it is must be contiguous too
-    for clipping to change no bit of a sum. ``scratch``: a :func:`workspace`
-    key; the copy is made into that reused buffer (for a cache-sized piece
-    that is not kept).
+    contiguous (a column slice of a wider array, a slice of the rows of a
+    Fortran-ordered one): ``np.dot`` rounds a strided operand differently
+    from a contiguous one, and a clipped block is a contiguous copy, so a
+    block used as it is must be contiguous too for clipping to change no bit
+    of a sum. The copy keeps the block's :func:`memory_order`, as clipped
+    copies do (:func:`workspace_like`). ``scratch``: a :func:`workspace` key;
+    the copy is made into that reused buffer (for a cache-sized piece that is
+    not kept).
     """
     block = np.asarray(block)
-    if block.dtype == np.float64 and block.flags.aligned and block.flags.c_contiguous:
+    if block.dtype == np.float64 and block.flags.aligned and (
+            block.flags.c_contiguous or block.flags.f_contiguous):
         return block
     if scratch is None:
-        return block.astype(np.float64, order="C")
-    out = workspace(scratch, block.shape)
+        return block.astype(np.float64, order=memory_order(block))
+    out = workspace_like(scratch, block)
     np.copyto(out, block, casting="unsafe")
     return out
 

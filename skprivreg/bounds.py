@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from ._rows import memory_order
 from .accounting import PrivacyEvent
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bound_margin
@@ -67,13 +68,14 @@ def clip_rows(X, bound):
         X = X[:, None]
     norms = row_norms(X)
     over = norms > bound
+    # The input's memory order either way: a product rounds a Fortran-ordered
+    # operand differently, and whether a row was clipped must change no bit of it.
+    order = memory_order(X)
     if not over.any():
-        return np.array(X, order="C"), False
+        return np.array(X, order=order), False
     scale = np.ones_like(norms)
     scale[over] = bound / norms[over]
-    # C order either way: a product rounds a Fortran-ordered operand
-    # differently, and whether a row was clipped must change no bit of it.
-    return np.multiply(X, scale[:, None], order="C"), True
+    return np.multiply(X, scale[:, None], order=order), True
 
 
 def clip_entries(y, bound):

@@ -206,6 +206,26 @@ def test_unaligned_blocks_are_copied_to_aligned_float64():
     assert as_float64_block(aligned.astype(np.float32)).dtype == np.float64
 
 
+def test_blocks_keep_their_memory_order():
+    """Rows of a Fortran-ordered array (a data frame's) are copied column by column, not
+    transposed; a clipped copy (:func:`workspace_like`) takes the same order."""
+    from skprivreg._rows import as_float64_block, memory_order, workspace_like
+
+    F = np.asfortranarray(np.arange(60.0).reshape(20, 3))
+    assert as_float64_block(F) is F  # contiguous already
+    for rows in (F[5:15], F[5:15].astype(np.float32)):
+        for scratch in (None, "test order"):
+            block = as_float64_block(rows, scratch=scratch)
+            assert block.flags.f_contiguous and not block.flags.c_contiguous
+            np.testing.assert_array_equal(block, rows)
+            assert memory_order(block) == "F"
+            assert workspace_like("test clipped", block).flags.f_contiguous
+    C = np.arange(60.0).reshape(20, 3)
+    assert memory_order(C) == memory_order(C[:, :2]) == memory_order(C[:, :1]) == "C"
+    assert as_float64_block(C[:, :2]).flags.c_contiguous
+    assert workspace_like("test clipped", C[:, :2]).flags.c_contiguous
+
+
 def test_add_tuples_is_silent_on_infinite_partials():
     """Partials of public, unclipped rows may be +inf and -inf: their sum must not warn."""
     import warnings

@@ -37,7 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._rows import as_float64_block, check_block_finite, workspace
+from .._rows import as_float64_block, check_block_finite, workspace, workspace_like
 from ..bounds import row_norms
 
 __all__ = [
@@ -132,7 +132,7 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
         norms = row_norms(X)
         X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
-        Z = np.subtract(X, rmap.center, dtype=np.float64, out=workspace("range mapped", X.shape))
+        Z = np.subtract(X, rmap.center, dtype=np.float64, out=workspace_like("range mapped", X))
         Z /= rmap.half
         if check and not np.isfinite(np.add.reduce(Z, axis=None)):
             check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
@@ -182,7 +182,7 @@ def _clipped_rows(X_block, rmap, check=False, inside=False):
     """
     X = as_float64_block(X_block, scratch="range rows")
     if not inside and X.shape[0] and not _inside(X, rmap, check):
-        X = np.clip(X, *rmap.raw_affine[2:4], out=workspace("range clipped", X.shape))
+        X = np.clip(X, *rmap.raw_affine[2:4], out=workspace_like("range clipped", X))
     return X
 
 

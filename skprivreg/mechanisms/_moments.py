@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .._rows import workspace
+from .._rows import workspace_like
 from ._gaussian import add_laplace
 
 __all__ = [
@@ -56,7 +56,7 @@ def moment_sums(U, overwrite=False, scratch=None):
     which releases the interpreter lock for threads);
     ``overwrite``: square ``U`` in place (a float64 block the caller owns);
     ``scratch``: else square it into that reused buffer
-    (:func:`skprivreg._rows.workspace`).
+    (:func:`skprivreg._rows.workspace_like`).
     """
     U = np.asarray(U, dtype=np.float64)
     ones = np.ones(U.shape[0])
@@ -64,7 +64,7 @@ def moment_sums(U, overwrite=False, scratch=None):
     if overwrite:
         out = U
     else:
-        out = None if scratch is None else workspace(scratch, U.shape)
+        out = None if scratch is None else workspace_like(scratch, U)
     return sums, np.dot(ones, np.multiply(U, U, out=out))
 
 

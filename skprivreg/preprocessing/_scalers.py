@@ -23,7 +23,7 @@ from .._rows import (
     check_block_finite,
     is_dask_collection,
     set_dask_feature_names,
-    workspace,
+    workspace_like,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -101,7 +101,7 @@ def _moment_block(X_block, _unused, *, low, high, check, symmetric):
     if symmetric:
         reach = float(high.min())
         if X.size and not (-reach <= bottom and top <= reach):
-            X = np.clip(X, low, high, out=workspace("scaler mapped", X.shape), dtype=np.float64)
+            X = np.clip(X, low, high, out=workspace_like("scaler mapped", X), dtype=np.float64)
         else:
             X = as_float64_block(X, scratch="scaler mapped")
         S1, S2 = moment_sums(X, overwrite=False, scratch="scaler squares")
@@ -109,7 +109,7 @@ def _moment_block(X_block, _unused, *, low, high, check, symmetric):
         return S1 * inv, S2 * (inv * inv)
     with np.errstate(over="ignore"):
         U = np.subtract(X, (high + low) / 2.0, dtype=np.float64,
-                        out=workspace("scaler mapped", X.shape))  # a reused buffer (a piece)
+                        out=workspace_like("scaler mapped", X))  # a reused buffer (a piece)
         U *= 2.0 / (high - low)
     np.clip(U, -1.0, 1.0, out=U)
     return moment_sums(U, overwrite=True)

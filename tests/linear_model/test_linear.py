@@ -211,14 +211,15 @@ def test_values_outside_declared_ranges_are_clipped(fixed_noise):
         np.testing.assert_allclose(a.coef_, _fit(X, y, random_state=3).coef_, rtol=1e-10)
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "column slice"])
+@pytest.mark.parametrize("layout", ["contiguous", "column slice", "Fortran"])
 def test_one_entry_outside_its_range_changes_no_released_bit(fixed_noise, monkeypatch, layout):
     """Whether any entry lies outside its range is private: no released value may depend on it.
 
     Not even through rounding: the rows of a pass are cut into pieces from
     public facts only, and a piece used as stored is contiguous like a
-    clipped copy (``np.dot`` rounds a column slice of a wider array
-    differently). Rows span several blocks, run on threads.
+    clipped copy, in the same order (``np.dot`` rounds a column slice of a
+    wider array, and a Fortran-ordered piece, differently). Rows span
+    several blocks, run on threads.
     """
     import skprivreg._gram as gram
 
@@ -230,6 +231,8 @@ def test_one_entry_outside_its_range_changes_no_released_bit(fixed_noise, monkey
     def laid_out(rows):
         if layout == "contiguous":
             return rows
+        if layout == "Fortran":  # what scikit-learn makes of a data frame
+            return np.asfortranarray(rows)
         return np.hstack([rows, np.zeros((len(rows), 3))])[:, :40]
 
     releases = []

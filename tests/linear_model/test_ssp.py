@@ -78,13 +78,15 @@ def test_rows_beyond_the_bound_act_exactly_as_their_clipped_versions(Estimator, 
     assert a.intercept_ == pytest.approx(b.intercept_, rel=1e-10)
 
 
+@pytest.mark.parametrize("layout", ["column slice", "Fortran"])
 @pytest.mark.parametrize("Estimator", ESTIMATORS)
-def test_a_row_beyond_the_bound_changes_no_released_bit(Estimator, fixed_noise):
+def test_a_row_beyond_the_bound_changes_no_released_bit(Estimator, layout, fixed_noise):
     """Whether a row needed clipping is private, even through rounding.
 
-    X is a column slice of a wider array: a block used as stored is read
-    contiguous like a clipped block (``np.dot`` rounds a strided operand
-    differently).
+    X is a column slice of a wider array, or Fortran-ordered (what
+    scikit-learn makes of a data frame): a block used as stored is read
+    contiguous, in the order of a clipped block (``np.dot`` rounds a strided
+    or a Fortran-ordered operand differently).
     """
     rng = np.random.default_rng(3)
     wide = rng.uniform(-0.3, 0.3, size=(20_000, 12))
@@ -95,7 +97,8 @@ def test_a_row_beyond_the_bound_changes_no_released_bit(Estimator, fixed_noise):
     beyond[0, 0] = 2.0  # clipped to the same row
     coefs = []
     for W in (wide, beyond):
-        est = Estimator(epsilon=1.0, x_bound=1.0, y_bound=1.0, random_state=0).fit(W[:, :10], y)
+        X = W[:, :10] if layout == "column slice" else np.asfortranarray(W[:, :10])
+        est = Estimator(epsilon=1.0, x_bound=1.0, y_bound=1.0, random_state=0).fit(X, y)
         coefs.append(np.append(est.coef_, est.intercept_))
     np.testing.assert_array_equal(coefs[0], coefs[1])
 
