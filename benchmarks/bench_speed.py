@@ -24,6 +24,11 @@ against n, which must be linear). ``--headline`` re-checks n = 1e6 only
 n = 1e6 (``results/speed_dask.*``); ``--dask-memmap`` times Dask against
 NumPy at n = 1e7 read from a memmap (``results/speed_dask_memmap.*``).
 
+Fortran-ordered X (what scikit-learn makes of a data frame) is timed at
+n = 1e6 against the floor on the same Fortran-ordered array (``X.T @ X`` on
+it is a product of a C-ordered array with its transpose, faster than on a
+C-ordered X at d = 10).
+
 Bounds are declared (the private bound estimate costs one more pass, reported
 separately as "private bounds"), epsilon = 1, delta = 1e-6. X is uniform on
 [-1, 1]; y = X @ beta + noise.
@@ -167,13 +172,16 @@ def _report(row):
           f"peak {row['peak_mb']:8.1f} MB{extra}", flush=True)
 
 
-def run_numpy(sizes, repeats, memmap_dir=None, only=None, dtype=np.float64):
+def run_numpy(sizes, repeats, memmap_dir=None, only=None, dtype=np.float64, order="C"):
     rows = []
     for n, d in sizes:
         X, y = _data(n, d, memmap_dir=memmap_dir, dtype=dtype)
         kind = "memmap" if memmap_dir else "numpy"
         if dtype == np.float32:
             kind += " float32"
+        if order == "F":  # what scikit-learn makes of a data frame; the floor reads it too
+            X = np.asfortranarray(X)
+            kind += " Fortran"
         for name, factory in _estimators(d, only=only).items():
             result = measure(X, y, factory, repeats)
             rows.append({"n": n, "d": d, "estimator": name, "input": kind,
@@ -437,6 +445,8 @@ def main():
     if args.headline:
         rows = run_numpy([(1_000_000, 10), (1_000_000, 100)], 5,
                          only=OURS + ("sklearn Ridge(cholesky)",))
+        rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], 5,
+                          only=OURS + ("sklearn Ridge(cholesky)",), order="F")
         path = write_results("speed_headline", {"rows": rows, "reusecov": [], "dask": [],
                                                 "skipped": []},
                              _markdown(rows, [], [], []).replace(
@@ -462,6 +472,8 @@ def main():
                        "Ridge (the others take minutes on the shared machine).")
     rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], args.repeats,
                       only=("SSPRegressor", "AdaSSPRegressor"), dtype=np.float32)
+    rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], args.repeats,
+                      only=OURS + ("sklearn Ridge(cholesky)",), order="F")
     if args.memmap:
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
             rows += run_numpy([(10_000_000, 10)], 1, memmap_dir=tmp,

@@ -120,14 +120,15 @@ def workspace(key, shape, order="C"):
 def memory_order(X):
     """``"F"`` when the columns of the 2-D array ``X`` are contiguous and its rows are
     not (a Fortran-ordered array or a slice of its rows: what scikit-learn makes of a
-    data frame), else ``"C"``.
+    data frame), else ``"C"`` (one row or one column is both: ``"C"``).
 
     Copies of a block keep this order (:func:`as_float64_block`,
     :func:`workspace_like`): a transposing copy of narrow rows costs more than
     the products, and a product rounds the two layouts differently, so a
     clipped copy and a block used as stored must share theirs.
     """
-    if X.ndim == 2 and X.shape[1] > 1 and X.strides[0] == X.itemsize and not X.flags.c_contiguous:
+    if (X.ndim == 2 and X.shape[0] > 1 and X.shape[1] > 1 and X.strides[0] == X.itemsize
+            and not X.flags.c_contiguous):
         return "F"
     return "C"
 

@@ -220,6 +220,12 @@ def test_blocks_keep_their_memory_order():
             np.testing.assert_array_equal(block, rows)
             assert memory_order(block) == "F"
             assert workspace_like("test clipped", block).flags.f_contiguous
+    # A one-row piece is both C- and F-contiguous once copied: its clipped copy
+    # must get the same strides as the copy used as stored.
+    for rows in (F[7:8], F[7:8].astype(np.float32)):
+        block = as_float64_block(rows, scratch="test order")
+        assert workspace_like("test clipped", block).strides == block.strides
+        assert workspace_like("test clipped", rows).strides == block.strides
     C = np.arange(60.0).reshape(20, 3)
     assert memory_order(C) == memory_order(C[:, :2]) == memory_order(C[:, :1]) == "C"
     assert as_float64_block(C[:, :2]).flags.c_contiguous
