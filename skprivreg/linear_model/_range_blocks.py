@@ -262,7 +262,7 @@ def _labels_with_ones(n_rows):
     """``[u, 1]`` as a reused ``(n_rows, 2)`` F-ordered buffer whose first column the
     caller fills with ``u``: contiguous columns, and one product gives ``X^T u`` and
     the column sums."""
-    labels = workspace("range labels", (2, n_rows)).T
+    labels = workspace("range labels", (n_rows, 2), order="F")
     labels[:, 1] = 1.0
     return labels
 
