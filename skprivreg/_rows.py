@@ -154,10 +154,17 @@ def as_float64_block(block, scratch=None):
     copies do (:func:`workspace_like`). ``scratch``: a :func:`workspace` key;
     the copy is made into that reused buffer (for a cache-sized piece that is
     not kept).
+
+    A block of a file (an ``np.memmap`` or a view of one) is always copied:
+    another process may change the file between two reads, so the values a
+    block function checks (NaN, ranges, row norms) and the values it sums
+    must come from one read. Block functions therefore read a block only
+    through this function before they check it.
     """
     block = np.asarray(block)
-    if block.dtype == np.float64 and block.flags.aligned and (
-            block.flags.c_contiguous or block.flags.f_contiguous):
+    if (block.dtype == np.float64 and block.flags.aligned
+            and (block.flags.c_contiguous or block.flags.f_contiguous)
+            and not _file_backed(block)):
         return block
     if scratch is None:
         return block.astype(np.float64, order=memory_order(block))

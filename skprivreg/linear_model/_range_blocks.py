@@ -105,34 +105,34 @@ def _mapped_labels(y_block, rmap, check=False, out=None):
     the reciprocal costs a quarter of a division; the clip bounds each
     value whatever the rounding.
     """
-    y = np.asarray(y_block).ravel()
+    y = as_float64_block(np.asarray(y_block).ravel(), scratch="range y")  # a file's: copied
     u = workspace("range u", len(y)) if out is None else out
     with np.errstate(over="ignore", invalid="ignore"):
         if rmap.y_center == 0.0:
-            np.multiply(y, 1.0 / rmap.y_half, dtype=np.float64, out=u)
+            np.multiply(y, 1.0 / rmap.y_half, out=u)
         else:
-            np.subtract(y, rmap.y_center, dtype=np.float64, out=u)
+            np.subtract(y, rmap.y_center, out=u)
             u *= 1.0 / rmap.y_half
         if check and not np.isfinite(np.add.reduce(u)):
-            check_block_finite(np.asarray(y_block), "y")
+            check_block_finite(y, "y")
     return np.clip(u, -1.0, 1.0, out=u)  # one sweep (np.minimum then np.maximum: two)
 
 
 def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
     """Mapped rows and labels of one block; ``check``: refuse NaN/inf (the first pass does).
 
-    The block is read in its own dtype and mapped into a float64 copy (one
-    sweep); the finiteness check is a sum over the mapped values (before
-    the clip, which would map an infinity to 1), with the exact check only
-    when that sum is not finite.
+    The block is read once as float64 (:func:`as_float64_block`: a piece of
+    a file is copied, so what is checked is what is summed) and mapped into
+    a float64 buffer; the finiteness check is a sum over the mapped values
+    (before the clip, which would map an infinity to 1), with the exact
+    check only when that sum is not finite.
     """
-    X = np.asarray(X_block)
+    X = as_float64_block(X_block, scratch="range rows")  # one read: a file's piece is copied
     if x_clip is not None:  # private path: rows clipped to the released bound first
-        X = np.asarray(X, dtype=np.float64)
         norms = row_norms(X)
         X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
-        Z = np.subtract(X, rmap.center, dtype=np.float64, out=workspace_like("range mapped", X))
+        Z = np.subtract(X, rmap.center, out=workspace_like("range mapped", X))
         Z /= rmap.half
         if check and not np.isfinite(np.add.reduce(Z, axis=None)):
             check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed

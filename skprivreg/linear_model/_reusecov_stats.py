@@ -114,6 +114,7 @@ def block_statistics(
     # Floating-point warnings would depend on the data (an entry whose square
     # overflows); finiteness is checked explicitly instead.
     with np.errstate(all="ignore"):
+        X_b = as_float64_block(X_b)  # one read (a piece of a file is copied), then checks
         if check_finite:
             check_block_finite(X_b, "X")
         X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)

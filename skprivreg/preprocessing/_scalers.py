@@ -91,24 +91,24 @@ def _moment_block(X_block, _unused, *, low, high, check, symmetric):
     the same values either way, so whether a block needed clipping changes
     no released bit. Otherwise each entry is mapped first; an entry far
     outside its range may overflow there, silently, to an infinity that
-    the clip maps to 1.
+    the clip maps to 1. The block is read once, as float64
+    (:func:`~skprivreg._rows.as_float64_block`: a piece of a file is
+    copied), before it is checked: what is checked is what is summed.
     """
-    X = np.asarray(X_block)
+    X = as_float64_block(X_block, scratch="scaler rows")
     if (check or symmetric) and X.size:
-        top, bottom = float(X.max()), float(X.min())  # compared in float64
+        top, bottom = float(X.max()), float(X.min())
         if check and not (np.isfinite(top) and np.isfinite(bottom)):
             check_block_finite(X)
     if symmetric:
         reach = float(high.min())
         if X.size and not (-reach <= bottom and top <= reach):
-            X = np.clip(X, low, high, out=workspace_like("scaler mapped", X), dtype=np.float64)
-        else:
-            X = as_float64_block(X, scratch="scaler mapped")
+            X = np.clip(X, low, high, out=workspace_like("scaler mapped", X))
         S1, S2 = moment_sums(X, overwrite=False, scratch="scaler squares")
         inv = 1.0 / high
         return S1 * inv, S2 * (inv * inv)
     with np.errstate(over="ignore"):
-        U = np.subtract(X, (high + low) / 2.0, dtype=np.float64,
+        U = np.subtract(X, (high + low) / 2.0,
                         out=workspace_like("scaler mapped", X))  # a reused buffer (a piece)
         U *= 2.0 / (high - low)
     np.clip(U, -1.0, 1.0, out=U)

@@ -1,0 +1,169 @@
+"""A file's rows may change while a pass reads them: what is checked must be what is summed.
+
+Another process may write to an ``np.memmap``'s file at any time. Each test
+lets a "writer" change the file right after a block function has checked
+a piece (its maximum and minimum, its labels, its range) and before it
+sums the piece: the sums must still be those of checked (clipped) values,
+which holds when a piece of a file is copied once and the copy is both
+checked and summed (``as_float64_block``). Each test fails when a piece of
+a file is used as a view of the file.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from skprivreg._rows import RowSource
+
+
+def _file(tmp_path, values, name="X.npy"):
+    """``values`` in a file, opened read-only for the fit, and a writer's handle."""
+    path = tmp_path / name
+    np.save(path, values)
+    return np.load(path, mmap_mode="r"), np.load(path, mmap_mode="r+")
+
+
+def _write_once(writer, value):
+    """A writer that overwrites every row of the file with ``value``, once."""
+    done = []
+
+    def write():
+        if not done:
+            writer[:] = value
+            writer.flush()
+            done.append(True)
+
+    return write
+
+
+def test_gram_pass_sums_the_rows_it_checked(tmp_path, monkeypatch):
+    """SSP's pass: a row written huge after the block's max and min were read is not summed."""
+    import skprivreg._gram as gram
+
+    rng = np.random.default_rng(0)
+    n, d, bound = 4000, 3, 1.0
+    X, writer = _file(tmp_path, rng.uniform(-0.1, 0.1, size=(n, d)))
+    y = rng.uniform(-1.0, 1.0, size=n)
+    write = _write_once(writer, 100.0)
+    check = gram._check_finite_extremes
+
+    def checked_then_written(block, *args):
+        top = check(block, *args)
+        write()  # the file changes between the check and the product
+        return top
+
+    monkeypatch.setattr(gram, "_check_finite_extremes", checked_then_written)
+    source = RowSource(X, y, block_rows=None, raw_blocks=True)
+    XtX, _ = gram.gram_statistics(source, x_bound=bound, y_bound=1.0)
+    # Every summed row has norm at most the bound: the trace is at most n B^2.
+    assert np.trace(XtX) <= n * bound**2 * (1 + 1e-12)
+
+
+def test_linear_regression_residual_pass_sums_the_rows_it_checked(tmp_path, monkeypatch):
+    """LinearRegression's later passes: a piece found inside its ranges, then overwritten."""
+    import skprivreg.linear_model._range_blocks as rb
+
+    rng = np.random.default_rng(1)
+    n, d = 3000, 4
+    values = rng.uniform(-0.5, 0.5, size=(n, d))
+    X, writer = _file(tmp_path, values)
+    y = rng.uniform(-1.0, 1.0, size=n)
+    rmap = rb.RangeMap(np.zeros(d), np.ones(d), 0.0, 1.0, math.sqrt(d), True)
+    theta = np.ones(d + 1)
+    want = rb.residual_moment_block(values, y, rmap=rmap, fit_intercept=True, theta=theta)
+    write = _write_once(writer, 1e6)
+    inside = rb._inside
+
+    def checked_then_written(block, *args, **kwargs):
+        result = inside(block, *args, **kwargs)
+        write()
+        return result
+
+    monkeypatch.setattr(rb, "_inside", checked_then_written)
+    got = rb.residual_moment_block(X, y, rmap=rmap, fit_intercept=True, theta=theta)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_scaler_moments_sum_the_entries_they_checked(tmp_path, monkeypatch):
+    """PrivateStandardScaler's moments: a block found inside its range, then overwritten."""
+    import skprivreg.preprocessing._scalers as sc
+
+    rng = np.random.default_rng(2)
+    values = rng.uniform(-1.0, 1.0, size=(2000, 3))
+    X, writer = _file(tmp_path, values)
+    low, high = np.full(3, -2.0), np.full(3, 2.0)
+    want = sc._moment_block(values, None, low=low, high=high, check=True, symmetric=True)
+    write = _write_once(writer, 1e6)
+    sums = sc.moment_sums
+
+    def written_then_summed(*args, **kwargs):
+        write()
+        return sums(*args, **kwargs)
+
+    monkeypatch.setattr(sc, "moment_sums", written_then_summed)
+    got = sc._moment_block(X, None, low=low, high=high, check=True, symmetric=True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_scaler_checks_the_entries_it_reads(tmp_path, monkeypatch):
+    """PrivateStandardScaler's moments: a block overwritten just before it is read is
+    checked as read, never as it was before (its max and min come from the copy)."""
+    import skprivreg.preprocessing._scalers as sc
+
+    rng = np.random.default_rng(4)
+    values = rng.uniform(-1.0, 1.0, size=(2000, 3))
+    X, writer = _file(tmp_path, values)
+    low, high = np.full(3, -2.0), np.full(3, 2.0)
+    want = sc._moment_block(np.full_like(values, 1e6), None, low=low, high=high, check=True,
+                            symmetric=True)
+    write = _write_once(writer, 1e6)
+    read = sc.as_float64_block
+
+    def written_then_read(*args, **kwargs):
+        write()
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(sc, "as_float64_block", written_then_read)
+    got = sc._moment_block(X, None, low=low, high=high, check=True, symmetric=True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_reusecov_pass_sums_the_labels_it_scanned(tmp_path, monkeypatch):
+    """ReuseCov's pass: labels found inside [-y_bound, y_bound], then overwritten."""
+    import skprivreg.linear_model._reusecov_stats as rs
+
+    rng = np.random.default_rng(3)
+    n, d, l = 1500, 3, 4
+    Xv = rng.uniform(-0.3, 0.3, size=(n, d))
+    Yv = rng.uniform(-1.0, 1.0, size=(n, l))
+    X, _ = _file(tmp_path, Xv)
+    Y, writer = _file(tmp_path, Yv, name="Y.npy")
+    kwargs = dict(x_bound=1.0, y_bound=1.0, fit_intercept=True)
+    want = rs.block_statistics(Xv, Yv, **kwargs)
+    write = _write_once(writer, 1e6)
+    scan = rs.scan_labels
+
+    def scanned_then_written(*args, **kw):
+        result = scan(*args, **kw)
+        write()
+        return result
+
+    monkeypatch.setattr(rs, "scan_labels", scanned_then_written)
+    got = rs.block_statistics(X, Y, **kwargs)
+    np.testing.assert_array_equal(got.xty, want.xty)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pieces_of_a_file_are_copied(tmp_path, dtype):
+    from skprivreg._rows import as_float64_block
+
+    X, _ = _file(tmp_path, np.ones((10, 3), dtype=dtype))
+    for block in (X, X[2:7], np.asarray(X)[2:7]):
+        copy = as_float64_block(block)
+        assert not np.shares_memory(copy, X)
+        assert not np.shares_memory(as_float64_block(block, scratch="test file"), X)
+    in_memory = np.ones((10, 3))
+    assert as_float64_block(in_memory) is in_memory
