@@ -10,6 +10,7 @@ a file is used as a view of the file.
 """
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -167,3 +168,89 @@ def test_pieces_of_a_file_are_copied(tmp_path, dtype):
         assert not np.shares_memory(as_float64_block(block, scratch="test file"), X)
     in_memory = np.ones((10, 3))
     assert as_float64_block(in_memory) is in_memory
+
+
+# -- a file that gains NaN after the pass that checked it ------------------------
+@pytest.mark.parametrize("where", ["X", "y"])
+@pytest.mark.parametrize("x_range", [(-1.0, 1.0), None])
+def test_linear_regression_refuses_nan_written_after_the_first_pass(
+        tmp_path, monkeypatch, fixed_noise, where, x_range):
+    """Later passes over a file check for NaN again (on the copy they sum), in raw space
+    (declared ranges) and on mapped rows (private ranges)."""
+    import skprivreg.linear_model._linear as lin
+    from skprivreg.linear_model import LinearRegression
+
+    rng = np.random.default_rng(5)
+    values = rng.uniform(-1.0, 1.0, size=(3000, 3))
+    labels = values @ np.array([0.5, -0.2, 0.1]) + 0.1 * rng.standard_normal(3000)
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, labels, name="y.npy")
+    original = lin._data_pass
+
+    def data_pass(source, block, label, streamed=False):
+        result = original(source, block, label, streamed=streamed)
+        if label.startswith("label_moments"):  # the first pass is over: the file changes
+            if where == "X":
+                x_writer[7, 1] = np.nan
+            else:
+                y_writer[7] = np.nan
+        return result
+
+    monkeypatch.setattr(lin, "_data_pass", data_pass)
+    est = LinearRegression(epsilon=1.0, x_range=x_range, y_bound=3.0, n_rounds=3)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        est.fit(X, y)
+
+
+def test_feature_mean_pass_refuses_nan():
+    """The pass for the feature means refuses NaN (it may come first, from a file)."""
+    from skprivreg.linear_model._range_blocks import feature_sum_block
+
+    X = np.ones((50, 3))
+    X[4, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        feature_sum_block(X, None, x_clip=1.0)
+    X[4, 2] = 1e300  # finite, with a norm that overflows: within the bound after scaling
+    (total,) = feature_sum_block(X, None, x_clip=1.0)
+    assert np.all(np.isfinite(total))
+
+
+def test_scaler_moments_pass_refuses_nan_written_after_the_bound_pass(tmp_path, monkeypatch):
+    import skprivreg.preprocessing._scalers as sc
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    values = np.random.default_rng(6).uniform(-1.0, 1.0, size=(4000, 3))
+    X, writer = _file(tmp_path, values)
+    bound = sc.private_norm_bound
+
+    def bound_then_written(*args, **kwargs):
+        result = bound(*args, **kwargs)
+        writer[11, 0] = np.nan  # between the counting pass and the moments pass
+        return result
+
+    monkeypatch.setattr(sc, "private_norm_bound", bound_then_written)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        PrivateStandardScaler(epsilon=1.0, bounds="private").fit(X)
+
+
+@pytest.mark.parametrize("name", ["ReuseCovRegressor", "IndependentSSPRegressor"])
+def test_statistics_pass_refuses_nan_written_after_validation(tmp_path, monkeypatch, name):
+    """X of a file is checked again by the statistics pass (validate_data read it before)."""
+    import skprivreg.linear_model._reusecov_stats as rs
+    from skprivreg import linear_model
+
+    rng = np.random.default_rng(7)
+    values = rng.uniform(-1.0, 1.0, size=(2000, 3))
+    X, writer = _file(tmp_path, values)
+    Y = rng.uniform(-1.0, 1.0, size=(2000, 2))
+    original = rs.sufficient_statistics
+
+    def written_then_read(*args, **kwargs):
+        writer[9, 1] = np.nan
+        return original(*args, **kwargs)
+
+    module = sys.modules[getattr(linear_model, name).__module__]
+    monkeypatch.setattr(module, "sufficient_statistics", written_then_read)
+    est = getattr(linear_model, name)(epsilon=1.0, x_bound=2.0, y_bound=1.0)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        est.fit(X, Y)

@@ -324,13 +324,14 @@ class IndependentSSPRegressor(
             n, n_outputs, x_eff, y_bound, epsilon, delta, private, bound_events
         )
         # The statistics pass releases nothing and refuses NaN/inf in y (and
-        # in X on Dask; NumPy X was checked by validate_data): it runs before
+        # in X on Dask or in a file, which may have changed since validate_data
+        # checked it): it runs before
         # the spend unless the bounds were estimated (their counting pass
         # refused bad input first).
         stats = sufficient_statistics(
             None, source=source, x_bound=x_bound, y_bound=y_bound,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-            check_finite=source.is_dask,
+            check_finite=not source.in_memory,
         )
         if bound_eps:
             self._settle(ledger)

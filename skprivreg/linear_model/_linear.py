@@ -579,6 +579,9 @@ def _fit_private(source, plan, est, rngs):
     # for an in-memory NumPy array: a Dask graph is recomputed for every pass
     # and a memmap's file may change between passes, so their passes check.
     common["inside"] = bool(sums[3] == 0) and source.in_memory
+    # Rows that may have changed since the first pass (a file, a Dask graph)
+    # are checked for NaN or infinity again, on the copy that is summed.
+    common["check"] = not source.in_memory
     p = AtA.shape[0]
     noisy_moments = release("label_moments", moments, 2.0)
     u_mean = float(np.clip(noisy_moments[0] / n, -1.0, 1.0))

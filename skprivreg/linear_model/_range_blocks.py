@@ -201,20 +201,22 @@ def _transpose_times(Z, r, fit_intercept):
     return np.append(head, INTERCEPT * r.sum()) if fit_intercept else head
 
 
-def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=False):
+def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=False,
+               check=False):
     """``(r, u, rows, raw)`` with ``r = u - A theta``.
 
     ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``;
-    ``inside``: see :func:`_clipped_rows`.
+    ``inside``: see :func:`_clipped_rows`; ``check``: refuse NaN or infinity
+    (rows that may have changed since the first pass: a file, a Dask graph).
     """
     if not raw_space(rmap, x_clip):
-        Z, u = _mapped(X_block, y_block, rmap, x_clip)
+        Z, u = _mapped(X_block, y_block, rmap, x_clip, check)
         return u - _predict_mapped(Z, theta, fit_intercept), u, Z, False
-    u = _mapped_labels(y_block, rmap)
+    u = _mapped_labels(y_block, rmap, check)
     inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
-    X = _clipped_rows(X_block, rmap, inside=inside)
+    X = _clipped_rows(X_block, rmap, check=check, inside=inside)
     # Z w = X (D w) + e^T w: one gemv on the rows
     r = np.matmul(X, inv * w, out=workspace("range r", len(u)))
     np.subtract(u, r, out=r)
@@ -291,12 +293,14 @@ def first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip=None):
 
 
 def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip=None,
-                   inside=False):
+                   inside=False, check=False):
     """``A^T clip(u - A theta, -clip, clip)`` of one block (``clip=None``: no clip).
 
-    ``inside``: the first pass clipped no entry (:func:`_clipped_rows`).
+    ``inside``: the first pass clipped no entry (:func:`_clipped_rows`);
+    ``check``: refuse NaN or infinity (:func:`_residuals`).
     """
-    r, _, rows, raw = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)
+    r, _, rows, raw = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside,
+                                 check)
     if clip is not None:
         np.clip(r, -clip, clip, out=r)
     grad = _transpose_times(rows, r, fit_intercept)
@@ -308,15 +312,15 @@ def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip
 
 
 def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None,
-                          inside=False):
+                          inside=False, check=False):
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
-    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)[0]
+    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside, check)[0]
     np.clip(r, -1.0, 1.0, out=r)  # min(r^2, 1) = clip(r, -1, 1)^2
     return (np.array([np.dot(r, r)]),)
 
 
 def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap, x_clip=None,
-                    inside=False):
+                    inside=False, check=False):
     """``sum [min(r^2, K') - min((u - u_mean)^2, K')]``: the model's loss minus the mean's.
 
     ``K' = s^2 <= K`` for the largest float ``s`` with ``s * s <= K``
@@ -324,7 +328,8 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
     ``clip(w, -s, s)^2``. Each term lies in ``[-K, K]``, so the sum has
     replace-one sensitivity ``2K``.
     """
-    r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside)
+    r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside,
+                            check)
     v = np.subtract(u, u_mean, out=workspace("range v", len(u)))
     root = _root_within(cap)
     np.clip(r, -root, root, out=r)  # each clip(w, -s, s)^2 lies in [0, s^2], s^2 <= K
@@ -343,8 +348,16 @@ def _root_within(cap):
 
 
 def feature_sum_block(X_block, y_block, *, x_clip):
-    """``sum_i clip(x_i, x_clip)`` of one block: replace-one L2-sensitivity ``2 x_clip``."""
-    X = np.asarray(X_block, dtype=np.float64)
-    norms = row_norms(X)
+    """``sum_i clip(x_i, x_clip)`` of one block: replace-one L2-sensitivity ``2 x_clip``.
+
+    The block is read once (:func:`as_float64_block`: a piece of a file is
+    copied), so the rows scaled are the rows whose norms were taken; NaN or
+    infinity is refused (its norm is not finite).
+    """
+    X = as_float64_block(X_block, scratch="range rows")
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = row_norms(X)
+    if not np.isfinite(np.add.reduce(norms)):
+        check_block_finite(X, "X")  # NaN or infinity, or only norms that overflowed
     X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
     return (X.sum(axis=0),)

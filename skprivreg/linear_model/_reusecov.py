@@ -28,9 +28,6 @@ from sklearn.base import BaseEstimator, MultiOutputMixin, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context
 from .._random import secret_seed_sequence
-from .._rows import (
-    is_dask_collection,
-)
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import ConfigurationError
@@ -674,10 +671,11 @@ class ReuseCovRegressor(
             None, source=source, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
             compute_xtx=exact_cov or (reused is None and cov_rows is None),
-            # NumPy X was checked for NaN/inf by validate_data (fit) or by
-            # add_outcomes; Dask blocks are checked on the workers; Y always,
-            # by the scan that decides its clipping.
-            check_finite=is_dask_collection(X) or is_dask_collection(Y), **common,
+            # In-memory X was checked for NaN/inf by validate_data (fit) or by
+            # add_outcomes; Dask blocks are checked on the workers, and a file's
+            # blocks again (the file may have changed since); Y always, by the
+            # scan that decides its clipping.
+            check_finite=not source.in_memory, **common,
         )
         if not bound_eps:
             # The spend, before any secret draw.

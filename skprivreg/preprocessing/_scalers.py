@@ -438,14 +438,14 @@ class PrivateStandardScaler(
             (counts,) = source.reduce(block, add_tuples, label="x_range counts")
             bound, _ = private_norm_bound(counts, n, bound_epsilon, rngs["bounds"], name="x_range")
             low, high = np.full(d, -bound), np.full(d, bound)
-            check = False
+            check = not source.in_memory  # a file may have changed since the first pass
         else:
             # max and min of each block (no temporary); NaN or infinity raises
             block = block_map(_max_abs_entry, max)
             maximum = source.reduce(block, max, label="x_range maximum")
             bound, _ = data_norm_bound(float(maximum), name="x_range")
             low, high = np.full(d, -bound), np.full(d, bound)
-            check = False
+            check = not source.in_memory  # a file may have changed since the first pass
 
         block = cache_blocked(partial(_moment_block, low=low, high=high, check=check,
                                       symmetric=unscaled_moments(low, high, n)), 2 * d, n_threads)
