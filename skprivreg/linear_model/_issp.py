@@ -284,7 +284,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     chunk_size : int >= 1024 or None, default=None
         Rows per block of the streaming passes; ``None`` streams an in-memory
         array in blocks of 131072 rows. ``np.memmap`` inputs are never loaded
-        whole. Ignored for Dask input, whose own row chunks are the blocks.
+        whole; their file must not change during the fit (the filters chosen
+        in one pass are applied to the rows read in the next). Ignored for
+        Dask input, whose own row chunks are the blocks.
     feature_clip : float > 0 or None, default=None
         Public per-entry clip of X to ``[-feature_clip, feature_clip]``
         (part of the guarantee: it is a fixed per-row map).
