@@ -158,8 +158,11 @@ def as_float64_block(block, scratch=None):
     A block of a file (an ``np.memmap`` or a view of one) is always copied:
     another process may change the file between two reads, so the values a
     block function checks (NaN, ranges, row norms) and the values it sums
-    must come from one read. Block functions therefore read a block only
-    through this function before they check it.
+    must come from one read. Block functions whose checks guard a sum (a
+    clip, a range, NaN refusal before a sum) read a block through this
+    function before they check it. (A count of rows above public thresholds
+    needs no copy: each row adds at most one to each count, whatever it
+    reads.)
     """
     block = np.asarray(block)
     if (block.dtype == np.float64 and block.flags.aligned
