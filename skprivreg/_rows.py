@@ -31,6 +31,7 @@ for one call.
 """
 
 import math
+import mmap
 import threading
 import warnings
 
@@ -256,9 +257,11 @@ def _call_raw(fn, offset, X, Y, clip, check_finite, params, into=None):
 
 
 def _file_backed(array):
-    """True for an ``np.memmap`` or a view of one (``validate_data`` returns views)."""
+    """True for a view of a memory-mapped file (an ``np.memmap`` or any array over an
+    ``mmap``; ``validate_data`` returns views). A copy of a memmap (``.copy()``, a
+    pandas column made from one) owns its memory: it is in memory."""
     while array is not None:
-        if isinstance(array, np.memmap):
+        if isinstance(array, mmap.mmap):
             return True
         array = getattr(array, "base", None)
     return False

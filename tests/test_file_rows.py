@@ -11,11 +11,13 @@ a file is used as a view of the file.
 
 import math
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
 from skprivreg._rows import RowSource
+from skprivreg.exceptions import PrivacyLeakWarning
 
 
 def _file(tmp_path, values, name="X.npy"):
@@ -157,17 +159,105 @@ def test_reusecov_pass_sums_the_labels_it_scanned(tmp_path, monkeypatch):
     np.testing.assert_array_equal(got.xty, want.xty)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_pieces_of_a_file_are_copied(tmp_path, dtype):
+def test_pieces_of_a_file_are_copied(tmp_path):
+    """Float64 pieces of a file are copied (pieces of another dtype always are)."""
     from skprivreg._rows import as_float64_block
 
-    X, _ = _file(tmp_path, np.ones((10, 3), dtype=dtype))
-    for block in (X, X[2:7], np.asarray(X)[2:7]):
+    X, _ = _file(tmp_path, np.ones((10, 3)))
+    for block in (X, X[2:7], np.asarray(X)[2:7], np.asarray(X).ravel()):
         copy = as_float64_block(block)
         assert not np.shares_memory(copy, X)
         assert not np.shares_memory(as_float64_block(block, scratch="test file"), X)
     in_memory = np.ones((10, 3))
     assert as_float64_block(in_memory) is in_memory
+
+
+def test_a_copy_of_a_memmap_is_in_memory(tmp_path):
+    """A memmap's copy (or a pandas column made from one) owns its memory: read as stored."""
+    from skprivreg._rows import as_float64_block
+
+    X, _ = _file(tmp_path, np.ones((10, 3)))
+    copy = X.copy()
+    assert isinstance(copy, np.memmap)
+    assert RowSource(copy, np.ones(10)).in_memory and not RowSource(X, np.ones(10)).in_memory
+    assert np.shares_memory(as_float64_block(copy), copy)  # used as stored
+
+
+def test_mapped_labels_check_the_labels_they_map(tmp_path, monkeypatch):
+    """A NaN label that the map read, gone from the file before the exact check: refused."""
+    import skprivreg.linear_model._range_blocks as rb
+
+    values = np.linspace(-1.0, 1.0, 500)
+    values[7] = np.nan
+    y, writer = _file(tmp_path, values, name="y.npy")
+    rmap = rb.RangeMap(np.zeros(2), np.ones(2), 0.0, 1.0, math.sqrt(2), True)
+    check = rb.check_block_finite
+
+    def healed_then_checked(block, name="X"):
+        writer[7] = 0.0
+        return check(block, name)
+
+    monkeypatch.setattr(rb, "check_block_finite", healed_then_checked)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        rb._mapped_labels(y, rmap, check=True)
+
+
+def test_mapped_rows_check_the_rows_they_map(tmp_path, monkeypatch):
+    """Private ranges: a NaN entry that the map read, gone before the exact check: refused."""
+    import skprivreg.linear_model._range_blocks as rb
+
+    values = np.random.default_rng(8).uniform(-1.0, 1.0, size=(500, 2))
+    values[7, 1] = np.nan
+    X, writer = _file(tmp_path, values)
+    rmap = rb.RangeMap(np.zeros(2), np.ones(2), 0.0, 1.0, 1.0, False)
+    check = rb.check_block_finite
+
+    def healed_then_checked(block, name="X"):
+        writer[7, 1] = 0.0
+        return check(block, name)
+
+    monkeypatch.setattr(rb, "check_block_finite", healed_then_checked)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        rb._mapped(X, None, rmap, x_clip=None, check=True)
+
+
+def test_reusecov_checks_the_rows_it_sums(tmp_path, monkeypatch):
+    """ReuseCov's X: NaN written after its finiteness check never reaches the sums."""
+    import skprivreg.linear_model._reusecov_stats as rs
+
+    rng = np.random.default_rng(9)
+    X, writer = _file(tmp_path, rng.uniform(-1.0, 1.0, size=(500, 3)))
+    Y = rng.uniform(-1.0, 1.0, size=(500, 2))
+    check = rs.check_block_finite
+
+    def checked_then_written(block, name="X"):
+        result = check(block, name)
+        writer[7, 1] = np.nan
+        return result
+
+    monkeypatch.setattr(rs, "check_block_finite", checked_then_written)
+    stats = rs.block_statistics(X, Y, x_bound=2.0, y_bound=1.0, fit_intercept=True,
+                                check_finite=True)
+    assert np.isfinite(stats.xtx).all() and np.isfinite(stats.xty).all()
+
+
+def test_feature_mean_pass_scales_the_rows_it_measured(tmp_path, monkeypatch):
+    """Rows written huge after their norms were taken are not summed unscaled."""
+    import skprivreg.linear_model._range_blocks as rb
+
+    n = 400
+    X, writer = _file(tmp_path, np.full((n, 3), 0.1))
+    norms = rb.row_norms
+    write = _write_once(writer, 1e6)
+
+    def measured_then_written(A):
+        result = norms(A)
+        write()
+        return result
+
+    monkeypatch.setattr(rb, "row_norms", measured_then_written)
+    (total,) = rb.feature_sum_block(X, None, x_clip=1.0)
+    assert np.linalg.norm(total) <= n * 1.0 * (1 + 1e-12)
 
 
 # -- a file that gains NaN after the pass that checked it ------------------------
@@ -215,22 +305,74 @@ def test_feature_mean_pass_refuses_nan():
     assert np.all(np.isfinite(total))
 
 
-def test_scaler_moments_pass_refuses_nan_written_after_the_bound_pass(tmp_path, monkeypatch):
+@pytest.mark.parametrize("bounds", ["private", "data"])
+def test_scaler_moments_pass_refuses_nan_written_after_the_bound_pass(
+        tmp_path, monkeypatch, bounds):
     import skprivreg.preprocessing._scalers as sc
     from skprivreg.preprocessing import PrivateStandardScaler
 
     values = np.random.default_rng(6).uniform(-1.0, 1.0, size=(4000, 3))
     X, writer = _file(tmp_path, values)
-    bound = sc.private_norm_bound
+    name = {"private": "private_norm_bound", "data": "data_norm_bound"}[bounds]
+    bound = getattr(sc, name)
 
     def bound_then_written(*args, **kwargs):
         result = bound(*args, **kwargs)
-        writer[11, 0] = np.nan  # between the counting pass and the moments pass
+        writer[11, 0] = np.nan  # between the bound's pass and the moments pass
         return result
 
-    monkeypatch.setattr(sc, "private_norm_bound", bound_then_written)
+    monkeypatch.setattr(sc, name, bound_then_written)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # bounds read from the data
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            PrivateStandardScaler(epsilon=1.0, bounds=bounds).fit(X)
+
+
+def test_linear_regression_refuses_infinity_written_later_without_a_warning(
+        tmp_path, monkeypatch):
+    """Private ranges: an infinite entry in a later pass is refused, silently before that
+    (a warning would depend on the data)."""
+    import skprivreg.linear_model._linear as lin
+    from skprivreg.linear_model import LinearRegression
+
+    rng = np.random.default_rng(10)
+    values = rng.uniform(-1.0, 1.0, size=(3000, 3))
+    X, writer = _file(tmp_path, values)
+    y = values @ np.array([0.5, -0.2, 0.1])
+    original = lin._data_pass
+
+    def data_pass(source, block, label, streamed=False):
+        result = original(source, block, label, streamed=streamed)
+        if label.startswith("label_moments"):
+            writer[7, 1] = np.inf
+        return result
+
+    monkeypatch.setattr(lin, "_data_pass", data_pass)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            LinearRegression(epsilon=1.0, y_bound=3.0, n_rounds=3).fit(X, y)
+
+
+def test_boosted_adassp_rounds_refuse_nan_labels_written_later(tmp_path, monkeypatch):
+    import skprivreg.linear_model._boosted_adassp as ba
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1.0, 1.0, size=(3000, 3))
+    y, writer = _file(tmp_path, X @ np.array([0.5, -0.2, 0.1]), name="y.npy")
+    original = ba.sum_over_row_blocks
+    calls = []
+
+    def first_pass_then_written(*args, **kwargs):
+        result = original(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            writer[7] = np.nan
+        return result
+
+    monkeypatch.setattr(ba, "sum_over_row_blocks", first_pass_then_written)
     with pytest.raises(ValueError, match="NaN or infinity"):
-        PrivateStandardScaler(epsilon=1.0, bounds="private").fit(X)
+        ba.BoostedAdaSSPRegressor(epsilon=1.0, x_bound=2.0, y_bound=2.0).fit(X, y)
 
 
 @pytest.mark.parametrize("name", ["ReuseCovRegressor", "IndependentSSPRegressor"])

@@ -54,9 +54,15 @@ def clipped_design_block(X_block, y_block, *, x_bound, fit_intercept):
 
 
 def boosted_gradient_block(X_block, y_block, *, x_bound, y_bound, fit_intercept, theta):
-    """``A^T clip(y - A theta, -y_bound, y_bound)`` of one block (one boosting round)."""
+    """``A^T clip(y - A theta, -y_bound, y_bound)`` of one block (one boosting round).
+
+    The labels are checked for NaN or infinity in every round, as the rows
+    are: those of a file may change between passes (NaN would pass the clip).
+    """
     A = _clipped_design(X_block, x_bound, fit_intercept)
-    r = np.asarray(y_block, dtype=np.float64).ravel() - A @ theta
+    y = np.asarray(y_block, dtype=np.float64).ravel()
+    check_block_finite(y, "y")
+    r = y - A @ theta
     return (A.T @ np.clip(r, -y_bound, y_bound),)
 
 

@@ -128,10 +128,11 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
     check only when that sum is not finite.
     """
     X = as_float64_block(X_block, scratch="range rows")  # one read: a file's piece is copied
-    if x_clip is not None:  # private path: rows clipped to the released bound first
-        norms = row_norms(X)
-        X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
+        if x_clip is not None:  # private path: rows clipped to the released bound first
+            # (silent: an infinite entry, refused below, scales to inf * 0)
+            norms = row_norms(X)
+            X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
         Z = np.subtract(X, rmap.center, out=workspace_like("range mapped", X))
         Z /= rmap.half
         if check and not np.isfinite(np.add.reduce(Z, axis=None)):
