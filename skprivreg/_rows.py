@@ -51,6 +51,7 @@ __all__ = [
     "fuse",
     "is_dask_collection",
     "memory_order",
+    "read_into_memory",
     "same_row_chunks",
     "set_dask_feature_names",
     "sum_over_row_blocks",
@@ -225,6 +226,23 @@ def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
             for i in range(0, len(parts), fan_in)
         ]
     return parts[0]
+
+
+def read_into_memory(array, name="X"):
+    """``array`` itself, or for a view of a memory-mapped file an in-memory copy, checked
+    for NaN or infinity.
+
+    For fits that keep their data in memory and read it several times (an
+    iterative solver, a partition, a sort): another process may change the
+    file after ``validate_data`` checked it, so such a fit reads the file once
+    and checks what it read. Fits that stream a file read each piece once
+    instead (:func:`as_float64_block`).
+    """
+    if not _file_backed(array):
+        return array
+    copy = np.array(array)
+    check_block_finite(copy, name)
+    return copy
 
 
 def _run_block(fn, offset, X, Y, clip, check_finite, params, into=None):

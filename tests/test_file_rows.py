@@ -396,3 +396,55 @@ def test_statistics_pass_refuses_nan_written_after_validation(tmp_path, monkeypa
     est = getattr(linear_model, name)(epsilon=1.0, x_bound=2.0, y_bound=1.0)
     with pytest.raises(ValueError, match="NaN or infinity"):
         est.fit(X, Y)
+
+
+# -- fits that keep their data in memory read a file once ------------------------
+def _in_memory_fits():
+    from skprivreg.feature_selection import (
+        PrivateLassoRegressor,
+        PrivateLassoSupportSelector,
+        PrivateTopSSelector,
+    )
+    from skprivreg.label_dp import GaussianLabelNoiseRegressor, RROnBinsRegressor
+    from skprivreg.linear_model import TukeyEMRegressor
+
+    return {
+        "tukey-em": lambda: TukeyEMRegressor(epsilon=8.0),
+        "label-noise": lambda: GaussianLabelNoiseRegressor(epsilon=8.0, y_bound=(-20.0, 20.0)),
+        "rr-on-bins": lambda: RROnBinsRegressor(epsilon=4.0, y_bound=(-20.0, 20.0)),
+        "top-s": lambda: PrivateTopSSelector(epsilon=4.0, n_features_to_select=2,
+                                             x_range=(-3.0, 3.0), y_bound=20.0),
+        "lasso-regressor": lambda: PrivateLassoRegressor(
+            epsilon=4.0, max_features=2, selection_rule="lars", x_range=(-3.0, 3.0),
+            y_bound=20.0),
+        "lasso-support": lambda: PrivateLassoSupportSelector(epsilon=4.0, max_features=2),
+    }
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+@pytest.mark.parametrize("name", sorted(_in_memory_fits()))
+def test_in_memory_fits_read_a_file_once(tmp_path, monkeypatch, name, where):
+    """A file that gains NaN after validate_data checked it: the fit uses what it read
+    (refused), never the file again (a NaN, or a released test flipped by it)."""
+    estimator = _in_memory_fits()[name]()
+    module = sys.modules[type(estimator).__module__]
+    rng = np.random.default_rng(12)
+    values = rng.uniform(-3.0, 3.0, size=(4000, 4))
+    labels = values @ np.array([2.0, -1.0, 0.0, 0.0]) + rng.standard_normal(4000)
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, labels, name="y.npy")
+    validate = module.validate_data
+
+    def validated_then_written(*args, **kwargs):
+        result = validate(*args, **kwargs)
+        if where == "X":
+            x_writer[5, 1] = np.nan
+        else:
+            y_writer[5] = np.nan
+        return result
+
+    monkeypatch.setattr(module, "validate_data", validated_then_written)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # planning warnings of small data, if any
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            estimator.fit(X, y)

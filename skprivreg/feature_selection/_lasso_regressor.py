@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 
 from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_data
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -346,6 +347,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         _check_applicable(self, names=set(self.get_params(deep=False)) - _OWN_BOUNDS)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False,
                              ensure_min_samples=2)
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         private = self._validate_privacy_params()
         n, p = X.shape
         x_range, y_range, bound_eps, eps1, eps2, planned = self._plan(n, p, private)

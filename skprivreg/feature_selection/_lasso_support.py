@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -551,6 +552,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             # No selection rule can be evaluated on one row (n is public).
             ensure_min_samples=2,
         )
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         if not sparse.issparse(X):
             X = np.asarray(X)
         y = np.asarray(y, dtype=np.float64)

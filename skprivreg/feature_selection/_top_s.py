@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -246,6 +247,7 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
         """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         private = self._validate_privacy_params()
         n, p = X.shape
         s = min(self.n_features_to_select, p)

@@ -24,6 +24,7 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_data
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_private_bound_feasible, check_y_bound
@@ -181,6 +182,7 @@ class GaussianLabelNoiseRegressor(
         """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         private = self._validate_privacy_params()
         if self.y_bound is not None:
             check_y_bound(self.y_bound)

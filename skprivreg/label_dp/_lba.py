@@ -16,7 +16,12 @@ from .._compat import (
     fit_context,
     validate_data,
 )
-from .._rows import is_dask_collection, set_dask_feature_names, validate_blockwise_data
+from .._rows import (
+    is_dask_collection,
+    read_into_memory,
+    set_dask_feature_names,
+    validate_blockwise_data,
+)
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
@@ -442,6 +447,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.mode == "llp" and is_dask_collection(X):
             self._check_mlp_numpy_input()
         X, y = validate_blockwise_data(self, X, y, multi_output=False)
+        y = read_into_memory(y, "y")  # labels of a file, read once (X is public)
         private = self._validate_privacy_params()
         y_bound, bounds_epsilon = self._resolve_y_bound(X, y, private)
         plan = self._plan(X.shape[0], X.shape[1], y_bound, bounds_epsilon)

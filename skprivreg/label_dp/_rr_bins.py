@@ -49,6 +49,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_data
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -617,6 +618,7 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         private = self._validate_privacy_params()
         check_y_bound(self.y_bound)
         eps_bound = self._budget_split(private)[0]

@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import ConfigurationError, PrivateTestFailed, PrivateTestFailedWarning
@@ -197,6 +198,7 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         """
         self._reset()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         n, d = X.shape
         p = d + int(self.fit_intercept)
         if not self._validate_privacy_params():
