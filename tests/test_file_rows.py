@@ -40,6 +40,14 @@ def _write_once(writer, value):
     return write
 
 
+def _nan_into(where, x_writer, y_writer, row):
+    """Write NaN into the file of X (row ``row``, column 1) or of y (row ``row``)."""
+    if where == "X":
+        x_writer[row, 1] = np.nan
+    else:
+        y_writer[row] = np.nan
+
+
 def test_gram_pass_sums_the_rows_it_checked(tmp_path, monkeypatch):
     """SSP's pass: a row written huge after the block's max and min were read is not summed."""
     import skprivreg._gram as gram
@@ -88,47 +96,28 @@ def test_linear_regression_residual_pass_sums_the_rows_it_checked(tmp_path, monk
     np.testing.assert_array_equal(got[0], want[0])
 
 
-def test_scaler_moments_sum_the_entries_they_checked(tmp_path, monkeypatch):
-    """PrivateStandardScaler's moments: a block found inside its range, then overwritten."""
+@pytest.mark.parametrize("when", ["after the check", "before the read"])
+def test_scaler_moments_sum_the_entries_they_checked(tmp_path, monkeypatch, when):
+    """PrivateStandardScaler's moments: a block overwritten after its max and min were
+    taken is summed as checked; one overwritten just before it is read is checked as read
+    (its max and min come from the copy, never from the file before it)."""
     import skprivreg.preprocessing._scalers as sc
 
     rng = np.random.default_rng(2)
     values = rng.uniform(-1.0, 1.0, size=(2000, 3))
     X, writer = _file(tmp_path, values)
     low, high = np.full(3, -2.0), np.full(3, 2.0)
-    want = sc._moment_block(values, None, low=low, high=high, check=True, symmetric=True)
+    read = values if when == "after the check" else np.full_like(values, 1e6)
+    want = sc._moment_block(read, None, low=low, high=high, check=True, symmetric=True)
     write = _write_once(writer, 1e6)
-    sums = sc.moment_sums
+    name = "moment_sums" if when == "after the check" else "as_float64_block"
+    function = getattr(sc, name)
 
-    def written_then_summed(*args, **kwargs):
+    def written_then_called(*args, **kwargs):
         write()
-        return sums(*args, **kwargs)
+        return function(*args, **kwargs)
 
-    monkeypatch.setattr(sc, "moment_sums", written_then_summed)
-    got = sc._moment_block(X, None, low=low, high=high, check=True, symmetric=True)
-    for a, b in zip(got, want):
-        np.testing.assert_array_equal(a, b)
-
-
-def test_scaler_checks_the_entries_it_reads(tmp_path, monkeypatch):
-    """PrivateStandardScaler's moments: a block overwritten just before it is read is
-    checked as read, never as it was before (its max and min come from the copy)."""
-    import skprivreg.preprocessing._scalers as sc
-
-    rng = np.random.default_rng(4)
-    values = rng.uniform(-1.0, 1.0, size=(2000, 3))
-    X, writer = _file(tmp_path, values)
-    low, high = np.full(3, -2.0), np.full(3, 2.0)
-    want = sc._moment_block(np.full_like(values, 1e6), None, low=low, high=high, check=True,
-                            symmetric=True)
-    write = _write_once(writer, 1e6)
-    read = sc.as_float64_block
-
-    def written_then_read(*args, **kwargs):
-        write()
-        return read(*args, **kwargs)
-
-    monkeypatch.setattr(sc, "as_float64_block", written_then_read)
+    monkeypatch.setattr(sc, name, written_then_called)
     got = sc._moment_block(X, None, low=low, high=high, check=True, symmetric=True)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
@@ -280,10 +269,7 @@ def test_linear_regression_refuses_nan_written_after_the_first_pass(
     def data_pass(source, block, label, streamed=False):
         result = original(source, block, label, streamed=streamed)
         if label.startswith("label_moments"):  # the first pass is over: the file changes
-            if where == "X":
-                x_writer[7, 1] = np.nan
-            else:
-                y_writer[7] = np.nan
+            _nan_into(where, x_writer, y_writer, 7)
         return result
 
     monkeypatch.setattr(lin, "_data_pass", data_pass)
@@ -437,10 +423,7 @@ def test_in_memory_fits_read_a_file_once(tmp_path, monkeypatch, name, where):
 
     def validated_then_written(*args, **kwargs):
         result = validate(*args, **kwargs)
-        if where == "X":
-            x_writer[5, 1] = np.nan
-        else:
-            y_writer[5] = np.nan
+        _nan_into(where, x_writer, y_writer, 5)
         return result
 
     monkeypatch.setattr(module, "validate_data", validated_then_written)
