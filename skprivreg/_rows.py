@@ -36,6 +36,7 @@ import threading
 import warnings
 
 import numpy as np
+from scipy import sparse
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 
@@ -50,6 +51,7 @@ __all__ = [
     "check_block_finite",
     "fuse",
     "is_dask_collection",
+    "is_file_backed",
     "memory_order",
     "read_into_memory",
     "same_row_chunks",
@@ -169,7 +171,7 @@ def as_float64_block(block, scratch=None):
     block = np.asarray(block)
     if (block.dtype == np.float64 and block.flags.aligned
             and (block.flags.c_contiguous or block.flags.f_contiguous)
-            and not _file_backed(block)):
+            and not is_file_backed(block)):
         return block
     if scratch is None:
         return block.astype(np.float64, order=memory_order(block))
@@ -238,8 +240,12 @@ def read_into_memory(array, name="X"):
     and checks what it read. Fits that stream a file read each piece once
     instead (:func:`as_float64_block`).
     """
-    if not _file_backed(array):
+    if not is_file_backed(array):
         return array
+    if sparse.issparse(array):
+        copy = array.copy()
+        check_block_finite(copy.data, name)
+        return copy
     copy = np.array(array)
     check_block_finite(copy, name)
     return copy
@@ -274,14 +280,20 @@ def _call_raw(fn, offset, X, Y, clip, check_finite, params, into=None):
     return fn(offset, X, Y, params, into)
 
 
-def _file_backed(array):
-    """True for a view of a memory-mapped file (an ``np.memmap`` or any array over an
-    ``mmap``; ``validate_data`` returns views). A copy of a memmap (``.copy()``, a
-    pandas column made from one) owns its memory: it is in memory."""
+def is_file_backed(array):
+    """True for a view of a memory-mapped file: an ``np.memmap``, any array over an
+    ``mmap`` (also through a ``memoryview``), or a sparse matrix whose arrays are.
+
+    ``validate_data`` returns views. A copy of a memmap (``.copy()``, a pandas
+    column made from one) owns its memory: it is in memory.
+    """
+    if sparse.issparse(array):
+        return any(is_file_backed(getattr(array, name, None))
+                   for name in ("data", "indices", "indptr"))
     while array is not None:
         if isinstance(array, mmap.mmap):
             return True
-        array = getattr(array, "base", None)
+        array = array.obj if isinstance(array, memoryview) else getattr(array, "base", None)
     return False
 
 
@@ -352,7 +364,7 @@ class RowSource:
             step = max(self.block_rows, 1)
             sizes = np.diff(np.append(np.arange(0, self.n, step), self.n)).astype(np.int64)
         self.X, self.Y = X, Y
-        self.in_memory = not (self.is_dask or _file_backed(X) or _file_backed(Y))
+        self.in_memory = not (self.is_dask or is_file_backed(X) or is_file_backed(Y))
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self._sizes = sizes
         self.fit_intercept = bool(fit_intercept)

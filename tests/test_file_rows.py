@@ -431,3 +431,109 @@ def test_in_memory_fits_read_a_file_once(tmp_path, monkeypatch, name, where):
         warnings.simplefilter("ignore")  # planning warnings of small data, if any
         with pytest.raises(ValueError, match="NaN or infinity"):
             estimator.fit(X, y)
+
+
+@pytest.mark.parametrize("name", sorted(_in_memory_fits()))
+def test_in_memory_fits_use_the_copy_they_checked(tmp_path, monkeypatch, name):
+    """A file that gains NaN right after the fit copied and checked it: the fit runs on
+    its copy, with no NaN in what it releases."""
+    estimator = _in_memory_fits()[name]()
+    module = sys.modules[type(estimator).__module__]
+    rng = np.random.default_rng(13)
+    values = rng.uniform(-3.0, 3.0, size=(4000, 4))
+    labels = values @ np.array([2.0, -1.0, 0.0, 0.0]) + rng.standard_normal(4000)
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, labels, name="y.npy")
+    read = module.read_into_memory
+
+    def read_then_written(array, name="X"):
+        result = read(array, name)
+        if name == "X":  # the file just copied changes
+            x_writer[:, 1] = np.nan
+        else:
+            y_writer[:] = np.nan
+        return result
+
+    monkeypatch.setattr(module, "read_into_memory", read_then_written)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator.fit(X, y)
+    released = getattr(estimator, "coef_", None)
+    if released is None:
+        released = estimator.get_support().astype(float)
+    assert np.all(np.isfinite(released))
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_grid_search_reads_a_file_once(tmp_path, monkeypatch, where):
+    """PrivateGridSearchCV scores every run on its validation rows: from a copy."""
+    import skprivreg.model_selection._search as search
+    from skprivreg.linear_model import AdaSSPRegressor
+    from skprivreg.model_selection import PrivateGridSearchCV
+
+    rng = np.random.default_rng(14)
+    values = rng.uniform(-1.0, 1.0, size=(4000, 3))
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, values @ np.array([1.0, 2.0, 3.0]), name="y.npy")
+    validate = search.validate_data
+
+    def validated_then_written(*args, **kwargs):
+        result = validate(*args, **kwargs)
+        _nan_into(where, x_writer, y_writer, 5)
+        return result
+
+    monkeypatch.setattr(search, "validate_data", validated_then_written)
+    grid = PrivateGridSearchCV(estimator=AdaSSPRegressor(x_bound=2.0, y_bound=6.5),
+                               param_grid={"x_bound": [0.01, 2.0]}, epsilon=4.0,
+                               n_repetitions=3)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        grid.fit(X, y)
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_label_aggregation_reads_a_file_once(tmp_path, monkeypatch, where):
+    """aggregate(): its checks (finite labels, bag ranks) and its sums see one read."""
+    import skprivreg.label_dp._aggregate as agg
+
+    rng = np.random.default_rng(15)
+    values = rng.normal(size=(600, 2))
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, rng.uniform(0.0, 1.0, size=600), name="y.npy")
+    validate = agg.validate_data_free
+
+    def validated_then_written(array):
+        result = validate(array)
+        _nan_into(where, x_writer, y_writer, 5)
+        return result
+
+    monkeypatch.setattr(agg, "validate_data_free", validated_then_written)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        agg.aggregate(X, y, assumption="none", bag_size=30, y_bound=(0, 1), epsilon=1.0)
+
+
+def test_views_of_a_file_are_recognised(tmp_path):
+    """Through a memoryview, and a sparse matrix over a file's arrays (copied, checked)."""
+    import mmap as mmap_module
+
+    from scipy import sparse
+
+    from skprivreg._rows import is_file_backed, read_into_memory
+
+    X, writer = _file(tmp_path, np.eye(4))
+    with open(tmp_path / "raw.bin", "wb") as handle:
+        handle.write(np.ones(8).tobytes())
+    with open(tmp_path / "raw.bin", "r+b") as handle:
+        mapped = mmap_module.mmap(handle.fileno(), 0)
+        view = np.frombuffer(memoryview(mapped), dtype=np.float64)
+        assert is_file_backed(view)
+        del view
+        mapped.close()
+    data = np.load(tmp_path / "X.npy", mmap_mode="r")[0]  # a file-backed data array
+    matrix = sparse.csr_matrix((data, np.arange(4), np.array([0, 1, 2, 3, 4])), shape=(4, 4))
+    assert is_file_backed(matrix) and not is_file_backed(matrix.copy())
+    copy = read_into_memory(matrix)
+    assert not is_file_backed(copy)
+    writer[0, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        read_into_memory(matrix)
+    assert not is_file_backed(X.copy()) and is_file_backed(X)

@@ -19,7 +19,12 @@ import numpy as np
 from sklearn.utils import check_array
 
 from .._random import public_generators, secret_generators
-from .._rows import check_block_finite, is_dask_collection, sum_over_row_blocks
+from .._rows import (
+    check_block_finite,
+    is_dask_collection,
+    read_into_memory,
+    sum_over_row_blocks,
+)
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
@@ -492,8 +497,10 @@ def aggregate(
         # Shapes and dtypes only; finiteness is checked on the workers.
         X, y, feature_names = _validate_dask_free(X, y)
     else:
-        X = validate_data_free(X)
-        y = np.asarray(y, dtype=np.float64)
+        # A file's rows are read once: the checks (finiteness, bag ranks) and
+        # the aggregation must see the same values.
+        X = read_into_memory(validate_data_free(X), "X")
+        y = read_into_memory(np.asarray(y, dtype=np.float64), "y")
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError("y must be 1-D with one label per row of X.")
         if not np.all(np.isfinite(y)):

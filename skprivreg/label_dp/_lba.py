@@ -447,7 +447,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if self.mode == "llp" and is_dask_collection(X):
             self._check_mlp_numpy_input()
         X, y = validate_blockwise_data(self, X, y, multi_output=False)
-        y = read_into_memory(y, "y")  # labels of a file, read once (X is public)
+        # A file's rows are read once: the bag-rank and PTR checks and the
+        # aggregation must see the same features and labels.
+        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")
         private = self._validate_privacy_params()
         y_bound, bounds_epsilon = self._resolve_y_bound(X, y, private)
         plan = self._plan(X.shape[0], X.shape[1], y_bound, bounds_epsilon)

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 
 from .._compat import Interval, StrOptions, fit_context, validate_data
-from .._rows import RowSource, is_dask_collection, validate_blockwise_data
+from .._rows import RowSource, is_dask_collection, is_file_backed, validate_blockwise_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import (
@@ -433,7 +433,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         return y.reshape(-1)
 
     def _streamed(self, X):
-        return isinstance(X, np.memmap) or (self.chunk_size is not None and hasattr(X, "dtype"))
+        return is_file_backed(X) or (self.chunk_size is not None and hasattr(X, "dtype"))
 
     def _validate_input(self, X, y):
         if is_dask_collection(X) or is_dask_collection(y):

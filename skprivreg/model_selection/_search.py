@@ -20,6 +20,7 @@ from .._rdp import (
     tnb_gamma_for_mean,
     tnb_pmf,
 )
+from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_y_bound
@@ -371,6 +372,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         else:
             X, y = validate_data(self, X, y, multi_output=True, y_numeric=True,
                                  dtype=np.float64)
+            X = read_into_memory(X, "X")
+        # Labels of a file are read once: every run's validation score reads them.
+        y = read_into_memory(y, "y")
         if not math.isfinite(self.epsilon):
             raise ConfigurationError(
                 "PrivateGridSearchCV needs a finite epsilon; for non-private tuning use "
