@@ -48,6 +48,19 @@ def _nan_into(where, x_writer, y_writer, row):
         y_writer[row] = np.nan
 
 
+def _nan_after(monkeypatch, module, function, where, x_writer, y_writer, row=5):
+    """Make ``module.function`` write NaN into the file of X or y right after it returns
+    (``validate_data``: what another process may do once the data were checked)."""
+    original = getattr(module, function)
+
+    def called_then_written(*args, **kwargs):
+        result = original(*args, **kwargs)
+        _nan_into(where, x_writer, y_writer, row)
+        return result
+
+    monkeypatch.setattr(module, function, called_then_written)
+
+
 def test_gram_pass_sums_the_rows_it_checked(tmp_path, monkeypatch):
     """SSP's pass: a row written huge after the block's max and min were read is not summed."""
     import skprivreg._gram as gram
@@ -407,26 +420,24 @@ def _in_memory_fits():
     }
 
 
+def _in_memory_case(tmp_path, name, seed):
+    """The estimator ``name``, its module, and a regression problem in two files."""
+    estimator = _in_memory_fits()[name]()
+    rng = np.random.default_rng(seed)
+    values = rng.uniform(-3.0, 3.0, size=(4000, 4))
+    labels = values @ np.array([2.0, -1.0, 0.0, 0.0]) + rng.standard_normal(4000)
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, labels, name="y.npy")
+    return estimator, sys.modules[type(estimator).__module__], X, y, x_writer, y_writer
+
+
 @pytest.mark.parametrize("where", ["X", "y"])
 @pytest.mark.parametrize("name", sorted(_in_memory_fits()))
 def test_in_memory_fits_read_a_file_once(tmp_path, monkeypatch, name, where):
     """A file that gains NaN after validate_data checked it: the fit uses what it read
     (refused), never the file again (a NaN, or a released test flipped by it)."""
-    estimator = _in_memory_fits()[name]()
-    module = sys.modules[type(estimator).__module__]
-    rng = np.random.default_rng(12)
-    values = rng.uniform(-3.0, 3.0, size=(4000, 4))
-    labels = values @ np.array([2.0, -1.0, 0.0, 0.0]) + rng.standard_normal(4000)
-    X, x_writer = _file(tmp_path, values)
-    y, y_writer = _file(tmp_path, labels, name="y.npy")
-    validate = module.validate_data
-
-    def validated_then_written(*args, **kwargs):
-        result = validate(*args, **kwargs)
-        _nan_into(where, x_writer, y_writer, 5)
-        return result
-
-    monkeypatch.setattr(module, "validate_data", validated_then_written)
+    estimator, module, X, y, x_writer, y_writer = _in_memory_case(tmp_path, name, 12)
+    _nan_after(monkeypatch, module, "validate_data", where, x_writer, y_writer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # planning warnings of small data, if any
         with pytest.raises(ValueError, match="NaN or infinity"):
@@ -437,13 +448,7 @@ def test_in_memory_fits_read_a_file_once(tmp_path, monkeypatch, name, where):
 def test_in_memory_fits_use_the_copy_they_checked(tmp_path, monkeypatch, name):
     """A file that gains NaN right after the fit copied and checked it: the fit runs on
     its copy, with no NaN in what it releases."""
-    estimator = _in_memory_fits()[name]()
-    module = sys.modules[type(estimator).__module__]
-    rng = np.random.default_rng(13)
-    values = rng.uniform(-3.0, 3.0, size=(4000, 4))
-    labels = values @ np.array([2.0, -1.0, 0.0, 0.0]) + rng.standard_normal(4000)
-    X, x_writer = _file(tmp_path, values)
-    y, y_writer = _file(tmp_path, labels, name="y.npy")
+    estimator, module, X, y, x_writer, y_writer = _in_memory_case(tmp_path, name, 13)
     read = module.read_into_memory
 
     def read_then_written(array, name="X"):
@@ -475,14 +480,7 @@ def test_grid_search_reads_a_file_once(tmp_path, monkeypatch, where):
     values = rng.uniform(-1.0, 1.0, size=(4000, 3))
     X, x_writer = _file(tmp_path, values)
     y, y_writer = _file(tmp_path, values @ np.array([1.0, 2.0, 3.0]), name="y.npy")
-    validate = search.validate_data
-
-    def validated_then_written(*args, **kwargs):
-        result = validate(*args, **kwargs)
-        _nan_into(where, x_writer, y_writer, 5)
-        return result
-
-    monkeypatch.setattr(search, "validate_data", validated_then_written)
+    _nan_after(monkeypatch, search, "validate_data", where, x_writer, y_writer)
     grid = PrivateGridSearchCV(estimator=AdaSSPRegressor(x_bound=2.0, y_bound=6.5),
                                param_grid={"x_bound": [0.01, 2.0]}, epsilon=4.0,
                                n_repetitions=3)
@@ -499,14 +497,7 @@ def test_label_aggregation_reads_a_file_once(tmp_path, monkeypatch, where):
     values = rng.normal(size=(600, 2))
     X, x_writer = _file(tmp_path, values)
     y, y_writer = _file(tmp_path, rng.uniform(0.0, 1.0, size=600), name="y.npy")
-    validate = agg.validate_data_free
-
-    def validated_then_written(array):
-        result = validate(array)
-        _nan_into(where, x_writer, y_writer, 5)
-        return result
-
-    monkeypatch.setattr(agg, "validate_data_free", validated_then_written)
+    _nan_after(monkeypatch, agg, "validate_data_free", where, x_writer, y_writer)
     with pytest.raises(ValueError, match="NaN or infinity"):
         agg.aggregate(X, y, assumption="none", bag_size=30, y_bound=(0, 1), epsilon=1.0)
 
