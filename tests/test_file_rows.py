@@ -528,3 +528,20 @@ def test_views_of_a_file_are_recognised(tmp_path):
     with pytest.raises(ValueError, match="NaN or infinity"):
         read_into_memory(matrix)
     assert not is_file_backed(X.copy()) and is_file_backed(X)
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_weighted_lba_reads_a_file_once(tmp_path, monkeypatch, where):
+    """WeightedLBA's bag-rank and PTR checks and its aggregation see one read of a file
+    (features written full-rank between them would release a bag's labels exactly)."""
+    import skprivreg.label_dp._lba as lba
+    from skprivreg.label_dp import WeightedLBARegressor
+
+    rng = np.random.default_rng(16)
+    values = rng.normal(size=(2000, 2))
+    X, x_writer = _file(tmp_path, values)
+    y, y_writer = _file(tmp_path, values @ np.array([1.0, 2.0]), name="y.npy")
+    _nan_after(monkeypatch, lba, "validate_blockwise_data", where, x_writer, y_writer)
+    est = WeightedLBARegressor(epsilon=8.0, y_bound=(-10.0, 10.0))
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        est.fit(X, y)
