@@ -54,6 +54,7 @@ __all__ = [
     "streamed_piece_rows",
     "threads_for",
     "check_finite_block",
+    "check_finite_extremes",
     "gram_block",
     "gram_statistics",
     "iter_cache_blocks",
@@ -182,7 +183,7 @@ def _empty_partial(d, n_outputs):
     return (np.zeros((d, d)), np.zeros((d, n_outputs + 1)), np.zeros(n_outputs))
 
 
-def _check_finite_extremes(X, estimator_name=None):
+def check_finite_extremes(X, estimator_name=None):
     """``max |X_ij|`` of a block from one max and one min; NaN or infinity raises."""
     if X.size == 0:
         return 0.0
@@ -201,11 +202,11 @@ def _gram_of_block(X, Y, params, acc):
     X = as_float64_block(X, scratch="gram rows")
     n_rows, l = X.shape[0], params.n_outputs
     if params.x_range is not None:
-        _check_finite_extremes(X, params.estimator_name)
+        check_finite_extremes(X, params.estimator_name)
         X = np.clip(X, *params.x_range, out=workspace_like("gram clipped", X))
     # Largest |entry| of the block, from its max and min (NaN or infinity in
     # either means a NaN or infinity in X: refused, in scikit-learn's words).
-    top = _check_finite_extremes(X, params.estimator_name)
+    top = check_finite_extremes(X, params.estimator_name)
     squared = None
     if params.x_bound is not None and X.shape[1] * top * top > params.x_bound**2:
         # Some row may exceed the bound: its squared norm decides (a finite

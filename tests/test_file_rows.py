@@ -70,14 +70,14 @@ def test_gram_pass_sums_the_rows_it_checked(tmp_path, monkeypatch):
     X, writer = _file(tmp_path, rng.uniform(-0.1, 0.1, size=(n, d)))
     y = rng.uniform(-1.0, 1.0, size=n)
     write = _write_once(writer, 100.0)
-    check = gram._check_finite_extremes
+    check = gram.check_finite_extremes
 
     def checked_then_written(block, *args):
         top = check(block, *args)
         write()  # the file changes between the check and the product
         return top
 
-    monkeypatch.setattr(gram, "_check_finite_extremes", checked_then_written)
+    monkeypatch.setattr(gram, "check_finite_extremes", checked_then_written)
     source = RowSource(X, y, block_rows=None, raw_blocks=True)
     XtX, _ = gram.gram_statistics(source, x_bound=bound, y_bound=1.0)
     # Every summed row has norm at most the bound: the trace is at most n B^2.

@@ -8,8 +8,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
 from .._gram import (
-    _check_finite_extremes,
     cache_blocked,
+    check_finite_extremes,
     reduce_threaded,
     source_block_rows,
     threads_for,
@@ -123,7 +123,7 @@ def _max_abs_counts_block(X_block, _unused, *, bins, check):
 
 def _max_abs_entry(X_block, _unused):
     """Largest ``|entry|`` of one block, from its max and min; NaN or infinity raises."""
-    return _check_finite_extremes(np.asarray(X_block))
+    return check_finite_extremes(np.asarray(X_block))
 
 
 def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):
