@@ -545,3 +545,21 @@ def test_weighted_lba_reads_a_file_once(tmp_path, monkeypatch, where):
     est = WeightedLBARegressor(epsilon=8.0, y_bound=(-10.0, 10.0))
     with pytest.raises(ValueError, match="NaN or infinity"):
         est.fit(X, y)
+
+
+def test_issp_checks_a_view_of_a_file_in_its_first_pass(tmp_path, monkeypatch):
+    """A plain ndarray over a file (``np.asarray(memmap)``) is streamed like a memmap: NaN
+    written after validation is refused by the first pass, before anything is spent."""
+    import skprivreg.linear_model._issp as issp
+
+    rng = np.random.default_rng(17)
+    values = rng.standard_normal((60_000, 3))
+    X, writer = _file(tmp_path, values)
+    y = values @ np.array([1.0, -1.0, 0.5]) + rng.standard_normal(60_000)
+    _nan_after(monkeypatch, issp, "validate_data", "X", writer, None)
+    est = issp.ISSPRegressor(epsilon=8.0, delta=1e-6, residual_bound=6.0, on_fail="zero")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            est.fit(np.asarray(X), y)
+    assert not hasattr(est, "privacy_spent_") or est.privacy_spent_.epsilon == 0
