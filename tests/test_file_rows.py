@@ -563,3 +563,27 @@ def test_issp_checks_a_view_of_a_file_in_its_first_pass(tmp_path, monkeypatch):
         with pytest.raises(ValueError, match="NaN or infinity"):
             est.fit(np.asarray(X), y)
     assert not hasattr(est, "privacy_spent_") or est.privacy_spent_.epsilon == 0
+
+
+def test_label_aggregation_uses_the_features_it_checked(tmp_path, monkeypatch):
+    """aggregate(): features written after its copy never reach the released aggregates."""
+    import skprivreg.label_dp._aggregate as agg
+
+    rng = np.random.default_rng(18)
+    values = rng.normal(size=(600, 2))
+    X, writer = _file(tmp_path, values)
+    y = rng.uniform(0.0, 1.0, size=600)
+    read = agg.read_into_memory
+
+    def read_then_written(array, name="X"):
+        result = read(array, name)
+        if name == "X":
+            writer[:, 0] = np.nan
+        return result
+
+    monkeypatch.setattr(agg, "read_into_memory", read_then_written)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        dataset, _ = agg.aggregate(X, y, assumption="none", bag_size=30, y_bound=(0, 1),
+                                   epsilon=1.0)
+    assert np.all(np.isfinite(dataset.X_agg)) and np.all(np.isfinite(dataset.y_agg))
