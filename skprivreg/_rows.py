@@ -16,8 +16,9 @@ the rows is a **block function** and an associative **combine**:
 array or a memmap the blocks are folded in order on this process, one block
 of at most ``block_rows`` rows in memory at a time, so a memmap is streamed
 from disk with bounded memory. On a Dask array (or a Dask data frame, via
-:func:`validate_blockwise_data`) each row chunk is one task on the workers,
-the partials are merged in a tree and only the reduced statistic reaches the
+:func:`validate_blockwise_data`) the chunks are read on the workers, in one
+task per chunk or, for chunks the workers hold, one task per worker thread
+(:mod:`skprivreg._dask_passes`), and only the reduced statistic reaches the
 driver. Block functions are pure and draw nothing random: every noise draw
 happens on the driver, after the reduction.
 
@@ -41,6 +42,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 
 from ._compat import validate_data
+from ._dask_passes import reduce_chunks, tree_reduce, worker_groups
 
 __all__ = [
     "BLOCK_ROWS",
@@ -190,46 +192,6 @@ def add_tuples(a, b):
         return tuple(x + y for x, y in zip(a, b))
 
 
-#: Partials merged by one task of :func:`tree_reduce`: a wide, shallow tree
-#: (each task costs the scheduler about a millisecond and a transfer).
-TREE_FAN_IN = 8
-#: A Dask pass over at most this many blocks folds their partials on the
-#: driver (at most two partials reach it); more blocks are folded on the
-#: workers by :func:`tree_reduce`, so that one partial reaches the driver.
-DRIVER_FOLD_MAX_BLOCKS = 2
-
-
-class _FoldInOrder:
-    """``combine`` folded left over a task's partials, in row order (picklable)."""
-
-    def __init__(self, combine):
-        self.combine = combine
-
-    def __call__(self, *parts):
-        total = parts[0]
-        for part in parts[1:]:  # each combine adds silently (add_tuples, combine_statistics)
-            total = self.combine(total, part)
-        return total
-
-
-def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
-    """Merge delayed partials by delayed folds of up to ``fan_in`` partials each (order kept).
-
-    The last fold runs on a worker too: only the reduced statistic reaches the
-    driver (partials can be large, ``d x d`` or ``d x l``).
-    """
-    import dask
-
-    fold = _FoldInOrder(combine)
-    while len(parts) > 1:
-        parts = [
-            dask.delayed(fold, pure=True)(*parts[i:i + fan_in]) if len(parts[i:i + fan_in]) > 1
-            else parts[i]
-            for i in range(0, len(parts), fan_in)
-        ]
-    return parts[0]
-
-
 def read_into_memory(array, name="X"):
     """``array`` itself, or for a view of a memory-mapped file an in-memory copy, checked
     for NaN or infinity.
@@ -377,6 +339,7 @@ class RowSource:
         self.verbose = int(verbose)
         self.name = str(name)
         self.n_passes = 0
+        self._groups = None
 
     def _progress(self, label, rows=None):
         """One progress line of public facts (the pass number, its label, rows read, n)."""
@@ -438,28 +401,12 @@ class RowSource:
         return {ends[int(round(k * (len(ends) - 1) / 10))] for k in range(11)}
 
     def _reduce_dask(self, fn, combine, params, run=None, label=""):
-        import dask
-
-        run = _run_block if run is None else run
-        x_blocks = self.X.to_delayed().ravel()
-        y_blocks = ([None] * len(x_blocks) if self.Y is None
-                    else self.Y.to_delayed().ravel())
-        # Parameters are one shared task (pickled once); no parameters, no task
-        # (a task that every block waits for, run on one worker and sent to
-        # the others: measured 83-92 ms against 93-113 ms for a two-pass fit).
-        params_task = None if params is None else dask.delayed(params, traverse=False)
-        parts = [
-            dask.delayed(run, pure=True)(fn, int(off), xb, yb, self.clip,
-                                                self.check_finite, params_task)
-            for off, xb, yb in zip(self.offsets, x_blocks, y_blocks)
-        ]
-        if len(parts) <= DRIVER_FOLD_MAX_BLOCKS:
-            # One round trip fewer: no partial moves between workers. Measured
-            # on 2 workers, 2 chunks: a one-round LinearRegression fit took
-            # 50-59 ms against 64-72 ms with the fold on a worker.
-            result = _FoldInOrder(combine)(*dask.compute(*parts))
-        else:
-            result = tree_reduce(parts, combine).compute()
+        if self._groups is None:
+            # Where the chunks are held, asked once: a fit's passes read the same chunks.
+            self._groups = worker_groups(self.X) or []
+        result = reduce_chunks(self.X, self.Y, self.offsets.tolist(),
+                               _run_block if run is None else run, fn, combine, params,
+                               self.clip, self.check_finite, self._groups or None)
         if self.verbose:
             self._progress(label, self.n)
         return result

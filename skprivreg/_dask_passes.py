@@ -1,0 +1,173 @@
+"""A pass over the row chunks of a Dask array: the task graph of :meth:`RowSource.reduce`.
+
+Two shapes of graph, both reading every chunk once, on the workers:
+
+* **chunks held by workers** (a persisted array on a ``distributed`` cluster
+  that runs the graph): one task per worker thread, over the chunks that
+  worker holds, which folds their partials in row order
+  (:class:`_BlocksTask`). No chunk moves. A pass costs the scheduler a few
+  tasks instead of one per chunk and one per fold: measured on a 2-worker
+  ``LocalCluster`` at n = 1e6, d = 10 in 8 chunks, an SSP fit went from 1.9x
+  to 1.4x the NumPy fit, and an 8-round ``LinearRegression`` from 2.3x to
+  1.9x;
+* **any other graph** (chunks computed from files or other collections,
+  Dask's local schedulers): one task per chunk, the partials merged by
+  :func:`tree_reduce`, so each chunk is read by the worker that makes it.
+
+Either way the partials are combined on the driver only when at most
+:data:`DRIVER_FOLD_MAX_BLOCKS` reach it; the combine is associative, so the
+result is the NumPy one up to float64 summation order (which, with chunks
+grouped by worker, follows where the chunks are held). Task keys are random
+names, never tokens of the data or of a pass's parameters.
+"""
+
+import uuid
+
+__all__ = ["DRIVER_FOLD_MAX_BLOCKS", "TREE_FAN_IN", "reduce_chunks", "tree_reduce",
+           "worker_groups"]
+
+#: Partials merged by one task of :func:`tree_reduce`: a wide, shallow tree
+#: (each task costs the scheduler about a millisecond and a transfer).
+TREE_FAN_IN = 8
+#: At most this many partials are folded on the driver; more are folded on
+#: the workers by :func:`tree_reduce`, so that one partial reaches the driver.
+DRIVER_FOLD_MAX_BLOCKS = 2
+
+
+class _FoldInOrder:
+    """``combine`` folded left over a task's partials, in row order (picklable)."""
+
+    def __init__(self, combine):
+        self.combine = combine
+
+    def __call__(self, *parts):
+        total = parts[0]
+        for part in parts[1:]:  # each combine adds silently (add_tuples, combine_statistics)
+            total = self.combine(total, part)
+        return total
+
+
+def _key(name):
+    return f"skprivreg-{name}-{uuid.uuid4().hex}"
+
+
+def tree_reduce(parts, combine, fan_in=TREE_FAN_IN):
+    """Merge delayed partials by delayed folds of up to ``fan_in`` partials each (order kept).
+
+    The last fold runs on a worker too: only the reduced statistic reaches the
+    driver (partials can be large, ``d x d`` or ``d x l``).
+    """
+    import dask
+
+    fold = _FoldInOrder(combine)
+    while len(parts) > 1:
+        parts = [
+            dask.delayed(fold, pure=False)(*parts[i:i + fan_in], dask_key_name=_key("fold"))
+            if len(parts[i:i + fan_in]) > 1 else parts[i]
+            for i in range(0, len(parts), fan_in)
+        ]
+    return parts[0]
+
+
+class _BlocksTask:
+    """One task over several chunks: their block function's partials, folded in row order.
+
+    Called as ``task(params, X_1, ..., X_k, Y_1, ..., Y_k)``; ``run`` prepares
+    each raw chunk and applies ``fn`` (``_run_block`` or ``_call_raw`` of
+    :mod:`skprivreg._rows`), accumulating into the running partial.
+    """
+
+    def __init__(self, run, fn, offsets, clip, check_finite):
+        self.run = run
+        self.fn = fn
+        self.offsets = [int(o) for o in offsets]
+        self.clip = clip
+        self.check_finite = check_finite
+
+    def __call__(self, params, *blocks):
+        k = len(self.offsets)
+        total = None
+        for offset, X_b, Y_b in zip(self.offsets, blocks[:k], blocks[k:]):
+            total = self.run(self.fn, offset, X_b, Y_b, self.clip, self.check_finite, params,
+                             total)
+        return total
+
+
+def _cluster_client(collection):
+    """The ``distributed`` client that would compute ``collection``, or None."""
+    try:
+        from dask.base import get_scheduler
+        from distributed import Client
+    except ImportError:
+        return None
+    scheduler = get_scheduler(collections=[collection])
+    client = getattr(scheduler, "__self__", None)
+    return client if isinstance(client, Client) else None
+
+
+def worker_groups(X):
+    """Row-chunk indices of ``X`` grouped by the worker thread that runs them, or None.
+
+    Only for an array whose every row chunk is held in a worker's memory on
+    the ``distributed`` cluster that computes it (``X.persist()``): each
+    worker's chunks, in row order, are split into as many runs of
+    consecutive chunks as it has threads. The groups are sorted by their
+    first chunk. None otherwise (some chunk must be computed, or no
+    cluster): then every chunk is its own task.
+    """
+    client = _cluster_client(X)
+    if client is None:
+        return None
+    keys = [block.key for block in X.to_delayed().ravel()]
+    held = client.who_has(X)
+    by_worker = {}
+    for index, key in enumerate(keys):
+        workers = held.get(key)
+        if not workers:
+            return None
+        by_worker.setdefault(min(workers), []).append(index)
+    threads = client.nthreads()
+    groups = []
+    for worker, indices in by_worker.items():
+        k = max(1, min(int(threads.get(worker, 1)), len(indices)))
+        size, extra = divmod(len(indices), k)
+        start = 0
+        for j in range(k):
+            stop = start + size + (j < extra)
+            groups.append(indices[start:stop])
+            start = stop
+    return sorted(groups, key=lambda group: group[0])
+
+
+def reduce_chunks(X, Y, offsets, run, fn, combine, params, clip, check_finite, groups=None):
+    """One pass of ``fn`` over the row chunks of the Dask array ``X`` (and ``Y``).
+
+    ``offsets`` are the chunks' first rows; ``run(fn, offset, X_b, Y_b,
+    clip, check_finite, params, into)`` applies the block function to one
+    raw chunk; ``groups``: the chunks of each task (:func:`worker_groups`),
+    None for one task per chunk. Returns the combined partial, computed on
+    the workers.
+    """
+    import dask
+
+    x_blocks = X.to_delayed().ravel()
+    y_blocks = [None] * len(x_blocks) if Y is None else Y.to_delayed().ravel()
+    # Parameters are one shared task (pickled once); no parameters, no task
+    # (a task that every block waits for, run on one worker and sent to
+    # the others: measured 83-92 ms against 93-113 ms for a two-pass fit).
+    params_task = (None if params is None
+                   else dask.delayed(params, traverse=False, name=_key("params")))
+    if groups is None:
+        groups = [[i] for i in range(len(x_blocks))]
+    parts = [
+        dask.delayed(_BlocksTask(run, fn, [offsets[i] for i in group], clip, check_finite),
+                     pure=False)(params_task, *[x_blocks[i] for i in group],
+                                 *[y_blocks[i] for i in group], dask_key_name=_key("pass"))
+        for group in groups
+    ]
+    if len(parts) <= DRIVER_FOLD_MAX_BLOCKS:
+        # One round trip fewer: no partial moves between workers. Measured
+        # on 2 workers, 2 chunks: a one-round LinearRegression fit took
+        # 50-59 ms against 64-72 ms with the fold on a worker.
+        return _FoldInOrder(combine)(*dask.compute(*parts))
+    return tree_reduce(parts, combine).compute()

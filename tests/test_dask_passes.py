@@ -1,0 +1,166 @@
+"""Passes over Dask chunks that the workers hold: one task per worker thread, no chunk moved.
+
+A persisted array's chunks are read where they are held, each worker's in
+row order; results match the NumPy path for the same noise within float64
+round-off (the partials add in another order).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+import skprivreg._rows as rows_module  # noqa: E402
+from skprivreg import BudgetAccountant  # noqa: E402
+from skprivreg._dask_passes import worker_groups  # noqa: E402
+from skprivreg.datasets import make_linear_regression  # noqa: E402
+from skprivreg.linear_model import (  # noqa: E402
+    AdaSSPRegressor,
+    ISSPRegressor,
+    LinearRegression,
+    ReuseCovRegressor,
+    SSPRegressor,
+)
+from skprivreg.preprocessing import PrivateStandardScaler  # noqa: E402
+
+RTOL = 1e-9
+N_CHUNKS = 8
+
+pytestmark = pytest.mark.usefixtures("fixed_noise")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_linear_regression(12_000, 5, intercept=1.0, random_state=0)
+
+
+def _held(client, X, y=None):
+    """``X`` (and ``y``) in ``N_CHUNKS`` row chunks, persisted on the workers."""
+    chunk = -(-X.shape[0] // N_CHUNKS)
+    Xd = da.from_array(X, chunks=(chunk, X.shape[1])).persist()
+    parts = [Xd]
+    if y is not None:
+        parts.append(da.from_array(y, chunks=chunk).persist())
+    distributed.wait(parts)
+    return parts if y is not None else Xd
+
+
+def test_groups_are_the_chunks_each_worker_holds(client, data):
+    Xd = _held(client, data[0])
+    groups = worker_groups(Xd)
+    assert sorted(i for group in groups for i in group) == list(range(N_CHUNKS))
+    assert [group[0] for group in groups] == sorted(group[0] for group in groups)
+    keys = [block.key for block in Xd.to_delayed().ravel()]
+    held = client.who_has(Xd)
+    holders = []
+    for group in groups:
+        assert group == sorted(group)
+        workers = {min(held[keys[i]]) for i in group}
+        assert len(workers) == 1  # every chunk of a task is on the worker that runs it
+        holders.append(workers.pop())
+    # Single-threaded workers: one task each.
+    assert sorted(holders) == sorted({min(w) for w in held.values()})
+
+
+def test_chunks_computed_on_the_fly_or_another_scheduler_get_one_task_each(client, data):
+    X = data[0]
+    assert worker_groups(da.from_array(X, chunks=(1_500, 5))) is None
+    Xd = _held(client, X)
+    with dask.config.set(scheduler="threads"):
+        assert worker_groups(Xd) is None
+    assert worker_groups(Xd[:, :3]) is None  # a view of held chunks is computed
+
+
+def test_a_worker_with_two_threads_gets_two_runs_of_its_chunks(data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            Xd = _held(client, data[0])
+            assert worker_groups(Xd) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def _fits():
+    declared = dict(x_bound=3.0, y_bound=5.0)
+    return {
+        "SSP": (SSPRegressor, declared),
+        "AdaSSP, private bounds": (AdaSSPRegressor, {}),
+        "LinearRegression": (LinearRegression, dict(x_range=(-4.0, 4.0), y_bound=10.0,
+                                                    n_rounds=3)),
+        "ReuseCov": (ReuseCovRegressor, declared),
+        "PrivateStandardScaler": (PrivateStandardScaler, dict(x_range=(-4.0, 4.0))),
+    }
+
+
+@pytest.fixture
+def count_passes(monkeypatch):
+    calls = []
+    reduce_chunks = rows_module.reduce_chunks
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return reduce_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(rows_module, "reduce_chunks", counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", list(_fits()))
+def test_fits_on_held_chunks_match_numpy_with_one_task_per_worker_and_pass(
+        client, data, count_passes, name):
+    Estimator, params = _fits()[name]
+    X, y = data
+    Xd, yd = _held(client, X, y)
+    groups = worker_groups(Xd)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bounds read from the data, where asked
+        ref = Estimator(epsilon=1.0, delta=1e-6, random_state=3, **params)
+        held = Estimator(epsilon=1.0, delta=1e-6, random_state=3, **params)
+        with distributed.get_task_stream(client) as stream:
+            if name == "PrivateStandardScaler":
+                ref.fit(X), held.fit(Xd)
+            else:
+                ref.fit(X, y), held.fit(Xd, yd)
+    tasks = [t["key"] for t in stream.data if str(t["key"]).startswith("skprivreg-pass-")]
+    assert count_passes and len(tasks) == len(count_passes) * len(groups)
+    if name == "PrivateStandardScaler":
+        np.testing.assert_allclose(held.scale_, ref.scale_, rtol=RTOL)
+        np.testing.assert_allclose(held.mean_, ref.mean_, rtol=RTOL)
+    else:
+        np.testing.assert_allclose(held.coef_, ref.coef_, rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(held.intercept_, ref.intercept_, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(_fits()))
+@pytest.mark.parametrize("where", [0, 11_999])
+def test_nan_in_a_held_chunk_fails_before_spending(client, data, name, where):
+    Estimator, params = _fits()[name]
+    X, y = data
+    X = X.copy()
+    X[where, 2] = np.nan
+    Xd, yd = _held(client, X, y)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    est = Estimator(epsilon=1.0, delta=1e-6, accountant=acc, **params)
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(Xd) if name == "PrivateStandardScaler" else est.fit(Xd, yd)
+    assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_issp_refuses_nan_in_a_held_chunk_before_spending(client, bad):
+    """ISSP's blocks are checked by the row source (not by its block functions)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200_000, 1))
+    y = X[:, 0] + 0.1 * rng.normal(size=200_000)
+    X[170_000, 0] = bad
+    Xd, yd = _held(client, X, y)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="NaN"):
+        ISSPRegressor(epsilon=8.0, delta=1e-6, accountant=acc).fit(Xd, yd)
+    assert acc.n_spends == 0
