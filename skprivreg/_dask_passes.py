@@ -5,19 +5,23 @@ Two shapes of graph, both reading every chunk once, on the workers:
 * **chunks held by workers** (a persisted array on a ``distributed`` cluster
   that runs the graph): one task per worker thread, over the chunks that
   worker holds, which folds their partials in row order
-  (:class:`_BlocksTask`). No chunk moves. A pass costs the scheduler a few
+  (:class:`_BlocksTask`). No chunk of X moves (labels held elsewhere, or
+  rechunked to X's rows, are fetched). A pass costs the scheduler a few
   tasks instead of one per chunk and one per fold: measured on a 2-worker
-  ``LocalCluster`` at n = 1e6, d = 10 in 8 chunks, an SSP fit went from 1.9x
-  to 1.4x the NumPy fit, and an 8-round ``LinearRegression`` from 2.3x to
-  1.9x;
+  ``LocalCluster`` at n = 1e6, d = 10 in 8 chunks, an SSP fit went from
+  1.7-2.2x to 1.4-1.5x the NumPy fit, and an 8-round ``LinearRegression``
+  from 2.5-2.6x to 1.75-2.0x;
 * **any other graph** (chunks computed from files or other collections,
   Dask's local schedulers): one task per chunk, the partials merged by
   :func:`tree_reduce`, so each chunk is read by the worker that makes it.
 
 Either way the partials are combined on the driver only when at most
-:data:`DRIVER_FOLD_MAX_BLOCKS` reach it; the combine is associative, so the
-result is the NumPy one up to float64 summation order (which, with chunks
-grouped by worker, follows where the chunks are held). Task keys are random
+:data:`DRIVER_FOLD_MAX_BLOCKS` reach it. A task folds chunks that need not be
+adjacent (a worker's chunks 0, 2 and 5) and the partials of interleaved
+groups are combined, so block functions and combines must not depend on the
+order of rows (sums, merges ranked by global row index): the result is the
+NumPy one up to float64 summation order, which, with chunks grouped by
+worker, follows where the chunks are held. Task keys are random
 names, never tokens of the data or of a pass's parameters.
 """
 
@@ -108,27 +112,35 @@ def _cluster_client(collection):
 def worker_groups(X):
     """Row-chunk indices of ``X`` grouped by the worker thread that runs them, or None.
 
-    Only for an array whose every row chunk is held in a worker's memory on
-    the ``distributed`` cluster that computes it (``X.persist()``): each
-    worker's chunks, in row order, are split into as many runs of
-    consecutive chunks as it has threads. The groups are sorted by their
-    first chunk. None otherwise (some chunk must be computed, or no
-    cluster): then every chunk is its own task.
+    Only for an array in one column chunk whose every row chunk is held in a
+    worker's memory on the ``distributed`` cluster that computes it
+    (``X.persist()``, once the chunks are computed). A chunk held by several
+    workers goes to the one given the fewest chunks so far. Each worker's
+    chunks, in row order, are split into as many runs of consecutive chunks
+    as it has threads; the groups are sorted by their first chunk. None
+    otherwise (some chunk must be computed, no cluster, or the cluster does
+    not answer): then every chunk is its own task.
     """
     client = _cluster_client(X)
-    if client is None:
+    if client is None or X.ndim != 2 or X.numblocks[1] != 1:
         return None
-    keys = [block.key for block in X.to_delayed().ravel()]
-    held = client.who_has(X)
+    keys = [key for (key,) in X.__dask_keys__()]
+    if not set(keys) <= {future.key for future in client.futures_of(X)}:
+        return None  # some chunk is computed by the graph: nothing to ask the scheduler
+    try:
+        held = client.who_has(X)
+        threads = client.nthreads()
+    except Exception:  # noqa: BLE001 - placement only saves time; any failure: one task per chunk
+        return None
     by_worker = {}
     for index, key in enumerate(keys):
-        workers = held.get(key)
+        workers = sorted(held.get(key, ()))
         if not workers:
             return None
-        by_worker.setdefault(min(workers), []).append(index)
-    threads = client.nthreads()
+        worker = min(workers, key=lambda w: len(by_worker.get(w, ())))
+        by_worker.setdefault(worker, []).append(index)
     groups = []
-    for worker, indices in by_worker.items():
+    for worker, indices in sorted(by_worker.items()):
         k = max(1, min(int(threads.get(worker, 1)), len(indices)))
         size, extra = divmod(len(indices), k)
         start = 0

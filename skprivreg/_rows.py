@@ -7,10 +7,14 @@ the rows is a **block function** and an associative **combine**:
   ``fn(offset, X_block, Y_block, params, into=None) -> partial``
   (``offset`` is the global index of the block's first row, ``params`` the
   public inputs of the pass); when ``into`` is given it is the running
-  partial of the rows before the block, and the function returns
-  ``combine(into, partial of this block)``, which it may compute in place;
-* ``combine(a, b)`` merges the partials of two disjoint row ranges (``a``
-  before ``b``) and must be associative.
+  partial of other rows (on NumPy, the rows before the block; on Dask, the
+  chunks a task has read so far, which need not be adjacent), and the
+  function returns ``combine(into, partial of this block)``, which it may
+  compute in place;
+* ``combine(a, b)`` merges the partials of two disjoint sets of rows and
+  must be associative and commutative: a result may depend on the order of
+  rows only through float64 rounding (rank by global row index, never by
+  position in a partial).
 
 :class:`RowSource` runs a pass with :meth:`RowSource.reduce`. On a NumPy
 array or a memmap the blocks are folded in order on this process, one block
@@ -402,11 +406,12 @@ class RowSource:
 
     def _reduce_dask(self, fn, combine, params, run=None, label=""):
         if self._groups is None:
-            # Where the chunks are held, asked once: a fit's passes read the same chunks.
-            self._groups = worker_groups(self.X) or []
+            # Where the chunks are held, asked until they are: a fit's passes
+            # read the same chunks.
+            self._groups = worker_groups(self.X)
         result = reduce_chunks(self.X, self.Y, self.offsets.tolist(),
                                _run_block if run is None else run, fn, combine, params,
-                               self.clip, self.check_finite, self._groups or None)
+                               self.clip, self.check_finite, self._groups)
         if self.verbose:
             self._progress(label, self.n)
         return result

@@ -17,6 +17,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from skprivreg import BudgetAccountant  # noqa: E402
+from skprivreg._dask_passes import worker_groups  # noqa: E402
 from skprivreg._rows import RowSource  # noqa: E402
 from skprivreg.linear_model import ISSPRegressor  # noqa: E402
 from skprivreg.linear_model._issp import _issp_trace  # noqa: E402
@@ -149,6 +150,25 @@ def test_dirty_data_removals_rescans_and_fail_match_numpy(client, far):
     if ref.passed:
         np.testing.assert_allclose(lazy.beta_hat, ref.beta_hat, rtol=1e-9)
         np.testing.assert_allclose(lazy.beta_tilde, ref.beta_tilde, rtol=1e-9)
+
+
+def test_dirty_data_on_chunks_the_workers_hold_matches_numpy(client):
+    """Persisted chunks: each worker's task reads chunks that are not adjacent,
+    and ISSP's block functions locate rows by each chunk's own offset."""
+    X, y, kw = _dirty_case()
+    chunk = 1024
+    ref = _core(RowSource(X, y, fit_intercept=True, block_rows=chunk), **kw)
+    Xd, yd = (part.persist() for part in _lazy(X, y, chunk))
+    distributed.wait([Xd, yd])
+    assert max(len(group) for group in worker_groups(Xd)) > 1
+    lazy = _core(RowSource(Xd, yd, fit_intercept=True, check_finite=True), **kw)
+    assert ref.passed and ref.n_passes > 2
+    assert (lazy.score1, lazy.score2_num, lazy.passed, lazy.n_passes) == (
+        ref.score1, ref.score2_num, ref.passed, ref.n_passes)
+    np.testing.assert_array_equal(lazy.W, ref.W)
+    np.testing.assert_array_equal(lazy.V, ref.V)
+    np.testing.assert_allclose(lazy.beta_hat, ref.beta_hat, rtol=1e-9)
+    np.testing.assert_allclose(lazy.beta_tilde, ref.beta_tilde, rtol=1e-9)
 
 
 def test_fail_path_matches_numpy(client):

@@ -50,6 +50,19 @@ def _held(client, X, y=None):
     return parts if y is not None else Xd
 
 
+@pytest.fixture
+def count_passes(monkeypatch):
+    calls = []
+    reduce_chunks = rows_module.reduce_chunks
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return reduce_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(rows_module, "reduce_chunks", counted)
+    return calls
+
+
 def test_groups_are_the_chunks_each_worker_holds(client, data):
     Xd = _held(client, data[0])
     groups = worker_groups(Xd)
@@ -76,14 +89,32 @@ def test_chunks_computed_on_the_fly_or_another_scheduler_get_one_task_each(clien
     assert worker_groups(Xd[:, :3]) is None  # a view of held chunks is computed
 
 
-def test_a_worker_with_two_threads_gets_two_runs_of_its_chunks(data):
+def test_a_chunk_held_twice_goes_to_the_less_loaded_worker(client, data):
+    Xd = _held(client, data[0])
+    client.replicate(Xd)  # every chunk on both workers
+    groups = worker_groups(Xd)
+    assert sorted(len(group) for group in groups) == [N_CHUNKS // 2, N_CHUNKS // 2]
+
+
+def test_a_worker_with_three_threads_gets_three_runs_of_its_chunks(data, count_passes):
+    """Three groups: their partials are folded by a task on the worker (more
+    than two never reach the driver)."""
+    X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=3, processes=False,
                                       dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as client:
-            Xd = _held(client, data[0])
-            assert worker_groups(Xd) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+            Xd, yd = _held(client, X, y)
+            assert worker_groups(Xd) == [[0, 1, 2], [3, 4, 5], [6, 7]]
+            params = dict(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=3)
+            with distributed.get_task_stream(client) as stream:
+                held = SSPRegressor(**params).fit(Xd, yd)
+    keys = [str(t["key"]) for t in stream.data]
+    assert sum(k.startswith("skprivreg-pass-") for k in keys) == 3 * len(count_passes)
+    assert sum(k.startswith("skprivreg-fold-") for k in keys) == len(count_passes)
+    ref = SSPRegressor(**params).fit(X, y)
+    np.testing.assert_allclose(held.coef_, ref.coef_, rtol=RTOL)
 
 
 def _fits():
@@ -96,19 +127,6 @@ def _fits():
         "ReuseCov": (ReuseCovRegressor, declared),
         "PrivateStandardScaler": (PrivateStandardScaler, dict(x_range=(-4.0, 4.0))),
     }
-
-
-@pytest.fixture
-def count_passes(monkeypatch):
-    calls = []
-    reduce_chunks = rows_module.reduce_chunks
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return reduce_chunks(*args, **kwargs)
-
-    monkeypatch.setattr(rows_module, "reduce_chunks", counted)
-    return calls
 
 
 @pytest.mark.parametrize("name", list(_fits()))

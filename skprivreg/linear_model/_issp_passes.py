@@ -2,9 +2,10 @@
 
 Each pass is a module-level block function
 ``fn(offset, X_block, y_block, params, into=None) -> partial`` (``X_block`` is
-raw X after the public clip, without the ones column) and an associative
-combine, run by ``source.reduce`` (in order on NumPy and memmap input, one
-task per chunk on Dask workers). Block functions are pure and draw nothing
+raw X after the public clip, without the ones column) and an associative,
+commutative combine, run by ``source.reduce`` (in order on NumPy and memmap
+input; on Dask workers one task per chunk, or per worker thread over the
+chunks it holds). Block functions are pure and draw nothing
 random. The values computed here (Gram matrices, factors, residual sums) are
 secret intermediate values of :class:`~skprivreg.linear_model.ISSPRegressor`
 and never leave ``fit``.
