@@ -27,8 +27,8 @@ names, never tokens of the data or of a pass's parameters.
 
 import uuid
 
-__all__ = ["DRIVER_FOLD_MAX_BLOCKS", "TREE_FAN_IN", "reduce_chunks", "tree_reduce",
-           "worker_groups"]
+__all__ = ["DRIVER_FOLD_MAX_BLOCKS", "TREE_FAN_IN", "chunk_tasks", "reduce_chunks",
+           "tree_reduce", "worker_groups"]
 
 #: Partials merged by one task of :func:`tree_reduce`: a wide, shallow tree
 #: (each task costs the scheduler about a millisecond and a transfer).
@@ -151,19 +151,26 @@ def worker_groups(X):
     return sorted(groups, key=lambda group: group[0])
 
 
-def reduce_chunks(X, Y, offsets, run, fn, combine, params, clip, check_finite, groups=None):
-    """One pass of ``fn`` over the row chunks of the Dask array ``X`` (and ``Y``).
+def chunk_tasks(X, Y=None):
+    """The delayed row chunks of ``X`` and ``Y`` (``Y`` None: a list of None), for
+    :func:`reduce_chunks`; a fit's passes share them (the graph is optimised once)."""
+    x_blocks = list(X.to_delayed().ravel())
+    y_blocks = [None] * len(x_blocks) if Y is None else list(Y.to_delayed().ravel())
+    return x_blocks, y_blocks
 
-    ``offsets`` are the chunks' first rows; ``run(fn, offset, X_b, Y_b,
-    clip, check_finite, params, into)`` applies the block function to one
-    raw chunk; ``groups``: the chunks of each task (:func:`worker_groups`),
-    None for one task per chunk. Returns the combined partial, computed on
-    the workers.
+
+def reduce_chunks(blocks, offsets, run, fn, combine, params, clip, check_finite, groups=None):
+    """One pass of ``fn`` over row chunks of a Dask array (and its labels).
+
+    ``blocks``: the :func:`chunk_tasks` of the arrays; ``offsets`` are the
+    chunks' first rows; ``run(fn, offset, X_b, Y_b, clip, check_finite,
+    params, into)`` applies the block function to one raw chunk; ``groups``:
+    the chunks of each task (:func:`worker_groups`), None for one task per
+    chunk. Returns the combined partial, computed on the workers.
     """
     import dask
 
-    x_blocks = X.to_delayed().ravel()
-    y_blocks = [None] * len(x_blocks) if Y is None else Y.to_delayed().ravel()
+    x_blocks, y_blocks = blocks
     # Parameters are one shared task (pickled once); no parameters, no task
     # (a task that every block waits for, run on one worker and sent to
     # the others: measured 83-92 ms against 93-113 ms for a two-pass fit).
@@ -177,9 +184,10 @@ def reduce_chunks(X, Y, offsets, run, fn, combine, params, clip, check_finite, g
                                  *[y_blocks[i] for i in group], dask_key_name=_key("pass"))
         for group in groups
     ]
+    # The chunks' graph was optimised once, by chunk_tasks.
     if len(parts) <= DRIVER_FOLD_MAX_BLOCKS:
         # One round trip fewer: no partial moves between workers. Measured
         # on 2 workers, 2 chunks: a one-round LinearRegression fit took
         # 50-59 ms against 64-72 ms with the fold on a worker.
-        return _FoldInOrder(combine)(*dask.compute(*parts))
-    return tree_reduce(parts, combine).compute()
+        return _FoldInOrder(combine)(*dask.compute(*parts, optimize_graph=False))
+    return tree_reduce(parts, combine).compute(optimize_graph=False)

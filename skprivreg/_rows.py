@@ -46,7 +46,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 
 from ._compat import validate_data
-from ._dask_passes import reduce_chunks, tree_reduce, worker_groups
+from ._dask_passes import chunk_tasks, reduce_chunks, tree_reduce, worker_groups
 
 __all__ = [
     "BLOCK_ROWS",
@@ -343,7 +343,7 @@ class RowSource:
         self.verbose = int(verbose)
         self.name = str(name)
         self.n_passes = 0
-        self._groups = None
+        self._groups = self._chunks = None
 
     def _progress(self, label, rows=None):
         """One progress line of public facts (the pass number, its label, rows read, n)."""
@@ -405,11 +405,13 @@ class RowSource:
         return {ends[int(round(k * (len(ends) - 1) / 10))] for k in range(11)}
 
     def _reduce_dask(self, fn, combine, params, run=None, label=""):
+        if self._chunks is None:
+            self._chunks = chunk_tasks(self.X, self.Y)
         if self._groups is None:
             # Where the chunks are held, asked until they are: a fit's passes
             # read the same chunks.
             self._groups = worker_groups(self.X)
-        result = reduce_chunks(self.X, self.Y, self.offsets.tolist(),
+        result = reduce_chunks(self._chunks, self.offsets.tolist(),
                                _run_block if run is None else run, fn, combine, params,
                                self.clip, self.check_finite, self._groups)
         if self.verbose:

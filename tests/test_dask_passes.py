@@ -182,3 +182,20 @@ def test_issp_refuses_nan_in_a_held_chunk_before_spending(client, bad):
     with pytest.raises(ValueError, match="NaN"):
         ISSPRegressor(epsilon=8.0, delta=1e-6, accountant=acc).fit(Xd, yd)
     assert acc.n_spends == 0
+
+
+def test_a_fits_passes_share_one_optimised_graph_of_the_chunks(client, data, count_passes,
+                                                               monkeypatch):
+    """``to_delayed`` (which optimises the graph) runs once per array, not once per pass."""
+    X, y = data
+    calls = []
+    to_delayed = da.Array.to_delayed
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return to_delayed(self, *args, **kwargs)
+
+    monkeypatch.setattr(da.Array, "to_delayed", counted)
+    LinearRegression(epsilon=1.0, delta=1e-6, x_range=(-4.0, 4.0), y_bound=10.0,
+                     n_rounds=3).fit(*_held(client, X, y))
+    assert len(count_passes) >= 4 and len(calls) == 2
