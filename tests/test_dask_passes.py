@@ -19,8 +19,10 @@ import skprivreg._rows as rows_module  # noqa: E402
 from skprivreg import BudgetAccountant  # noqa: E402
 from skprivreg._dask_passes import worker_groups  # noqa: E402
 from skprivreg.datasets import make_linear_regression  # noqa: E402
+from skprivreg.label_dp import WeightedLBARegressor  # noqa: E402
 from skprivreg.linear_model import (  # noqa: E402
     AdaSSPRegressor,
+    IndependentSSPRegressor,
     ISSPRegressor,
     LinearRegression,
     ReuseCovRegressor,
@@ -125,6 +127,7 @@ def _fits():
         "LinearRegression": (LinearRegression, dict(x_range=(-4.0, 4.0), y_bound=10.0,
                                                     n_rounds=3)),
         "ReuseCov": (ReuseCovRegressor, declared),
+        "IndependentSSP, private bounds": (IndependentSSPRegressor, {}),
         "PrivateStandardScaler": (PrivateStandardScaler, dict(x_range=(-4.0, 4.0))),
     }
 
@@ -199,3 +202,22 @@ def test_a_fits_passes_share_one_optimised_graph_of_the_chunks(client, data, cou
     LinearRegression(epsilon=1.0, delta=1e-6, x_range=(-4.0, 4.0), y_bound=10.0,
                      n_rounds=3).fit(*_held(client, X, y))
     assert len(count_passes) >= 4 and len(calls) == 2
+
+
+def test_label_dp_aggregation_on_held_chunks_equals_numpy(client):
+    """WeightedLBA's bounds pass (a min/max combine) and bags on held chunks."""
+    rng = np.random.default_rng(47)
+    X = rng.normal(size=(60_000, 2))
+    y = rng.uniform(0, 1, size=60_000) + 0.1 * (X[:, 0] > 0)
+    params = dict(epsilon=8.0, delta=1e-6, y_bound=(0.0, 1.1), assumption="declared",
+                  residual_var_lower_bound=0.05, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = WeightedLBARegressor(**params).fit(X, y)
+        held = WeightedLBARegressor(**params).fit(*_held(client, X, y))
+    a, b = held.aggregated_, ref.aggregated_
+    np.testing.assert_array_equal(a.bag_indices, b.bag_indices)
+    assert a.label_bounds == b.label_bounds
+    for name in ("X_agg", "w_sum", "y_agg"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-9)
+    np.testing.assert_allclose(held.coef_, ref.coef_, rtol=1e-9)
