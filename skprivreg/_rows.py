@@ -46,7 +46,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_array
 
 from ._compat import validate_data
-from ._dask_passes import chunk_tasks, reduce_chunks, tree_reduce, worker_groups
+from ._dask_passes import chunk_tasks, reduce_chunks, worker_groups
 
 __all__ = [
     "BLOCK_ROWS",
@@ -63,7 +63,6 @@ __all__ = [
     "same_row_chunks",
     "set_dask_feature_names",
     "sum_over_row_blocks",
-    "tree_reduce",
     "validate_blockwise_data",
     "workspace",
     "workspace_like",
