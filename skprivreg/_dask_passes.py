@@ -9,9 +9,9 @@ Two shapes of graph, both reading every chunk once, on the workers:
   rechunked to X's rows, are fetched). A pass costs the scheduler a few
   tasks instead of one per chunk and one per fold: measured on a 2-worker
   ``LocalCluster`` at n = 1e6, d = 10 in 8 chunks, an SSP fit went from
-  1.7-2.2x to 1.4-1.5x the NumPy fit, and an 8-round ``LinearRegression``
-  from 2.5-2.6x to 1.75-2.0x (1.4x with :func:`chunk_tasks` shared by the
-  passes);
+  1.7-2.2x to 1.4-1.75x the NumPy fit, and an 8-round ``LinearRegression``
+  from 2.4-3.0x to 1.4-2.0x (ranges over repeated runs, with
+  :func:`chunk_tasks` shared by a fit's passes);
 * **any other graph** (chunks computed from files or other collections,
   Dask's local schedulers): one task per chunk, the partials merged by
   :func:`tree_reduce`, so each chunk is read by the worker that makes it.
