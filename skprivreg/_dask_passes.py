@@ -154,9 +154,17 @@ def worker_groups(X):
 
 def chunk_tasks(X, Y=None):
     """The delayed row chunks of ``X`` and ``Y`` (``Y`` None: a list of None), for
-    :func:`reduce_chunks`; a fit's passes share them (the graph is optimised once)."""
-    x_blocks = list(X.to_delayed().ravel())
-    y_blocks = [None] * len(x_blocks) if Y is None else list(Y.to_delayed().ravel())
+    :func:`reduce_chunks`; a fit's passes share them (the graph is optimised once).
+
+    Arrays whose graphs share tasks (``X`` and ``Y`` sliced from one array,
+    or read by one loader) keep their graphs as they are: optimising each
+    on its own fuses the shared tasks into both, which then run twice a pass
+    (each file read twice).
+    """
+    optimize = Y is None or set(X.__dask_graph__()).isdisjoint(Y.__dask_graph__())
+    x_blocks = list(X.to_delayed(optimize_graph=optimize).ravel())
+    y_blocks = ([None] * len(x_blocks) if Y is None
+                else list(Y.to_delayed(optimize_graph=optimize).ravel()))
     return x_blocks, y_blocks
 
 

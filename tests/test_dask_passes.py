@@ -221,3 +221,37 @@ def test_label_dp_aggregation_on_held_chunks_equals_numpy(client):
     for name in ("X_agg", "w_sum", "y_agg"):
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-9)
     np.testing.assert_allclose(held.coef_, ref.coef_, rtol=1e-9)
+
+
+_LOADS = []
+
+
+def _load(path):
+    _LOADS.append(path)  # the workers are threads of this process
+    return np.load(path)
+
+
+def test_features_and_labels_from_one_loader_read_each_file_once_a_pass(tmp_path, data,
+                                                                         count_passes):
+    """X and y sliced from one array read from files: each file is loaded once per pass."""
+    import dask
+
+    X, y = data
+    rows = np.column_stack([X, y])
+    pieces = []
+    for i, part in enumerate(np.array_split(rows, 4)):
+        path = tmp_path / f"rows{i}.npy"
+        np.save(path, part)
+        pieces.append(da.from_delayed(dask.delayed(_load)(str(path)), part.shape, float))
+    table = da.concatenate(pieces)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            params = dict(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=3)
+            _LOADS.clear()
+            held = SSPRegressor(**params).fit(table[:, :-1], table[:, -1])
+    assert len(count_passes) == 1 and sorted(_LOADS) == sorted(set(_LOADS)) and len(_LOADS) == 4
+    ref = SSPRegressor(**params).fit(X, y)
+    np.testing.assert_allclose(held.coef_, ref.coef_, rtol=RTOL)
