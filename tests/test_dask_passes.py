@@ -248,7 +248,7 @@ def test_features_and_labels_from_one_loader_read_each_file_once_a_pass(tmp_path
         warnings.simplefilter("ignore")
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                       dashboard_address=None) as cluster, \
-                distributed.Client(cluster) as client:
+                distributed.Client(cluster):
             params = dict(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=5.0, random_state=3)
             _LOADS.clear()
             held = SSPRegressor(**params).fit(table[:, :-1], table[:, -1])
