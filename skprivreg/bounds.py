@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ._rows import memory_order
+from ._rows import RowSource, memory_order
 from .accounting import PrivacyEvent
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bound_margin
@@ -38,6 +38,8 @@ __all__ = [
     "range_bound_epsilons",
     "check_range_bounds_feasible",
     "estimate_ranges",
+    "count_ranges",
+    "release_ranges",
     "BOUND_SOURCES",
 ]
 
@@ -293,8 +295,84 @@ def _row_abs_max(X):
     return np.max(np.abs(X), axis=1)
 
 
+class _RangeCounts:
+    """Block function of :func:`count_ranges` (picklable, for Dask workers).
+
+    Per block: for the entry magnitudes of X's rows (``max_j |x_ij|``) and
+    the labels' ``|y_i|``, the number of rows above each bin and the largest
+    value; partials add the counts and keep the larger maximum.
+    """
+
+    def __init__(self, bins, want_x, want_y):
+        self.bins, self.want_x, self.want_y = bins, want_x, want_y
+
+    def __call__(self, offset, X, Y, params=None, into=None):
+        part = {"rows": X.shape[0]}
+        if self.want_x:
+            values = _row_abs_max(X)
+            part["x_range"] = (counts_above(values, self.bins), float(np.max(values, initial=0.0)))
+        if self.want_y:
+            values = np.abs(np.asarray(Y, dtype=np.float64)).ravel()
+            part["y_bound"] = (counts_above(values, self.bins), float(np.max(values, initial=0.0)))
+        return part if into is None else _combine_range_counts(into, part)
+
+
+def _combine_range_counts(a, b):
+    """Merge the :func:`count_ranges` partials of two disjoint sets of rows."""
+    out = {"rows": a["rows"] + b["rows"]}
+    for name in ("x_range", "y_bound"):
+        if name in a:
+            out[name] = (a[name][0] + b[name][0], max(a[name][1], b[name][1]))
+    return out
+
+
+def count_ranges(X, y, bound_epsilons):
+    """One pass over the rows for :func:`estimate_ranges` (releases nothing).
+
+    Reads the rows through the library's row source (NumPy, memmap or Dask,
+    whose blocks are checked for NaN and infinity on the workers): the counts
+    of rows above each public bin and the data maxima of the bounds named in
+    ``bound_epsilons``. ``None`` when no bound is missing.
+
+    Returns
+    -------
+    counts : dict or None
+        ``'rows'``, ``'n_features'`` and, per missing bound, the counts above
+        :func:`~skprivreg.mechanisms.bound_bins` and the data maximum (secret:
+        for :func:`release_ranges` only).
+    """
+    want_x, want_y = "x_range" in bound_epsilons, "y_bound" in bound_epsilons
+    if not (want_x or want_y):
+        return None
+    if np.ndim(X) == 1:
+        X = X.reshape(-1, 1)
+    source = RowSource(X, y if want_y else None)
+    counts = source.reduce(_RangeCounts(bound_bins(), want_x, want_y), _combine_range_counts,
+                           label="range counts")
+    counts["n_features"] = int(X.shape[1])
+    return counts
+
+
 def estimate_ranges(X, y, bound_epsilons, rng, *, notion="full", neighbouring="replace-one"):
-    """Missing ``x_range`` / ``y_bound``: private estimates, or data maxima with ``bounds='data'``.
+    """Missing ``x_range`` / ``y_bound`` from one pass over the rows.
+
+    :func:`count_ranges` then :func:`release_ranges` (see there for the
+    estimates and their guarantee). A fit that must refuse bad input before
+    it spends calls the two itself, with the spend in between.
+
+    Returns
+    -------
+    x_range : (ndarray, ndarray) or None
+    y_range : (float, float) or None
+    events : list of PrivacyEvent
+    """
+    return release_ranges(count_ranges(X, y, bound_epsilons), bound_epsilons, rng,
+                          notion=notion, neighbouring=neighbouring)
+
+
+def release_ranges(counts, bound_epsilons, rng, *, notion="full", neighbouring="replace-one"):
+    """Missing ``x_range`` / ``y_bound`` from :func:`count_ranges`: private estimates, or data
+    maxima with ``bounds='data'``.
 
     ``bound_epsilons`` maps ``'x_range'`` and/or ``'y_bound'`` to an epsilon
     (:func:`range_bound_epsilons`). For a finite epsilon the bound is
@@ -322,21 +400,20 @@ def estimate_ranges(X, y, bound_epsilons, rng, *, notion="full", neighbouring="r
     events : list of PrivacyEvent
         One per estimated bound, with the given notion and relation.
     """
-    values = {}
-    if "x_range" in bound_epsilons:
-        values["x_range"] = _row_abs_max(X)
-    if "y_bound" in bound_epsilons:
-        values["y_bound"] = np.abs(np.asarray(y, dtype=np.float64)).ravel()
+    if counts is None:
+        return None, None, []
     bins = bound_bins()
     resolved, events = {}, []
-    for name, vals in values.items():
+    for name in ("x_range", "y_bound"):
+        if name not in counts:
+            continue
+        above, maximum = counts[name]
         eps = bound_epsilons[name]
         if math.isinf(eps):
-            bound, event = data_norm_bound(float(np.max(vals, initial=0.0)), name=name,
-                                           notion=notion)
+            bound, event = data_norm_bound(maximum, name=name, notion=notion)
         else:
             bound, event = private_norm_bound(
-                counts_above(vals, bins), vals.size, eps, rng, name=name, notion=notion, bins=bins
+                above, counts["rows"], eps, rng, name=name, notion=notion, bins=bins
             )
         events.append(
             PrivacyEvent(name=event.name, epsilon=event.epsilon, delta=0.0,
@@ -345,7 +422,7 @@ def estimate_ranges(X, y, bound_epsilons, rng, *, notion="full", neighbouring="r
         resolved[name] = bound
     x_range = None
     if "x_range" in resolved:
-        p = 1 if np.ndim(X) == 1 else np.shape(X)[1]
+        p = counts["n_features"]
         b = resolved["x_range"]
         x_range = (np.full(p, -b), np.full(p, b))
     y_range = None

@@ -255,3 +255,28 @@ def test_features_and_labels_from_one_loader_read_each_file_once_a_pass(tmp_path
     assert len(count_passes) == 1 and sorted(_LOADS) == sorted(set(_LOADS)) and len(_LOADS) == 4
     ref = SSPRegressor(**params).fit(X, y)
     np.testing.assert_allclose(held.coef_, ref.coef_, rtol=RTOL)
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_range_counts_on_dask_equal_the_direct_counts(client, data, held):
+    """The counting pass of the private ranges: exact counts and maxima on any chunking."""
+    from skprivreg.bounds import count_ranges
+    from skprivreg.mechanisms import bound_bins, counts_above
+
+    X, y = data
+    wanted = {"x_range": 0.5, "y_bound": 0.5}
+    if held:
+        Xd, yd = _held(client, X, y)
+    else:
+        Xd, yd = da.from_array(X, chunks=(1_500, 5)), da.from_array(y, chunks=1_500)
+    bins = bound_bins()
+    for counts in (count_ranges(X, y, wanted), count_ranges(Xd, yd, wanted)):
+        assert counts["rows"] == len(y) and counts["n_features"] == X.shape[1]
+        for name, values in (("x_range", np.abs(X).max(axis=1)), ("y_bound", np.abs(y))):
+            np.testing.assert_array_equal(counts[name][0], counts_above(values, bins))
+            assert counts[name][1] == values.max()
+    assert set(count_ranges(Xd, yd, {"y_bound": 1.0})) == {"rows", "y_bound", "n_features"}
+    bad = X.copy()
+    bad[7_000, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN"):
+        count_ranges(da.from_array(bad, chunks=(1_500, 5)), yd, wanted)
