@@ -190,7 +190,8 @@ CASES = {
     "top-s": (lambda: PrivateTopSSelector(n_features_to_select=2, x_range=(-4.0, 4.0),
                                           y_bound=4.0),
               _sparse,
-              [("skprivreg.feature_selection._top_s", "private_top_s_correlations", None)]),
+              [("skprivreg.feature_selection._top_s", "count_ranges", None),
+               ("skprivreg.feature_selection._top_s", "marginal_scores", None)]),
 }
 
 

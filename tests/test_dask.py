@@ -224,3 +224,41 @@ def test_a_column_vector_y_beside_dask_is_raveled_with_sklearns_warning(client, 
         with pytest.warns(DataConversionWarning):
             est = LinearRegression(**params).fit(da.from_array(X, chunks=(2_500, 5)), column)
         np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("ranges", [dict(x_range=(-4.0, 4.0), y_bound=8.0), {}])
+def test_top_s_selector_on_dask_matches_numpy_without_collecting(client, data, no_collection,
+                                                                 ranges):
+    """Marginal screening reads the rows through sums (and counts, for missing ranges)."""
+    from skprivreg.feature_selection import PrivateTopSSelector
+
+    X, y = data
+    params = dict(epsilon=2.0, n_features_to_select=2, random_state=3, **ranges)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = PrivateTopSSelector(**params).fit(X, y)
+        lazy = PrivateTopSSelector(**params).fit(da.from_array(X, chunks=(2_500, 5)),
+                                                 da.from_array(y, chunks=2_500))
+    np.testing.assert_array_equal(lazy.support_, ref.support_)
+    np.testing.assert_array_equal(lazy.x_range_[1], ref.x_range_[1])
+    assert lazy.y_bound_ == ref.y_bound_
+    assert lazy.privacy_spent_.epsilon == pytest.approx(ref.privacy_spent_.epsilon)
+
+
+@pytest.mark.parametrize("ranges", [dict(x_range=(-4.0, 4.0), y_bound=8.0), {}])
+@pytest.mark.parametrize("side", ["X", "y"])
+def test_nan_in_a_dask_block_of_top_s_fails_before_spending(client, data, ranges, side):
+    from skprivreg.feature_selection import PrivateTopSSelector
+
+    X, y = data
+    X, y = X.copy(), y.copy()
+    if side == "X":
+        X[9_000, 2] = np.nan
+    else:
+        y[9_000] = np.inf
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="NaN"):
+        PrivateTopSSelector(epsilon=2.0, n_features_to_select=2, accountant=acc,
+                            **ranges).fit(da.from_array(X, chunks=(2_500, 5)),
+                                          da.from_array(y, chunks=2_500))
+    assert acc.n_spends == 0

@@ -280,3 +280,22 @@ def test_range_counts_on_dask_equal_the_direct_counts(client, data, held):
     bad[7_000, 1] = np.inf
     with pytest.raises(ValueError, match="NaN"):
         count_ranges(da.from_array(bad, chunks=(1_500, 5)), yd, wanted)
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_marginal_scores_on_dask_are_the_clipped_correlations(client, data, held):
+    """Top-s screening's one pass: entries and labels clipped, summed over any chunking."""
+    from skprivreg.bounds import check_x_range
+    from skprivreg.feature_selection._top_s import marginal_scores
+
+    X, y = data
+    x_range = check_x_range((-1.0, 0.5), X.shape[1])
+    y_range = (-2.0, 3.0)
+    if held:
+        Xd, yd = _held(client, X, y)
+    else:
+        Xd, yd = da.from_array(X, chunks=(1_500, 5)), da.from_array(y, chunks=1_500)
+    expected = np.abs(np.clip(X, -1.0, 0.5).T @ np.clip(y, -2.0, 3.0)) / 1.0
+    for scores in (marginal_scores(X, y, x_range, y_range),
+                   marginal_scores(Xd, yd, x_range, y_range)):
+        np.testing.assert_allclose(scores, expected, rtol=1e-12)

@@ -437,7 +437,9 @@ def test_in_memory_fits_read_a_file_once(tmp_path, monkeypatch, name, where):
     """A file that gains NaN after validate_data checked it: the fit uses what it read
     (refused), never the file again (a NaN, or a released test flipped by it)."""
     estimator, module, X, y, x_writer, y_writer = _in_memory_case(tmp_path, name, 12)
-    _nan_after(monkeypatch, module, "validate_data", where, x_writer, y_writer)
+    validator = ("validate_blockwise_data" if hasattr(module, "validate_blockwise_data")
+                 else "validate_data")
+    _nan_after(monkeypatch, module, validator, where, x_writer, y_writer)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # planning warnings of small data, if any
         with pytest.raises(ValueError, match="NaN or infinity"):

@@ -7,16 +7,23 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 
-from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
-from .._rows import read_into_memory
+from .._compat import Interval, StrOptions, check_is_fitted, fit_context
+from .._rows import (
+    RowSource,
+    add_tuples,
+    is_dask_collection,
+    read_into_memory,
+    validate_blockwise_data,
+)
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (
     check_range_bounds_feasible,
     check_x_range,
     check_y_bound,
-    estimate_ranges,
+    count_ranges,
     range_bound_epsilons,
+    release_ranges,
     x_range_magnitude,
     y_bound_magnitude,
 )
@@ -24,6 +31,29 @@ from ..mechanisms import gumbel_top_k
 from ._params import X_BOUND_WITHDRAWN
 
 __all__ = ["private_top_s_correlations", "PrivateTopSSelector"]
+
+
+class _MarginalSums:
+    """Block function of :func:`marginal_scores` (picklable, for Dask workers).
+
+    :math:`\\sum_i \\mathrm{clip}(x_{ij}) \\mathrm{clip}(y_i)` over one block of
+    rows, the entries clipped in a block-sized copy.
+    """
+
+    def __init__(self, x_range, y_range):
+        self.x_range, self.y_range = x_range, y_range
+
+    def __call__(self, offset, X, Y, params=None, into=None):
+        with np.errstate(all="ignore"):
+            if self.x_range is not None:
+                X = np.clip(X, self.x_range[0], self.x_range[1])
+            yc = np.asarray(Y, dtype=np.float64).reshape(-1)
+            if self.y_range is not None:
+                yc = np.clip(yc, self.y_range[0], self.y_range[1])
+            part = np.dot(X.T, yc)
+            if into is not None:
+                part += into[0]
+        return (part,)
 
 
 def marginal_scores(X, y, x_range=None, y_range=None):
@@ -35,16 +65,15 @@ def marginal_scores(X, y, x_range=None, y_range=None):
     :math:`m_j = \\max(|l_j|, |h_j|)`, so it is in the units of the declared
     range. ``y_range`` is a checked ``(low, high)``: labels are clipped to it.
     Clipping is a per-row map. ``None`` leaves that side unclipped (and
-    unscaled): the non-private mode only.
+    unscaled): the non-private mode only. One pass over the rows (NumPy,
+    memmap or Dask, whose blocks are checked for NaN and infinity on the
+    workers), clipped block by block: no copy of ``X``.
     """
-    Xc = np.asarray(X, dtype=np.float64)
-    yc = np.asarray(y, dtype=np.float64)
-    if x_range is not None:
-        Xc = np.clip(Xc, x_range[0], x_range[1])
-    if y_range is not None:
-        yc = np.clip(yc, y_range[0], y_range[1])
+    source = RowSource(X, y)
+    (sums,) = source.reduce(_MarginalSums(x_range, y_range), add_tuples,
+                            label="marginal sums")
     with np.errstate(all="ignore"):
-        scores = np.abs(Xc.T @ yc)
+        scores = np.abs(sums)
         if x_range is not None:
             scores = scores / x_range_magnitude(x_range)
     return scores
@@ -88,12 +117,16 @@ def private_top_s_correlations(
     indices : ndarray of int, sorted
     event : PrivacyEvent
     """
-    X = np.asarray(X, dtype=np.float64)
     x_range = check_x_range(x_range, X.shape[1])
     y_range = check_y_bound(y_bound)
     if x_range is None or y_range is None:
         raise ValueError("private_top_s_correlations needs a declared x_range and y_bound.")
-    scores = marginal_scores(X, y, x_range, y_range)
+    return _top_s_release(marginal_scores(X, y, x_range, y_range), s, epsilon, y_range, rng,
+                          neighbouring)
+
+
+def _top_s_release(scores, s, epsilon, y_range, rng, neighbouring):
+    """Gumbel top-``s`` of the scaled, clipped scores: ``(sorted indices, event)``."""
     sens = score_sensitivity(y_bound_magnitude(y_range), neighbouring)
     chosen = gumbel_top_k(scores, s, sens, epsilon, rng)
     event = PrivacyEvent(
@@ -246,28 +279,32 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
         self : object
         """
         self._reset()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=False)
-        X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
+        X, y = validate_blockwise_data(self, X, y, multi_output=False)
+        if not (is_dask_collection(X) or is_dask_collection(y)):
+            X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         private = self._validate_privacy_params()
         n, p = X.shape
         s = min(self.n_features_to_select, p)
         x_range, y_range, bound_eps, ledger = self._plan(n, p, private)
+        self._check_budget(ledger)
+        # Passes that release nothing and refuse NaN or infinity (on Dask, on
+        # the workers) before the spend: the counts of the missing ranges, or,
+        # with every range declared, the scores themselves.
+        counts = count_ranges(X, y, bound_eps)
+        scores = None if bound_eps else marginal_scores(X, y, x_range, y_range)
         # Checked and recorded before any data value reaches a mechanism.
         self._spend(ledger)
         rngs = self._secret_rngs("bounds", "noise")
-        est_x, est_y, _ = estimate_ranges(
-            X, y, bound_eps, rngs["bounds"], neighbouring=self.neighbouring
-        )
+        est_x, est_y, _ = release_ranges(counts, bound_eps, rngs["bounds"],
+                                         neighbouring=self.neighbouring)
         x_range = est_x if x_range is None else x_range
         y_range = est_y if y_range is None else y_range
-        if private:
-            eps_sel = ledger.events[-1].epsilon
-            chosen, _ = private_top_s_correlations(
-                X, y, s, epsilon=eps_sel, x_range=x_range, y_bound=y_range,
-                rng=rngs["noise"], neighbouring=self.neighbouring,
-            )
-        else:
+        if scores is None:
             scores = marginal_scores(X, y, x_range, y_range)
+        if private:
+            chosen, _ = _top_s_release(scores, s, ledger.events[-1].epsilon, y_range,
+                                       rngs["noise"], self.neighbouring)
+        else:
             chosen = np.argsort(-scores, kind="stable")[:s]
         support = np.zeros(p, dtype=bool)
         support[chosen] = True
