@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ._rows import RowSource, memory_order
+from ._rows import RowSource, is_dask_collection, memory_order
 from .accounting import PrivacyEvent
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bound_margin
@@ -310,10 +310,12 @@ class _RangeCounts:
         part = {"rows": X.shape[0]}
         if self.want_x:
             values = _row_abs_max(X)
-            part["x_range"] = (counts_above(values, self.bins), float(np.max(values, initial=0.0)))
+            part["x_range"] = (counts_above(values, self.bins),
+                               float(np.max(values, initial=0.0)), values.size)
         if self.want_y:
             values = np.abs(np.asarray(Y, dtype=np.float64)).ravel()
-            part["y_bound"] = (counts_above(values, self.bins), float(np.max(values, initial=0.0)))
+            part["y_bound"] = (counts_above(values, self.bins),
+                               float(np.max(values, initial=0.0)), values.size)
         return part if into is None else _combine_range_counts(into, part)
 
 
@@ -322,7 +324,8 @@ def _combine_range_counts(a, b):
     out = {"rows": a["rows"] + b["rows"]}
     for name in ("x_range", "y_bound"):
         if name in a:
-            out[name] = (a[name][0] + b[name][0], max(a[name][1], b[name][1]))
+            out[name] = (a[name][0] + b[name][0], max(a[name][1], b[name][1]),
+                         a[name][2] + b[name][2])
     return out
 
 
@@ -330,9 +333,11 @@ def count_ranges(X, y, bound_epsilons):
     """One pass over the rows for :func:`estimate_ranges` (releases nothing).
 
     Reads the rows through the library's row source (NumPy, memmap or Dask,
-    whose blocks are checked for NaN and infinity on the workers): the counts
-    of rows above each public bin and the data maxima of the bounds named in
-    ``bound_epsilons``. ``None`` when no bound is missing.
+    whose blocks, labels included, are checked for NaN and infinity on the
+    workers): the counts of values above each public bin and the data maxima
+    of the bounds named in ``bound_epsilons``. ``None`` when no bound is
+    missing. ``y`` (when given) is read even when only ``x_range`` is
+    missing, so that a Dask fit refuses bad labels before it spends.
 
     Returns
     -------
@@ -344,9 +349,12 @@ def count_ranges(X, y, bound_epsilons):
     want_x, want_y = "x_range" in bound_epsilons, "y_bound" in bound_epsilons
     if not (want_x or want_y):
         return None
-    if np.ndim(X) == 1:
+    X = X if is_dask_collection(X) else np.asarray(X, dtype=np.float64)
+    if y is not None and not is_dask_collection(y):
+        y = np.asarray(y, dtype=np.float64)
+    if X.ndim == 1:
         X = X.reshape(-1, 1)
-    source = RowSource(X, y if want_y else None)
+    source = RowSource(X, y)
     counts = source.reduce(_RangeCounts(bound_bins(), want_x, want_y), _combine_range_counts,
                            label="range counts")
     counts["n_features"] = int(X.shape[1])
@@ -373,6 +381,9 @@ def estimate_ranges(X, y, bound_epsilons, rng, *, notion="full", neighbouring="r
 def release_ranges(counts, bound_epsilons, rng, *, notion="full", neighbouring="replace-one"):
     """Missing ``x_range`` / ``y_bound`` from :func:`count_ranges`: private estimates, or data
     maxima with ``bounds='data'``.
+
+    A mechanism: call it only after the spend of ``bound_epsilons`` is
+    recorded.
 
     ``bound_epsilons`` maps ``'x_range'`` and/or ``'y_bound'`` to an epsilon
     (:func:`range_bound_epsilons`). For a finite epsilon the bound is
@@ -405,15 +416,18 @@ def release_ranges(counts, bound_epsilons, rng, *, notion="full", neighbouring="
     bins = bound_bins()
     resolved, events = {}, []
     for name in ("x_range", "y_bound"):
-        if name not in counts:
+        if name not in bound_epsilons:
             continue
-        above, maximum = counts[name]
+        if name not in counts:
+            raise ValueError(f"{name} was not counted: pass the same bound_epsilons to "
+                             "count_ranges.")
+        above, maximum, n_values = counts[name]
         eps = bound_epsilons[name]
         if math.isinf(eps):
             bound, event = data_norm_bound(maximum, name=name, notion=notion)
         else:
             bound, event = private_norm_bound(
-                above, counts["rows"], eps, rng, name=name, notion=notion, bins=bins
+                above, n_values, eps, rng, name=name, notion=notion, bins=bins
             )
         events.append(
             PrivacyEvent(name=event.name, epsilon=event.epsilon, delta=0.0,

@@ -245,7 +245,9 @@ def test_top_s_selector_on_dask_matches_numpy_without_collecting(client, data, n
     assert lazy.privacy_spent_.epsilon == pytest.approx(ref.privacy_spent_.epsilon)
 
 
-@pytest.mark.parametrize("ranges", [dict(x_range=(-4.0, 4.0), y_bound=8.0), {}])
+@pytest.mark.parametrize("ranges", [dict(x_range=(-4.0, 4.0), y_bound=8.0), {},
+                                    dict(y_bound=8.0), dict(x_range=(-4.0, 4.0)),
+                                    dict(y_bound=8.0, bounds="data")])
 @pytest.mark.parametrize("side", ["X", "y"])
 def test_nan_in_a_dask_block_of_top_s_fails_before_spending(client, data, ranges, side):
     from skprivreg.feature_selection import PrivateTopSSelector
@@ -256,7 +258,9 @@ def test_nan_in_a_dask_block_of_top_s_fails_before_spending(client, data, ranges
         X[9_000, 2] = np.nan
     else:
         y[9_000] = np.inf
-    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    # bounds='data' plans an infinite epsilon: an accountant without a limit
+    acc = (BudgetAccountant() if ranges.get("bounds") == "data"
+           else BudgetAccountant(epsilon=10.0, delta=1e-3))
     with pytest.raises(ValueError, match="NaN"):
         PrivateTopSSelector(epsilon=2.0, n_features_to_select=2, accountant=acc,
                             **ranges).fit(da.from_array(X, chunks=(2_500, 5)),

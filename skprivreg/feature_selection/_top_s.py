@@ -117,6 +117,8 @@ def private_top_s_correlations(
     indices : ndarray of int, sorted
     event : PrivacyEvent
     """
+    if not (is_dask_collection(X) or is_dask_collection(y)):
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)
     x_range = check_x_range(x_range, X.shape[1])
     y_range = check_y_bound(y_bound)
     if x_range is None or y_range is None:

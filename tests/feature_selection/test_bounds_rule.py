@@ -330,3 +330,14 @@ def test_regressor_perturbation_estimates_its_ranges_before_the_test():
     # every entry is +-1: the private bound lies within one bin (9%) of 1
     assert 0.9 < reg.x_range_[1][0] < 1.2
     assert reg.privacy_spent_.epsilon <= 4.0 + 1e-9
+
+
+def test_top_s_with_declared_ranges_records_its_spend_before_the_selection(monkeypatch):
+    """Its scores are read before the spend; the Gumbel selection only after it."""
+    X, y = _sparse(2000)
+    _patch(monkeypatch, [(_top_s_module, "_top_s_release")])
+    acc = BudgetAccountant()
+    est = _top_s().set_params(x_range=(-5.0, 5.0), y_bound=10.0, accountant=acc)
+    with pytest.raises(DataRead):
+        est.fit(X, y)
+    assert acc.n_spends == 1
