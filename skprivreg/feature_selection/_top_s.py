@@ -178,8 +178,9 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     clipping. Do not derive the bounds, or centre the data, with statistics
     of the data before this step (use public constants).
 
-    **Data.** The scores are sums over rows, read block by block (no copy of
-    ``X``; a memory-mapped file is first read into memory once). A Dask array
+    **Data.** The scores are sums over rows, clipped block by block (no
+    clipped copy of ``X``; a memory-mapped file is read into memory once, so
+    that what is checked is what is summed). A Dask array
     or data frame is read chunk by chunk on its workers, never collected.
     The first pass releases nothing and runs before the spend (the counts of
     the missing bounds, or the scores when both are declared), so NaN or
