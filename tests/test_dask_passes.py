@@ -289,13 +289,13 @@ def test_marginal_scores_on_dask_are_the_clipped_correlations(client, data, held
     from skprivreg.feature_selection._top_s import marginal_scores
 
     X, y = data
-    x_range = check_x_range((-1.0, 0.5), X.shape[1])
+    x_range = check_x_range((-2.0, 0.5), X.shape[1])  # column magnitude 2
     y_range = (-2.0, 3.0)
     if held:
         Xd, yd = _held(client, X, y)
     else:
         Xd, yd = da.from_array(X, chunks=(1_500, 5)), da.from_array(y, chunks=1_500)
-    expected = np.abs(np.clip(X, -1.0, 0.5).T @ np.clip(y, -2.0, 3.0)) / 1.0
+    expected = np.abs(np.clip(X, -2.0, 0.5).T @ np.clip(y, -2.0, 3.0)) / 2.0
     for scores in (marginal_scores(X, y, x_range, y_range),
                    marginal_scores(Xd, yd, x_range, y_range)):
         np.testing.assert_allclose(scores, expected, rtol=1e-12)
