@@ -5,6 +5,7 @@ row order; results match the NumPy path for the same noise within float64
 round-off (the partials add in another order).
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -42,12 +43,16 @@ def data():
 
 
 def _held(client, X, y=None):
-    """``X`` (and ``y``) in ``N_CHUNKS`` row chunks, persisted on the workers."""
+    """``X`` (and ``y``) in ``N_CHUNKS`` row chunks, persisted on the workers.
+
+    Fresh keys in every call (``name=False``): a test never persists keys
+    that an earlier test's released arrays are still being freed under.
+    """
     chunk = -(-X.shape[0] // N_CHUNKS)
-    Xd = da.from_array(X, chunks=(chunk, X.shape[1])).persist()
+    Xd = da.from_array(X, chunks=(chunk, X.shape[1]), name=False).persist()
     parts = [Xd]
     if y is not None:
-        parts.append(da.from_array(y, chunks=chunk).persist())
+        parts.append(da.from_array(y, chunks=chunk, name=False).persist())
     distributed.wait(parts)
     return parts if y is not None else Xd
 
@@ -94,6 +99,10 @@ def test_chunks_computed_on_the_fly_or_another_scheduler_get_one_task_each(clien
 def test_a_chunk_held_twice_goes_to_the_less_loaded_worker(client, data):
     Xd = _held(client, data[0])
     client.replicate(Xd)  # every chunk on both workers
+    deadline = time.monotonic() + 30
+    while any(len(w) < 2 for w in client.who_has(Xd).values()):
+        assert time.monotonic() < deadline, "the chunks were not replicated"
+        time.sleep(0.05)
     groups = worker_groups(Xd)
     assert sorted(len(group) for group in groups) == [N_CHUNKS // 2, N_CHUNKS // 2]
 
