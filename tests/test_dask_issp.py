@@ -158,7 +158,9 @@ def test_dirty_data_on_chunks_the_workers_hold_matches_numpy(client):
     X, y, kw = _dirty_case()
     chunk = 1024
     ref = _core(RowSource(X, y, fit_intercept=True, block_rows=chunk), **kw)
-    Xd, yd = (part.persist() for part in _lazy(X, y, chunk))
+    # Fresh keys (``name=False``): not the keys an earlier test's graphs just released.
+    Xd = da.from_array(X, chunks=(chunk, X.shape[1]), name=False).persist()
+    yd = da.from_array(y, chunks=chunk, name=False).persist()
     distributed.wait([Xd, yd])
     assert max(len(group) for group in worker_groups(Xd)) > 1
     lazy = _core(RowSource(Xd, yd, fit_intercept=True, check_finite=True), **kw)
