@@ -28,6 +28,8 @@ names, never tokens of the data or of a pass's parameters.
 
 import uuid
 
+import numpy as np
+
 __all__ = ["DRIVER_FOLD_MAX_BLOCKS", "TREE_FAN_IN", "chunk_tasks", "reduce_chunks",
            "tree_reduce", "worker_groups"]
 
@@ -47,8 +49,9 @@ class _FoldInOrder:
 
     def __call__(self, *parts):
         total = parts[0]
-        for part in parts[1:]:  # each combine adds silently (add_tuples, combine_statistics)
-            total = self.combine(total, part)
+        with np.errstate(all="ignore"):  # a worker's floating-point state is its own
+            for part in parts[1:]:
+                total = self.combine(total, part)
         return total
 
 
@@ -92,9 +95,11 @@ class _BlocksTask:
     def __call__(self, params, *blocks):
         k = len(self.offsets)
         total = None
-        for offset, X_b, Y_b in zip(self.offsets, blocks[:k], blocks[k:]):
-            total = self.run(self.fn, offset, X_b, Y_b, self.clip, self.check_finite, params,
-                             total)
+        # No floating-point warning on the worker either (see ``base.quiet_floats``).
+        with np.errstate(all="ignore"):
+            for offset, X_b, Y_b in zip(self.offsets, blocks[:k], blocks[k:]):
+                total = self.run(self.fn, offset, X_b, Y_b, self.clip, self.check_finite,
+                                 params, total)
         return total
 
 

@@ -41,6 +41,7 @@ from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController
 
 from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace, workspace_like
+from .base import quiet_floats
 
 __all__ = [
     "CACHE_BYTES",
@@ -251,7 +252,8 @@ def run_pieces(bounds, run, n_threads, into, combine):
     if k <= 1:
         return run(bounds, into)
     runs = [bounds[i * len(bounds) // k:(i + 1) * len(bounds) // k] for i in range(k)]
-    parts = list(_pool(k).map(lambda r: run(r, None), runs))
+    # A pool thread has its own floating-point state: silenced here as in ``fit``.
+    parts = list(_pool(k).map(quiet_floats(lambda r: run(r, None)), runs))
     total = parts[0] if into is None else combine(into, parts[0])
     for part in parts[1:]:
         total = combine(total, part)

@@ -50,14 +50,36 @@ def _keyword_only_init(cls, init):
     return __init__
 
 
+class quiet_floats:  # noqa: N801 (used like a function)
+    """``function`` called with NumPy's floating-point warnings off (picklable).
+
+    Whether a sum overflows, or an entry's square underflows, depends on the
+    records: such a warning would tell one record apart. Every private fit
+    runs under this, and so does each function that a fit hands to another
+    thread or process (a thread pool, a Dask worker, a joblib worker), whose
+    floating-point state is its own. Non-finite input is refused explicitly
+    instead, before any budget is spent.
+    """
+
+    def __init__(self, function):
+        self.function = function
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args, **kwargs):
+        with np.errstate(all="ignore"):
+            return self.function(*args, **kwargs)
+
+
 def _refuse_sample_weight(fit):
-    """Wrap ``fit`` so ``sample_weight`` is refused with the reason."""
+    """Wrap ``fit`` so ``sample_weight`` is refused with the reason, and the fit
+    runs without floating-point warnings (:class:`quiet_floats`)."""
+    quiet_fit = quiet_floats(fit)
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         if kwargs.get("sample_weight") is not None or "sample_weight" in kwargs:
             raise TypeError(SAMPLE_WEIGHT_MESSAGE.format(name=type(self).__name__))
-        return fit(self, *args, **kwargs)
+        return quiet_fit(self, *args, **kwargs)
 
     return wrapper
 

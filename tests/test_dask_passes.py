@@ -308,3 +308,19 @@ def test_marginal_scores_on_dask_are_the_clipped_correlations(client, data, held
     for scores in (marginal_scores(X, y, x_range, y_range),
                    marginal_scores(Xd, yd, x_range, y_range)):
         np.testing.assert_allclose(scores, expected, rtol=1e-12)
+
+
+def test_a_pass_task_raises_no_floating_point_warning():
+    """A worker's floating-point state is its own: the pass task silences it
+    (whether a sum overflows depends on the labels)."""
+    from skprivreg._gram import gram_statistics
+    from skprivreg._rows import RowSource
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(4_000, 3))
+    y = np.full(4_000, 1e307)  # X^T y and 1^T y overflow
+    source = RowSource(da.from_array(X, chunks=(1_000, 3)), da.from_array(y, chunks=1_000),
+                       block_rows=None, raw_blocks=True, check_finite=True)
+    with dask.config.set(scheduler="sync"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gram_statistics(source, x_bound=3.0, y_bound=1e307)

@@ -18,6 +18,7 @@ from skprivreg import (
     CompositionError,
     GaussianLabelNoiseRegressor,
     IndependentSSPRegressor,
+    LinearRegression,
     PrivacyEvent,
     PrivacyLeakWarning,
     PrivacyLedger,
@@ -285,6 +286,28 @@ def test_one_record_outside_the_bounds_changes_no_warning(estimator):
     X3 = X.copy()
     X3[3] = 1e200  # finite, but its square overflows: no floating-point warning either
     assert _warnings_of(estimator, X, y) == _warnings_of(estimator, X3, y)
+
+
+_HUGE_BOUND = dict(epsilon=1.0, delta=1e-6, y_bound=1e307)
+
+
+@pytest.mark.parametrize("estimator", [
+    SSPRegressor(x_bound=3.0, **_HUGE_BOUND),
+    AdaSSPRegressor(x_bound=3.0, **_HUGE_BOUND),
+    LinearRegression(x_range=(-3.0, 3.0), n_rounds=2, **_HUGE_BOUND),
+], ids=["SSP", "AdaSSP", "LinearRegression"])
+def test_sums_that_overflow_under_a_huge_public_bound_raise_no_warning(estimator):
+    """Whether X^T y overflows depends on the labels: no floating-point warning,
+    neither from the fit nor from the threads that share its pass (80,000
+    rows: several pieces, so the pass is threaded on two cores). ReuseCov's
+    planner squares the bound times the outcomes: it refuses such a bound."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, size=(80_000, 3))
+    y = rng.uniform(-1.0, 1.0, size=80_000)
+    y_big = y.copy()
+    y_big[::1000] = 1e307  # 80 labels: their sums overflow float64
+    assert _warnings_of(estimator, X, y) == _warnings_of(estimator, X, y_big)
+    assert not [w for w in _warnings_of(estimator, X, y_big) if w[0] == "RuntimeWarning"]
 
 
 def test_clipping_counts_come_from_the_curator_diagnostic_only():

@@ -41,6 +41,7 @@ from scipy.stats import binom
 
 from .._random import secret_generators
 from ..accounting import PrivacyEvent, PrivacyLedger
+from ..base import quiet_floats
 from ..exceptions import PlanningWarning
 from ..mechanisms import (
     laplace_distance_test,
@@ -397,7 +398,8 @@ def _evaluate_subsamples(X, y, subsamples, f, n_jobs=None):
         return _evaluate_batch(X, y, subsamples, f)
     batch_size = max(1, math.ceil(len(subsamples) / (4 * workers)))
     batches = [subsamples[i : i + batch_size] for i in range(0, len(subsamples), batch_size)]
-    results = Parallel(n_jobs=n_jobs)(delayed(_evaluate_batch)(X, y, b, f) for b in batches)
+    evaluate = quiet_floats(_evaluate_batch)  # a worker's floating-point state is its own
+    results = Parallel(n_jobs=n_jobs)(delayed(evaluate)(X, y, b, f) for b in batches)
     return [key for batch in results for key in batch]
 
 

@@ -26,6 +26,7 @@ from .._rows import (
     sum_over_row_blocks,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
+from ..base import quiet_floats
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
 from ..mechanisms import bound_bins, ptr_calibration, ptr_test
@@ -359,7 +360,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
 
     if lba and plan.private and k <= _design_width(X.shape[1], fit_intercept):
         flags = _compute(
-            dask.delayed(_group_full_rank)(xb, fit_intercept, g, k)
+            dask.delayed(quiet_floats(_group_full_rank))(xb, fit_intercept, g, k)
             for xb, g in zip(x_blocks, sizes)
         )
         if any(flags):
@@ -379,7 +380,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
     ptr_passed = None
     if lba and plan.private and plan.assumption == "ptr":
         lows = _compute(
-            dask.delayed(_group_min_residual)(
+            dask.delayed(quiet_floats(_group_min_residual))(
                 xb, yb, fit_intercept, g, k, tuple(label_bounds), _label_bound(plan)
             )
             for xb, yb, g in zip(x_blocks, y_blocks, sizes)
@@ -394,7 +395,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
         slot_noise = _llp_slot_noise(bags, n, plan, rngs["noise"])
         weights = rngs["weights"].standard_normal((m, k))
         parts = _compute(
-            dask.delayed(_group_llp_aggregates, pure=False)(
+            dask.delayed(quiet_floats(_group_llp_aggregates), pure=False)(
                 yb, weights[g], slot_noise[g], tuple(label_bounds)
             )
             for yb, g in zip(y_blocks, groups)
@@ -406,7 +407,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
 
     weights = sample_lba_weights(m, k, rngs["weights"])
     parts = _compute(
-        dask.delayed(_group_aggregates, pure=False)(
+        dask.delayed(quiet_floats(_group_aggregates), pure=False)(
             xb, yb, weights[g], fit_intercept, tuple(label_bounds)
         )
         for xb, yb, g in zip(x_blocks, y_blocks, groups)

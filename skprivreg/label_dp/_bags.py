@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..base import quiet_floats
 from ..exceptions import PrivacyInfeasibleError
 
 __all__ = [
@@ -267,7 +268,7 @@ def _llp_design_dask(X, bags, weights, fit_intercept):
     X = X.astype(np.float64)
     x_blocks, _, groups = _bag_blocks(X, None, bags)
     parts = _compute(
-        dask.delayed(_group_design_sums, pure=False)(xb, weights[g], fit_intercept)
+        dask.delayed(quiet_floats(_group_design_sums), pure=False)(xb, weights[g], fit_intercept)
         for xb, g in zip(x_blocks, groups)
     )
     return np.concatenate(parts)
