@@ -55,6 +55,7 @@ __all__ = [
     "as_float64_block",
     "block_map",
     "check_block_finite",
+    "check_dask_dtype",
     "fuse",
     "is_dask_collection",
     "is_file_backed",
@@ -585,12 +586,31 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
     if X.shape[0] < 2:
         raise ValueError(f"Found array with {X.shape[0]} sample(s); a minimum of 2 is required.")
     for name, value in (("X", X), ("y", y)):
-        if not np.issubdtype(value.dtype, np.number):
-            raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
+        check_dask_dtype(name, value.dtype)
     accepted = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype]
     if X.dtype not in accepted:
         X = X.astype(accepted[0])
     return X, y.astype(np.float64)
+
+
+def check_dask_dtype(name, dtype):
+    """scikit-learn's dtype rules for a Dask side (from its dtype alone: nothing is read).
+
+    As ``check_array`` does for a float fit: complex data is refused, booleans
+    and integers are converted to float64 (block by block, on the workers).
+    Strings are refused, as scikit-learn refuses them for numeric input:
+    converting them could only fail inside a pass.
+    """
+    if dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: {name} has dtype {dtype}.")
+    if dtype.kind in "SUa":
+        raise ValueError(
+            "dtype='numeric' is not compatible with arrays of bytes/strings. "
+            f"Convert your data to numeric values explicitly instead ({name} has dtype "
+            f"{dtype})."
+        )
+    if dtype.kind != "b" and not np.issubdtype(dtype, np.number):
+        raise ValueError(f"{name} must be numeric, got dtype {dtype}.")
 
 
 def same_row_chunks(X, y):

@@ -13,6 +13,7 @@ import numpy as np
 from .._compat import check_is_fitted, validate_data
 from .._rows import (
     _as_dask_array,
+    check_dask_dtype,
     is_dask_collection,
     same_row_chunks,
     set_dask_feature_names,
@@ -179,8 +180,7 @@ class _CovarianceReuseMixin:
             raise ValueError("Y_new must have shape (n_samples, l_new).")
         X, Y_new = same_row_chunks(X, Y_new)
         for name, value in (("X", X), ("Y_new", Y_new)):
-            if not np.issubdtype(value.dtype, np.number):
-                raise ValueError(f"{name} must be numeric, got dtype {value.dtype}.")
+            check_dask_dtype(name, value.dtype)
         return X.astype(np.float64), Y_new.astype(np.float64)
 
     def public_view(self):

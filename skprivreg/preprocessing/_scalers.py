@@ -21,6 +21,7 @@ from .._rows import (
     as_float64_block,
     block_map,
     check_block_finite,
+    check_dask_dtype,
     is_dask_collection,
     set_dask_feature_names,
     workspace_like,
@@ -146,8 +147,7 @@ def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
     if np.isnan(X.shape[0]):
         raise ValueError("Dask input needs known chunk sizes: call .compute_chunk_sizes() first.")
-    if not np.issubdtype(X.dtype, np.number):
-        raise ValueError(f"X must be numeric, got dtype {X.dtype}.")
+    check_dask_dtype("X", X.dtype)
     if finite_in_pass and X.dtype == np.float32:
         return X
     return X.astype(np.float64)

@@ -1,0 +1,112 @@
+"""Bad input is refused the same way on NumPy and on Dask, before any budget is spent.
+
+Every estimator that reads its data through sums: NaN or infinity in X or y
+raises scikit-learn's error, complex data and strings are refused, and a
+boolean X is converted to float64 as scikit-learn converts it (the Dask fit
+then equals the NumPy fit for the same noise).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from skprivreg import BudgetAccountant
+from skprivreg.linear_model import (
+    AdaSSPRegressor,
+    IndependentSSPRegressor,
+    LinearRegression,
+    ReuseCovRegressor,
+    SSPRegressor,
+)
+from skprivreg.preprocessing import PrivateStandardScaler
+
+DECLARED = dict(x_bound=3.0, y_bound=4.0)
+ESTIMATORS = {
+    "SSP": lambda acc: SSPRegressor(accountant=acc, **DECLARED),
+    "AdaSSP": lambda acc: AdaSSPRegressor(accountant=acc, **DECLARED),
+    "LinearRegression": lambda acc: LinearRegression(accountant=acc, x_range=(-4.0, 4.0),
+                                                     y_bound=4.0, n_rounds=2),
+    "IndependentSSP": lambda acc: IndependentSSPRegressor(accountant=acc, **DECLARED),
+    "ReuseCov": lambda acc: ReuseCovRegressor(accountant=acc, **DECLARED),
+    "PrivateStandardScaler": lambda acc: PrivateStandardScaler(accountant=acc,
+                                                               x_range=(-4.0, 4.0)),
+}
+CHUNK = 500
+
+
+def _data(n=2_000, d=3):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, d)), rng.normal(size=n)
+
+
+def _as(lazy, X, y):
+    if not lazy:
+        return X, y
+    da = pytest.importorskip("dask.array")
+    return (da.from_array(X, chunks=(CHUNK, X.shape[1])),
+            da.from_array(y, chunks=(CHUNK,) + y.shape[1:]))
+
+
+def _fit(est, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(X) if isinstance(est, PrivateStandardScaler) else est.fit(X, y)
+
+
+def _refused(name, lazy, X, y, match):
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    est = ESTIMATORS[name](acc)
+    with pytest.raises(ValueError, match=match):
+        _fit(est, *_as(lazy, X, y))
+    assert acc.n_spends == 0
+    assert not hasattr(est, "privacy_spent_")
+
+
+def _bad_values():
+    X, y = _data()
+    cases = []
+    for where, value in (((1_503, 2), np.nan), ((3, 0), -np.inf)):
+        bad = X.copy()
+        bad[where] = value
+        cases.append(("X", bad, y))
+    for where, value in ((1_999, np.inf), (700, np.nan)):
+        bad = y.copy()
+        bad[where] = value
+        cases.append(("y", X, bad))
+    return cases
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_nan_or_infinity_raises_before_any_spend(name, lazy):
+    for side, X, y in _bad_values():
+        if side == "y" and name == "PrivateStandardScaler":
+            continue  # the scaler reads no labels
+        _refused(name, lazy, X, y, f"Input {side} contains (NaN|infinity)")
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_complex_data_and_strings_are_refused_before_any_spend(name, lazy):
+    X, y = _data()
+    _refused(name, lazy, X.astype(complex), y, "Complex data not supported")
+    if name != "PrivateStandardScaler":
+        _refused(name, lazy, X, y.astype(complex), "Complex data not supported")
+    words = np.where(X > 0, "up", "down")
+    _refused(name, lazy, words, y, "(?i)string|could not convert")
+
+
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_a_boolean_x_is_read_as_floats_on_both_paths(name, fixed_noise):
+    X, y = _data()
+    X = X > 0
+    fitted = {}
+    for lazy in (False, True):
+        acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+        est = ESTIMATORS[name](acc).set_params(random_state=0)  # the same noise in both fits
+        fitted[lazy] = _fit(est, *_as(lazy, X, y))
+        assert acc.n_spends == 1
+    attribute = "scale_" if name == "PrivateStandardScaler" else "coef_"
+    np.testing.assert_allclose(getattr(fitted[True], attribute),
+                               getattr(fitted[False], attribute), rtol=1e-9)
