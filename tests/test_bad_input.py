@@ -29,6 +29,9 @@ ESTIMATORS = {
                                                      y_bound=4.0, n_rounds=2),
     "IndependentSSP": lambda acc: IndependentSSPRegressor(accountant=acc, **DECLARED),
     "ReuseCov": lambda acc: ReuseCovRegressor(accountant=acc, **DECLARED),
+    # X public: no row clip, so the finiteness of X is checked on its own.
+    "ReuseCov, label DP": lambda acc: ReuseCovRegressor(accountant=acc, privacy="label",
+                                                        y_bound=4.0),
     "PrivateStandardScaler": lambda acc: PrivateStandardScaler(accountant=acc,
                                                                x_range=(-4.0, 4.0)),
 }

@@ -484,6 +484,23 @@ def test_reusecov_fit_makes_no_copy_of_y(monkeypatch, declared):
     assert peak < 0.25 * Y.nbytes, (peak, Y.nbytes)
 
 
+@pytest.mark.parametrize("name", ["ReuseCovRegressor", "IndependentSSPRegressor"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_few_outcomes_make_no_copy_of_x(name, dtype, n_outputs):
+    """With few outcomes the pieces are cache-sized, whatever the shared cache the
+    machine reports, and a piece is copied (converted, clipped, given its
+    intercept column) only into a reused piece-sized buffer."""
+    from skprivreg import linear_model
+
+    X, y = _data(1_000_000, 10, l=n_outputs)  # a copy of X: 40 MB (float32) or 80 MB
+    X = np.ascontiguousarray(X, dtype=dtype)  # some rows over the bound 3
+    est = getattr(linear_model, name)(epsilon=1.0, **BOUNDS)
+    _quiet(est.fit, X[:1000], y[:1000])
+    _, peak = _traced_peak(est.fit, X, y)
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+
+
 @pytest.mark.parametrize("name", ["ReuseCovRegressor", "IndependentSSPRegressor",
                                   "PrivateStandardScaler"])
 @pytest.mark.parametrize("lazy", [False, True])

@@ -323,15 +323,13 @@ class IndependentSSPRegressor(
         _, sigma_cov, sigma_assoc, ledger = self._events(
             n, n_outputs, x_eff, y_bound, epsilon, delta, private, bound_events
         )
-        # The statistics pass releases nothing and refuses NaN/inf in y (and
-        # in X on Dask or in a file, which may have changed since validate_data
-        # checked it): it runs before
-        # the spend unless the bounds were estimated (their counting pass
-        # refused bad input first).
+        # The statistics pass releases nothing and refuses NaN/inf in X and
+        # y (validate_data leaves finiteness to it): it runs before the spend
+        # unless the bounds were estimated (their counting pass refused bad
+        # input first).
         stats = sufficient_statistics(
             None, source=source, x_bound=x_bound, y_bound=y_bound,
             fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling,
-            check_finite=not source.in_memory,
         )
         if bound_eps:
             self._settle(ledger)

@@ -671,11 +671,10 @@ class ReuseCovRegressor(
             None, source=source, y_bound=y_bound, x_public=self.privacy == "label",
             y_public=self.privacy == "feature",
             compute_xtx=exact_cov or (reused is None and cov_rows is None),
-            # In-memory X was checked for NaN/inf by validate_data (fit) or by
-            # add_outcomes; Dask blocks are checked on the workers, and a file's
-            # blocks again (the file may have changed since); Y always, by the
-            # scan that decides its clipping.
-            check_finite=not source.in_memory, **common,
+            # NaN or infinity in X or Y is refused here, in the same read
+            # (validate_data leaves finiteness to this pass), on the workers
+            # for Dask input.
+            **common,
         )
         if not bound_eps:
             # The spend, before any secret draw.

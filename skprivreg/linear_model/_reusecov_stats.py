@@ -14,15 +14,23 @@ import numpy as np
 from sklearn.utils import check_consistent_length
 
 from .._compat import validate_data
-from .._gram import SHARED_CACHE_BYTES, reduce_threaded, run_pieces, threads_for
+from .._gram import (
+    SHARED_CACHE_BYTES,
+    cache_block_rows,
+    reduce_threaded,
+    run_pieces,
+    threads_for,
+)
 from .._rows import (
     RowSource,
     as_float64_block,
     check_block_finite,
     is_dask_collection,
     validate_blockwise_data,
+    workspace,
+    workspace_like,
 )
-from ..bounds import clip_rows, row_norms
+from ..bounds import row_norms
 
 __all__ = [
     "SufficientStats",
@@ -76,15 +84,63 @@ class SufficientStats:
     y_abs_max: float | None = None
 
 
-def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling):
-    """Clip rows to ``x_bound`` (if given) and append the intercept column."""
-    X_b = as_float64_block(X_b)
-    clipped = False
-    if x_bound is not None:
-        X_b, clipped = clip_rows(X_b, x_bound)
-    if fit_intercept:
-        X_b = np.hstack([X_b, np.full((X_b.shape[0], 1), float(intercept_scaling))])
-    return X_b, clipped
+def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling, check_finite):
+    """``(rows, clipped)``: the piece's rows as float64, checked, clipped to ``x_bound``
+    (if given) and with the intercept column, in this thread's reused buffers.
+
+    A float64 piece in memory that needs no clipping and no intercept column
+    is used as it is; otherwise it is written once into a piece-sized buffer
+    (:func:`~skprivreg._rows.workspace`): the intercept column is a column
+    of that buffer and a clipped row is scaled on the way in. Rows are
+    scaled by ``min(1, x_bound / ||x||)``; when ``d max_ij x_ij^2`` is within
+    ``x_bound^2`` no row can be over the bound and no norm is computed.
+    """
+    X_b = as_float64_block(X_b, scratch="statistics rows")  # a file's piece: copied once
+    # The largest |x_ij| decides whether any norm is needed; NaN or infinity
+    # makes it non-finite (NaN propagates to the max and the min), so it is
+    # the finiteness check too.
+    top = _largest_magnitude(X_b) if x_bound is not None else None
+    if check_finite and not (top is not None and math.isfinite(top)):
+        check_block_finite(X_b, "X")
+    scale = None
+    if top is not None:
+        if X_b.shape[1] * top * top > x_bound**2:
+            norms = row_norms(X_b)
+            over = norms > x_bound
+            if over.any():
+                scale = np.ones_like(norms)
+                scale[over] = x_bound / norms[over]
+    clipped = scale is not None
+    if not fit_intercept:
+        if clipped:
+            # The piece's memory order, as the unclipped piece has: a product
+            # rounds a Fortran-ordered operand differently.
+            X_b = np.multiply(X_b, scale[:, None],
+                              out=workspace_like("statistics clipped rows", X_b))
+        return X_b, clipped
+    n_rows, d = X_b.shape
+    rows = workspace("statistics design", (n_rows, d + 1))
+    if clipped:
+        np.multiply(X_b, scale[:, None], out=rows[:, :d])
+    else:
+        rows[:, :d] = X_b
+    rows[:, d] = float(intercept_scaling)
+    return rows, clipped
+
+
+def _largest_magnitude(A):
+    """``max |a_ij|`` (0 for an empty array) from one max and one min: no ``|A|`` temporary.
+
+    NaN or infinity anywhere in ``A`` gives a non-finite result (NaN
+    propagates to the max and the min; Python's ``max`` would drop it).
+    """
+    if not A.size:
+        return 0.0
+    high = float(np.maximum.reduce(A, axis=None))
+    low = float(np.minimum.reduce(A, axis=None))
+    if not (math.isfinite(high) and math.isfinite(low)):
+        return math.nan
+    return max(high, -low, 0.0)
 
 
 def block_statistics(
@@ -108,29 +164,29 @@ def block_statistics(
     largest entry). NaN or infinity raises ``ValueError`` here, which on Dask
     input happens on the workers, before any noise is drawn. ``Y_b`` is
     always checked, by the scan that decides its clipping
-    (:func:`scan_labels`); ``X_b`` only with ``check_finite`` (``False`` for
-    NumPy input that ``validate_data`` already checked).
+    (:func:`scan_labels`); ``X_b`` with ``check_finite``. Converted, clipped
+    or augmented copies go to this thread's piece-sized buffers: nothing of
+    the size of the block is allocated.
     """
     # Floating-point warnings would depend on the data (an entry whose square
     # overflows); finiteness is checked explicitly instead.
     with np.errstate(all="ignore"):
-        X_b = as_float64_block(X_b)  # one read (a piece of a file is copied), then checks
-        if check_finite:
-            check_block_finite(X_b, "X")
-        X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling)
+        X_b, x_clipped = _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling,
+                                       check_finite)
         stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
         if x_public:
             stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
         if compute_xtx:
             stats.xtx = np.dot(X_b.T, X_b)
         if Y_b is not None:
-            Y_b = as_float64_block(Y_b)
+            Y_b = as_float64_block(Y_b, scratch="statistics labels")
             if scan_labels(Y_b, y_bound):
-                Y_b = np.clip(Y_b, -y_bound, y_bound)
+                Y_b = np.clip(Y_b, -y_bound, y_bound,
+                              out=workspace_like("statistics clipped labels", Y_b))
                 stats.y_clipped = True
             if y_public:
                 stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
-                stats.y_abs_max = float(np.abs(Y_b).max(initial=0.0))
+                stats.y_abs_max = _largest_magnitude(Y_b)
             stats.xty = np.dot(X_b.T, Y_b)
     return stats
 
@@ -179,12 +235,14 @@ def combine_statistics(a, b):
 
 
 def validate_features_and_labels(estimator, X, y):
-    """``validate_data`` of ``(X, y)`` without its NaN/inf pass over y.
+    """``validate_data`` of ``(X, y)`` without its NaN/inf passes.
 
-    X is checked as usual (float64 or float32, finite); y is converted the
-    same way but its finiteness is left to :func:`scan_labels`, which reads
-    y anyway to decide its clipping and raises the same ``ValueError``
-    before any budget is spent. Lengths must agree.
+    X and y are converted as usual (float64 or float32) but their
+    finiteness is left to the statistics pass (:func:`block_statistics`),
+    which reads every piece anyway: the largest entry of a piece of X, which
+    decides its clipping, and the scan of y that decides its clipping
+    (:func:`scan_labels`) raise scikit-learn's ``ValueError`` before any
+    budget is spent. Lengths must agree.
 
     When either side is a Dask collection, nothing is collected: shapes and
     dtypes are checked (:func:`~skprivreg._rows.validate_blockwise_data`; a
@@ -198,7 +256,7 @@ def validate_features_and_labels(estimator, X, y):
     X, y = validate_data(
         estimator, X, y,
         validate_separately=(
-            dict(dtype=floats),
+            dict(dtype=floats, ensure_all_finite=False),
             dict(dtype=floats, ensure_2d=False, ensure_all_finite=False),
         ),
     )
@@ -238,10 +296,15 @@ def piece_rows(width, n_threads=1):
     multiplied while it is still in the shared cache, so ``Y`` is read from
     memory once: each of the ``n_threads`` threads gets half of its share of
     the last-level cache, at most 32 MiB (a piece that needs clipping, or a
-    float32 piece, is copied once). At least 16 rows.
+    float32 piece, is copied once). At least 16 rows, and never more than a
+    cache-sized block of the same width
+    (:func:`~skprivreg._gram.cache_block_rows`): with few outcomes the
+    pieces are as small as the fused Gram pass's, so the buffers of a
+    piece's rows stay in the cache.
     """
     share = min(SHARED_CACHE_BYTES // (2 * max(int(n_threads), 1)), _PIECE_BYTES_MAX)
-    return int(max(16, share // (8 * max(int(width), 1))))
+    shared = max(16, share // (8 * max(int(width), 1)))
+    return int(min(shared, cache_block_rows(width)))
 
 
 class _StatisticsPass:
