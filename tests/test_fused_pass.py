@@ -658,3 +658,31 @@ def test_gram_pass_over_unclipped_huge_rows_is_silent(block_rows):
             warnings.simplefilter("error")
             gram_statistics(RowSource(X, np.array(y)[:, None], raw_blocks=True,
                                       block_rows=block_rows), x_bound=None, y_bound=1.0)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_subsample_pass_sums_the_selected_rows_without_copying_them(lazy):
+    """The covariance subsample's pass equals the pass over ``X[rows]``: rows
+    located by each block's first row (Dask chunks) and each piece's start."""
+    from skprivreg.linear_model._reusecov_stats import sufficient_statistics
+
+    X, _ = _data(10_000, 4, seed=3)
+    rows = np.sort(np.random.default_rng(5).choice(10_000, size=3_001, replace=False))
+    kwargs = dict(x_bound=3.0, fit_intercept=True, intercept_scaling=1.5)
+    ref = sufficient_statistics(X[rows], row_block=10_000, **kwargs)
+    source = X
+    if lazy:
+        source = pytest.importorskip("dask.array").from_array(X, chunks=(2_500, 4))
+    got = sufficient_statistics(source, rows=rows, row_block=97, **kwargs)
+    assert got.n == ref.n == 3_001
+    np.testing.assert_allclose(got.xtx, ref.xtx, rtol=1e-12)
+
+
+def test_a_covariance_subsample_makes_no_copy_of_x():
+    from skprivreg.linear_model import ReuseCovRegressor
+
+    X, y = _data(1_000_000, 10)  # the old X[rows] copy: 72 MB of an 80 MB X
+    est = ReuseCovRegressor(epsilon=1.0, cov_subsample=0.9, **BOUNDS)
+    _quiet(est.fit, X[:20_000], y[:20_000])
+    _, peak = _traced_peak(est.fit, X, y)
+    assert peak < 0.25 * X.nbytes, (peak, X.nbytes)

@@ -687,15 +687,15 @@ class ReuseCovRegressor(
 
         if cov_rows is not None:
             # A secret subsample from its own seed, drawn on the driver; the
-            # indices are never stored. On Dask, X[rows] is a lazy row
-            # selection: the indices travel inside the task graph to the
-            # workers (the data owner's trusted cluster) and are dropped with it.
+            # indices are never stored. A pass over X sums the selected rows
+            # of each piece (no copy of the subsample); on Dask the indices
+            # travel to the workers (the data owner's trusted cluster) as the
+            # pass's parameters and are dropped with its tasks.
             rng_sub = np.random.Generator(np.random.PCG64(_child_seed(seq, 1)))
             rows = np.sort(rng_sub.choice(n, size=cov_rows, replace=False))
-            sub_source = statistics_source(X[rows], verbose=self.verbose,
-                                           name=type(self).__name__)
+            sub_source = statistics_source(X, verbose=self.verbose, name=type(self).__name__)
             sub_source.n_passes = source.n_passes  # numbered after the rows' passes
-            sub = sufficient_statistics(None, source=sub_source,
+            sub = sufficient_statistics(None, source=sub_source, rows=rows,
                                         label="XtX of the covariance subsample", **common)
             del rows
 

@@ -313,7 +313,10 @@ class _StatisticsPass:
     A block (the whole array on NumPy input, a chunk on Dask) is cut into
     pieces of ``step`` rows; their :func:`block_statistics` are added in row
     order, the pieces shared by ``n_threads`` threads
-    (:func:`~skprivreg._gram.run_pieces`).
+    (:func:`~skprivreg._gram.run_pieces`). ``params``: None, or the sorted
+    indices of the rows to sum (a subsample); each piece then sums its
+    selected rows only (a copy of at most a piece), located by the block's
+    first row ``offset``.
     """
 
     def __init__(self, kwargs, step, n_threads=1):
@@ -326,7 +329,12 @@ class _StatisticsPass:
 
         def run(pieces, acc):
             for a, b in pieces:
-                part = block_statistics(X[a:b], None if Y is None else Y[a:b], **self.kwargs)
+                X_p, Y_p = X[a:b], None if Y is None else Y[a:b]
+                if params is not None:
+                    lo, hi = np.searchsorted(params, (offset + a, offset + b))
+                    local = params[lo:hi] - (offset + a)
+                    X_p, Y_p = X_p[local], None if Y_p is None else Y_p[local]
+                part = block_statistics(X_p, Y_p, **self.kwargs)
                 acc = part if acc is None else _accumulate(acc, part)
             return acc
 
@@ -344,7 +352,7 @@ def statistics_source(X, Y=None, *, verbose=0, name="rows"):
 
 
 def sufficient_statistics(X, Y=None, *, row_block=None, source=None, label="XtX, XtY",
-                          **kwargs):
+                          rows=None, **kwargs):
     """:func:`block_statistics` accumulated over pieces of rows of X, Y: one read of each.
 
     The pieces have ``row_block`` rows (default :func:`piece_rows`: sized to
@@ -356,17 +364,23 @@ def sufficient_statistics(X, Y=None, *, row_block=None, source=None, label="XtX,
     partials added in row order); Dask arrays are reduced on their workers,
     each chunk cut into pieces there. ``source``: the
     :func:`statistics_source` to read (``X`` and ``Y`` are then unused);
-    ``label`` names the pass in its progress line.
+    ``label`` names the pass in its progress line. ``rows``: sorted indices
+    of the rows to sum (a secret subsample, say), or None for all rows; the
+    pass still reads every piece and copies none but the selected rows of
+    a piece (on Dask the indices go to the workers as the pass's
+    parameters, under a random task name).
     """
+    if rows is not None:
+        rows = np.asarray(rows, dtype=np.intp)
     if source is None:
         if X.shape[0] == 0:
-            return block_statistics(X, Y, **kwargs)
+            return block_statistics(X, Y, **kwargs)  # (no rows to select either)
         source = statistics_source(X, Y)
     width = source.d + (0 if source.Y is None else source.Y.shape[1]) + 1
     n_threads = threads_for(source)
     step = row_block or piece_rows(width, n_threads)
     return reduce_threaded(source, _StatisticsPass(kwargs, step, n_threads),
-                           combine_statistics, n_threads=n_threads, label=label)
+                           combine_statistics, rows, n_threads=n_threads, label=label)
 
 
 # ---------------------------------------------------------------------------
