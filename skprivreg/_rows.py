@@ -52,6 +52,7 @@ __all__ = [
     "BLOCK_ROWS",
     "RowSource",
     "add_tuples",
+    "as_dask_arrays",
     "as_float64_block",
     "block_map",
     "check_block_finite",
@@ -563,7 +564,7 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
         X = check_array(X, dtype="numeric", ensure_min_samples=2)
     if not is_dask_collection(y):
         y = check_array(y, dtype="numeric", ensure_2d=False, ensure_min_samples=2)
-    X, y = (_as_dask_array(v) for v in (X, y))
+    X, y = as_dask_arrays(X, y)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
     if y.ndim == 2 and y.shape[1] == 1 and not multi_output:
@@ -622,7 +623,7 @@ def same_row_chunks(X, y):
     """
     import dask.array as da
 
-    X, y = _as_dask_array(X), _as_dask_array(y)
+    X, y = as_dask_arrays(X, y)
     if not is_dask_collection(X):
         X = np.asarray(X)
         X = da.from_array(X if X.dtype.kind == "f" else X.astype(np.float64),
@@ -658,3 +659,19 @@ def _as_dask_array(value):
     if hasattr(value, "to_dask_array"):
         return value.to_dask_array(lengths=True)
     return value
+
+
+def as_dask_arrays(*values):
+    """:func:`_as_dask_array` of each value, the data frames' partition lengths
+    computed together: features and labels of one frame (``frame[cols]``,
+    ``frame[label]``) load each partition once, not once per side."""
+    frames = [i for i, v in enumerate(values) if hasattr(v, "to_dask_array")]
+    if len(frames) < 2:
+        return tuple(_as_dask_array(v) for v in values)
+    import dask
+
+    lengths = dask.compute(*(values[i].map_partitions(len) for i in frames))
+    values = list(values)
+    for i, sizes in zip(frames, lengths):
+        values[i] = values[i].to_dask_array(lengths=tuple(int(s) for s in sizes))
+    return tuple(values)

@@ -266,3 +266,28 @@ def test_nan_in_a_dask_block_of_top_s_fails_before_spending(client, data, ranges
                             **ranges).fit(da.from_array(X, chunks=(2_500, 5)),
                                           da.from_array(y, chunks=2_500))
     assert acc.n_spends == 0
+
+
+def test_a_frame_s_features_and_labels_load_each_partition_once_for_their_lengths():
+    """``frame[cols]`` and ``frame[label]``: one computation of the partition
+    lengths for both sides, then the pass (4 partitions: 8 loads, not 12)."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    loads = []
+
+    def load(i):
+        loads.append(i)
+        rng = np.random.default_rng(i)
+        X = rng.normal(size=(2_500, 3))
+        return pd.DataFrame(np.column_stack([X, X.sum(axis=1)]), columns=list("abcy"))
+
+    meta = pd.DataFrame({c: pd.Series(dtype=float) for c in "abcy"})
+    frame = dd.from_delayed([dask.delayed(load)(i) for i in range(4)], meta=meta)
+    with dask.config.set(scheduler="synchronous"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=8.0)
+        est.fit(frame[["a", "b", "c"]], frame["y"])
+    assert sorted(loads) == sorted(2 * list(range(4)))
+    assert list(est.feature_names_in_) == ["a", "b", "c"]

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._compat import check_is_fitted, validate_data
 from .._rows import (
-    _as_dask_array,
+    as_dask_arrays,
     check_dask_dtype,
     is_dask_collection,
     same_row_chunks,
@@ -168,8 +168,8 @@ class _CovarianceReuseMixin:
             validate_data(self, X, skip_check_array=True, reset=False)
         set_dask_feature_names(self, X, reset=False)
         # Shapes first (an in-memory side as an array), then both on Dask.
-        X, Y_new = (_as_dask_array(v) if is_dask_collection(v) else np.asarray(v)
-                    for v in (X, Y_new))
+        X, Y_new = (v if is_dask_collection(v) else np.asarray(v)
+                    for v in as_dask_arrays(X, Y_new))
         if any(is_dask_collection(v) and math.isnan(v.shape[0]) for v in (X, Y_new)):
             raise ValueError(
                 "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."
