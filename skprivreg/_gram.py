@@ -52,6 +52,7 @@ __all__ = [
     "reduce_threaded",
     "run_pieces",
     "source_block_rows",
+    "rows_may_exceed",
     "streamed_piece_rows",
     "threads_for",
     "check_finite_block",
@@ -194,6 +195,23 @@ def check_finite_extremes(X, estimator_name=None):
     return max(top, -low)
 
 
+def rows_may_exceed(n_columns, top, bound):
+    r"""Whether a row of ``n_columns`` entries, each at most ``top`` in magnitude, may
+    have an L2 norm above ``bound`` as the row norms would compute it.
+
+    False only when :math:`d\,t^2` is below :math:`B^2` by a margin of
+    :math:`(d + 4)\,2^{-52}` (relative): the rounding of the computed squared
+    norm (a sum of ``d`` squares) and of these products stays inside it, so
+    every row a norm computation would clip is found. True when ``B^2``
+    overflows or is close to the subnormal range (rounding is then not
+    relative): the norms decide.
+    """
+    limit = bound * bound * (1.0 - (n_columns + 4) * 2.0**-52)
+    if not (math.isfinite(limit) and limit >= 2.0**-960):
+        return True
+    return n_columns * top * top > limit
+
+
 def _gram_of_block(X, Y, params, acc):
     """Add one cache-sized block's ``(X^T X, X^T [Y, 1], 1^T Y)`` to ``acc`` in place."""
     XtX, XtY1, y_sum = acc
@@ -209,13 +227,14 @@ def _gram_of_block(X, Y, params, acc):
     # either means a NaN or infinity in X: refused, in scikit-learn's words).
     top = check_finite_extremes(X, params.estimator_name)
     squared = None
-    if params.x_bound is not None and X.shape[1] * top * top > params.x_bound**2:
+    if params.x_bound is not None and rows_may_exceed(X.shape[1], top, params.x_bound):
         # Some row may exceed the bound: its squared norm decides (a finite
         # row whose squared norm overflows becomes a zero row, within the bound).
         with np.errstate(over="ignore", invalid="ignore"):
             squared = np.einsum("ij,ij->i", X, X)
-    # Otherwise ||x||^2 <= d max|x_ij|^2 <= x_bound^2 for every row: no row is
-    # clipped (as the norms would say, up to rounding), so skipping them changes no statistic
+    # Otherwise ||x||^2 <= d max|x_ij|^2 < x_bound^2 for every row, with a
+    # margin for rounding: no row is clipped, as the norms would say, so
+    # skipping them changes no statistic
     # (only the time of the pass, which the guarantee does not cover).
     labels = workspace("gram labels", (n_rows, l + 1))
     labels[:, :l] = np.asarray(Y).reshape(n_rows, l)

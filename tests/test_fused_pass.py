@@ -686,3 +686,36 @@ def test_a_covariance_subsample_makes_no_copy_of_x():
     _quiet(est.fit, X[:20_000], y[:20_000])
     _, peak = _traced_peak(est.fit, X, y)
     assert peak < 0.25 * X.nbytes, (peak, X.nbytes)
+
+
+def test_the_no_norms_shortcut_never_skips_a_row_the_norms_would_clip():
+    """Rows of d equal entries just at B / sqrt(d), nudged up by 0-3 ulps: whenever
+    the computed norm (or squared norm) is over the bound, the shortcut must
+    say the block may exceed it (without a margin about 3% of such rows slipped
+    through, over by an ulp, and a row's clip depended on its neighbours)."""
+    import math
+
+    from skprivreg._gram import rows_may_exceed
+    from skprivreg.bounds import row_norms
+    from skprivreg.linear_model._reusecov_stats import block_statistics
+
+    rng = np.random.default_rng(0)
+    missed = []
+    for _ in range(5_000):
+        d, B = int(rng.integers(1, 12)), float(rng.uniform(0.5, 100.0))
+        t = B / math.sqrt(d)
+        for _ in range(int(rng.integers(0, 4))):
+            t = math.nextafter(t, math.inf)
+        row = np.full((1, d), t)
+        over = row_norms(row)[0] > B or float(np.einsum("ij,ij->i", row, row)[0]) > B * B
+        if over and not rows_may_exceed(d, t, B):
+            missed.append((d, B, t))
+    assert not missed, missed[:3]
+    # The reported case, through the statistics pass: the row is clipped.
+    B, t = 99.51210227091475, 44.50316505233532
+    stats = block_statistics(np.full((3, 5), t), np.zeros((3, 1)), x_bound=B, y_bound=1.0,
+                             fit_intercept=False)
+    assert stats.x_clipped
+    assert np.trace(stats.xtx) / 3 <= B * B
+    # A bound whose square overflows: the norms decide.
+    assert rows_may_exceed(3, 1.0, 1e160)

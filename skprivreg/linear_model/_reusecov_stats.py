@@ -18,6 +18,7 @@ from .._gram import (
     SHARED_CACHE_BYTES,
     cache_block_rows,
     reduce_threaded,
+    rows_may_exceed,
     run_pieces,
     threads_for,
 )
@@ -92,8 +93,9 @@ def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling, check_finite):
     is used as it is; otherwise it is written once into a piece-sized buffer
     (:func:`~skprivreg._rows.workspace`): the intercept column is a column
     of that buffer and a clipped row is scaled on the way in. Rows are
-    scaled by ``min(1, x_bound / ||x||)``; when ``d max_ij x_ij^2`` is within
-    ``x_bound^2`` no row can be over the bound and no norm is computed.
+    scaled by ``min(1, x_bound / ||x||)``; when ``d max_ij x_ij^2`` is below
+    ``x_bound^2`` by a margin for rounding no row can be over the bound and no
+    norm is computed (:func:`~skprivreg._gram.rows_may_exceed`).
     """
     X_b = as_float64_block(X_b, scratch="statistics rows")  # a file's piece: copied once
     # The largest |x_ij| decides whether any norm is needed; NaN or infinity
@@ -104,7 +106,7 @@ def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling, check_finite):
         check_block_finite(X_b, "X")
     scale = None
     if top is not None:
-        if X_b.shape[1] * top * top > x_bound**2:
+        if rows_may_exceed(X_b.shape[1], top, x_bound):
             norms = row_norms(X_b)
             over = norms > x_bound
             if over.any():
@@ -140,7 +142,7 @@ def _largest_magnitude(A):
     low = float(np.minimum.reduce(A, axis=None))
     if not (math.isfinite(high) and math.isfinite(low)):
         return math.nan
-    return max(high, -low, 0.0)
+    return max(high, -low, 0.0) + 0.0  # + 0.0: never -0.0
 
 
 def block_statistics(
