@@ -49,6 +49,8 @@ from _common import settle, write_results
 from scipy.linalg import cho_factor, cho_solve
 
 OURS = ("SSPRegressor", "AdaSSPRegressor", "LinearRegression (1 round)")
+#: The other fits that read their data through sums (``--others``).
+OTHERS = ("IndependentSSPRegressor", "ReuseCovRegressor (1 outcome)", "PrivateStandardScaler")
 
 
 def floor_fit(X, y):
@@ -72,6 +74,7 @@ def _estimators(d, n_outputs=None, only=None):
 
     from skprivreg.linear_model import (
         AdaSSPRegressor,
+        IndependentSSPRegressor,
         LinearRegression,
         ReuseCovRegressor,
         SSPRegressor,
@@ -90,6 +93,8 @@ def _estimators(d, n_outputs=None, only=None):
         "SSPRegressor, private bounds": lambda: SSPRegressor(epsilon=1.0),
         "PrivateStandardScaler": lambda: PrivateStandardScaler(epsilon=1.0,
                                                                x_range=(-1.0, 1.0)),
+        "IndependentSSPRegressor": lambda: IndependentSSPRegressor(epsilon=1.0, **bound),
+        "ReuseCovRegressor (1 outcome)": lambda: ReuseCovRegressor(epsilon=1.0, **bound),
         "sklearn Ridge(cholesky)": lambda: Ridge(alpha=1.0, solver="cholesky"),
         "sklearn LinearRegression": lambda: SkLinearRegression(),
     }
@@ -250,7 +255,7 @@ def dask_chunkings(n, d):
     return sorted({8, recommended})
 
 
-def run_dask(sizes, repeats):
+def run_dask(sizes, repeats, only=OURS + ("LinearRegression (default, 8 rounds)",)):
     import dask.array as da
     from dask.distributed import Client, LocalCluster
 
@@ -263,8 +268,7 @@ def run_dask(sizes, repeats):
                 chunk = -(-n // n_chunks)
                 Xd = da.from_array(X, chunks=(chunk, d)).persist()
                 yd = da.from_array(y, chunks=(chunk,)).persist()
-                for name, factory in _estimators(d, only=OURS + (
-                        "LinearRegression (default, 8 rounds)",)).items():
+                for name, factory in _estimators(d, only=only).items():
                     rows.append({"n": n, "d": d, "estimator": name, "input": "dask (2 workers)",
                                  "chunks": n_chunks, "chunk_mb": chunk * 8 * d / 2**20,
                                  **_dask_against_numpy(factory, X, y, Xd, yd, repeats)})
@@ -425,10 +429,32 @@ def main():
                         help="only Dask vs NumPy at n=1e7, d in {10, 100} from a memmap "
                              "(chunks of 1e6 rows; 8 GB of disk at d=100); writes "
                              "results/speed_dask_memmap.{json,md}")
+    parser.add_argument("--others", action="store_true",
+                        help="only IndependentSSP, ReuseCov (1 outcome) and the scaler on the "
+                             "grid, a 1e7-row memmap at d=10 and Dask at n=1e6; writes "
+                             "results/speed_others.{json,md}")
     parser.add_argument("--dask-only", action="store_true",
                         help="only the 2-worker Dask path at n=1e6, d in {10, 100}; writes "
                              "results/speed_dask.{json,md}")
     args = parser.parse_args()
+    if args.others:
+        sizes = [(100_000, 10), (1_000_000, 10), (100_000, 100), (1_000_000, 100)]
+        rows = run_numpy(sizes, args.repeats, only=OTHERS)
+        rows += run_numpy([(100_000, 1000)], 1, only=OTHERS)
+        rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], args.repeats, only=OTHERS,
+                          dtype=np.float32)
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+            rows += run_numpy([(10_000_000, 10)], 1, memmap_dir=tmp, only=OTHERS)
+        dask_rows = run_dask([(1_000_000, 10), (1_000_000, 100)], args.repeats, only=OTHERS)
+        skipped = ["n=1e5, d=1000 and the 1e7-row memmap: one pair per fit."]
+        path = write_results("speed_others", {"rows": rows, "reusecov": [], "dask": dask_rows,
+                                              "skipped": skipped},
+                             _markdown(rows, [], dask_rows, skipped).replace(
+                                 "# Fit time against one read of the data",
+                                 "# Fit time against one read of the data: the other "
+                                 "sums-only fits"))
+        print(f"wrote {path}")
+        return
     if args.dask_only:
         dask_rows = run_dask([(1_000_000, 10), (1_000_000, 100)], args.repeats)
         path = write_results("speed_dask", {"rows": [], "reusecov": [], "dask": dask_rows,
