@@ -70,10 +70,22 @@ class quiet_floats:  # noqa: N801 (used like a function)
             return self.function(*args, **kwargs)
 
 
+def without_float_warnings(method):
+    """``method`` (a function or method that releases values) run under
+    :class:`quiet_floats`, as a plain function with the same signature."""
+    quiet = quiet_floats(method)
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        return quiet(*args, **kwargs)
+
+    return wrapper
+
+
 def _refuse_sample_weight(fit):
     """Wrap ``fit`` so ``sample_weight`` is refused with the reason, and the fit
-    runs without floating-point warnings (:class:`quiet_floats`)."""
-    quiet_fit = quiet_floats(fit)
+    runs without floating-point warnings (:func:`without_float_warnings`)."""
+    quiet_fit = without_float_warnings(fit)
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):

@@ -113,3 +113,16 @@ def test_a_boolean_x_is_read_as_floats_on_both_paths(name, fixed_noise):
     attribute = "scale_" if name == "PrivateStandardScaler" else "coef_"
     np.testing.assert_allclose(getattr(fitted[True], attribute),
                                getattr(fitted[False], attribute), rtol=1e-9)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+def test_complex_new_outcomes_are_refused_before_any_spend(lazy):
+    """``add_outcomes`` checks its labels as ``fit`` does (a cast would drop the
+    imaginary part and release the real one)."""
+    X, y = _data(400, 2)
+    acc = BudgetAccountant(epsilon=100.0, delta=0.5)
+    est = _fit(ReuseCovRegressor(accountant=acc, **DECLARED), X, y)
+    X_new, Y_new = _as(lazy, X, (y + 1j * y)[:, None])
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        est.add_outcomes(X_new, Y_new, epsilon=1.0, delta=1e-6)
+    assert acc.n_spends == 1

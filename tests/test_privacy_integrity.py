@@ -329,3 +329,18 @@ def test_fitted_estimator_pickles_without_its_accountant():
     loaded = pickle.loads(pickle.dumps(est))
     assert loaded.accountant is None and est.accountant is acc
     assert loaded.privacy_spent_.epsilon == pytest.approx(1.0)
+
+
+def test_the_aggregate_function_raises_no_floating_point_warning():
+    """``label_dp.aggregate`` releases values as ``fit`` does: no NumPy
+    floating-point warning (here its planning overflowed under a huge bound)."""
+    from skprivreg.exceptions import InsufficientDataError
+    from skprivreg.label_dp import aggregate
+
+    X, y = _data(n=20_000)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(InsufficientDataError):
+            aggregate(X[:, :2], y, epsilon=1.0, delta=1e-6, mode="llp", bag_size=100,
+                      y_bound=1e300)
+    assert not [w for w in record if issubclass(w.category, RuntimeWarning)]

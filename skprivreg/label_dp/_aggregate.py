@@ -26,7 +26,7 @@ from .._rows import (
     sum_over_row_blocks,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import quiet_floats
+from ..base import quiet_floats, without_float_warnings
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
 from ..mechanisms import bound_bins, ptr_calibration, ptr_test
@@ -419,6 +419,7 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
     return _lba_dataset(Zbar, ybar, X.shape[1], bags, n, plan, names, label_bounds, report)
 
 
+@without_float_warnings
 def aggregate(
     X,
     y,

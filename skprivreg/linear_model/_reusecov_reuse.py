@@ -9,6 +9,7 @@ import math
 import warnings
 
 import numpy as np
+from sklearn.utils import check_array
 
 from .._compat import check_is_fitted, validate_data
 from .._rows import (
@@ -19,6 +20,7 @@ from .._rows import (
     set_dask_feature_names,
 )
 from ..accounting import PrivacyLedger
+from ..base import without_float_warnings
 from ..exceptions import PrivacyLeakWarning
 from ._reusecov_release import _check_dask_feature_projection
 
@@ -66,6 +68,7 @@ class _CovarianceReuseMixin:
         check_is_fitted(self)
         return self.covariance_
 
+    @without_float_warnings
     def add_outcomes(self, X, Y_new, *, epsilon, delta):
         """Release coefficients for new outcomes with the stored covariance.
 
@@ -97,7 +100,11 @@ class _CovarianceReuseMixin:
             X, Y_new = self._validate_dask_outcomes(X, Y_new)
         else:
             X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
-            Y_new = np.asarray(Y_new, dtype=np.float64)
+            # As fit checks its labels: complex data and non-numbers are
+            # refused (np.asarray would drop an imaginary part), finiteness is
+            # left to the pass.
+            Y_new = check_array(Y_new, dtype=np.float64, ensure_2d=False,
+                                ensure_all_finite=False, input_name="Y_new")
             if Y_new.ndim == 1:
                 Y_new = Y_new[:, None]
             if Y_new.ndim != 2 or Y_new.shape[0] != X.shape[0]:
