@@ -655,9 +655,29 @@ def set_dask_feature_names(estimator, X, *, reset):
         raise ValueError("The feature names should match those that were passed during fit.")
 
 
+def _numpy_numbers(value):
+    """A Dask frame or series whose numeric pandas extension dtypes (nullable
+    ``Int64``, ``Float64``, ``boolean``, pyarrow numbers) are read as float64,
+    missing values as NaN (refused by the pass, as scikit-learn refuses them).
+
+    Their arrays would otherwise have dtype object. Other columns keep their
+    dtype (strings and categories are then refused by
+    :func:`check_dask_dtype`).
+    """
+    import pandas as pd
+    from pandas.api.types import is_numeric_dtype
+
+    dtypes = value.dtypes  # a series of dtypes for a frame, one dtype for a series
+    dtypes = list(dtypes) if isinstance(dtypes, pd.Series) else [dtypes]
+    if any(not isinstance(t, np.dtype) and is_numeric_dtype(t) for t in dtypes) and all(
+            is_numeric_dtype(t) for t in dtypes):
+        return value.astype("float64")
+    return value
+
+
 def _as_dask_array(value):
     if hasattr(value, "to_dask_array"):
-        return value.to_dask_array(lengths=True)
+        return _numpy_numbers(value).to_dask_array(lengths=True)
     return value
 
 
@@ -673,5 +693,6 @@ def as_dask_arrays(*values):
     lengths = dask.compute(*(values[i].map_partitions(len) for i in frames))
     values = list(values)
     for i, sizes in zip(frames, lengths):
-        values[i] = values[i].to_dask_array(lengths=tuple(int(s) for s in sizes))
+        values[i] = _numpy_numbers(values[i]).to_dask_array(
+            lengths=tuple(int(s) for s in sizes))
     return tuple(values)

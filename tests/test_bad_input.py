@@ -126,3 +126,28 @@ def test_complex_new_outcomes_are_refused_before_any_spend(lazy):
     with pytest.raises(ValueError, match="Complex data not supported"):
         est.add_outcomes(X_new, Y_new, epsilon=1.0, delta=1e-6)
     assert acc.n_spends == 1
+
+
+def test_a_dask_frame_of_nullable_numbers_fits_as_pandas_does_and_na_is_refused():
+    """Nullable ``Float64`` / ``Int64`` columns (whose Dask arrays would have dtype
+    object) are read as float64, as scikit-learn reads them; a missing value
+    is NaN, refused before any spend."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _data()
+    frame = pd.DataFrame({"a": pd.array(X[:, 0], dtype="Float64"),
+                          "b": pd.array(np.round(10 * X[:, 1]).astype(int), dtype="Int64"),
+                          "c": X[:, 2]})
+    labels = pd.Series(y).astype("Float64")
+    params = dict(epsilon=np.inf, x_bound=40.0, y_bound=4.0)
+    ref = _fit(SSPRegressor(**params), frame, labels)
+    lazy = _fit(SSPRegressor(**params), dd.from_pandas(frame, npartitions=3),
+                dd.from_pandas(labels, npartitions=3))
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9)
+    assert list(lazy.feature_names_in_) == ["a", "b", "c"]
+    frame.loc[1_234, "b"] = pd.NA
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ValueError, match="NaN"):
+        _fit(SSPRegressor(accountant=acc, **DECLARED), dd.from_pandas(frame, npartitions=3),
+             dd.from_pandas(labels, npartitions=3))
+    assert acc.n_spends == 0
