@@ -220,8 +220,22 @@ def lba_epsilon(delta, c, epsilon_max=100.0):
     return hi
 
 
+def lba_ratio(label_range, residual_var_lower_bound, k):
+    """``c = Delta / sqrt(alpha k)``, the ratio the LBA guarantee is calibrated to.
+
+    When ``alpha k`` overflows (a huge label scale) it is computed as
+    ``Delta / (sqrt(alpha) sqrt(k))``: the same ratio, where the direct
+    formula gave 0 (every bag size passed, and the reported delta was that
+    of ``c = 0``).
+    """
+    floor = residual_var_lower_bound * k
+    if math.isfinite(floor):
+        return label_range / math.sqrt(floor)
+    return label_range / (math.sqrt(residual_var_lower_bound) * math.sqrt(k))
+
+
 def _lba_bag_ok(epsilon, delta, label_range, residual_var_lower_bound, k):
-    c = label_range / math.sqrt(residual_var_lower_bound * k)
+    c = lba_ratio(label_range, residual_var_lower_bound, k)
     return lba_privacy_profile(epsilon, c) <= delta
 
 
@@ -230,9 +244,12 @@ def lba_min_bag_size(epsilon, delta, label_range, residual_var_lower_bound, n_co
 
     With a public per-point residual-variance floor ``alpha`` (every bag has
     ``RSS_j >= alpha k``), ``k = ceil((r / c*)^2)`` with ``r = Delta/sqrt(alpha)``
-    and ``c* = lba_c_star(epsilon, delta)``; the result is then moved by unit
-    steps so that ``k`` satisfies the accountant and ``k - 1`` does not.
-    ``n_columns`` (p, intercept included) adds the requirement ``k >= 2p``.
+    and ``c* = lba_c_star(epsilon, delta)``; the result is then moved so that
+    ``k`` satisfies the accountant and ``k - 1`` does not (a bracket grown by
+    doubling steps from that estimate, then bisection: the check is monotone
+    in ``k``; unit steps took minutes for huge label ranges, where neighbouring
+    ``k`` round to the same check). ``n_columns`` (p, intercept included) adds
+    the requirement ``k >= 2p``.
     """
     if not label_range > 0 or not residual_var_lower_bound > 0:
         raise ValueError("label_range and residual_var_lower_bound must be > 0.")
@@ -241,10 +258,25 @@ def lba_min_bag_size(epsilon, delta, label_range, residual_var_lower_bound, n_co
         return math.inf
     args = (epsilon, delta, label_range, residual_var_lower_bound)
     k = max(1, math.ceil((label_range / (c_star * math.sqrt(residual_var_lower_bound))) ** 2))
-    while k > 1 and _lba_bag_ok(*args, k - 1):
-        k -= 1
-    while not _lba_bag_ok(*args, k):
-        k += 1
+    # Bracket: ok(hi) holds and ok(lo) does not (lo = 0: no bag size below 1).
+    step = 1
+    if _lba_bag_ok(*args, k):
+        hi, lo = k, k - 1
+        while lo >= 1 and _lba_bag_ok(*args, lo):
+            hi, step = lo, 2 * step
+            lo = max(0, k - step)
+    else:
+        lo, hi = k, k + 1
+        while not _lba_bag_ok(*args, hi):
+            lo, step = hi, 2 * step
+            hi = k + step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _lba_bag_ok(*args, mid):
+            hi = mid
+        else:
+            lo = mid
+    k = hi
     if n_columns is not None:
         k = max(k, 2 * int(n_columns))
     return int(k)
@@ -591,8 +623,8 @@ def delta_for(
     if mode == "lba":
         if residual_var_lower_bound is None:
             raise ValueError("mode='lba' needs residual_var_lower_bound.")
-        c = label_range / math.sqrt(residual_var_lower_bound * bag_size)
-        return lba_privacy_profile(epsilon, c)
+        return lba_privacy_profile(
+            epsilon, lba_ratio(label_range, residual_var_lower_bound, bag_size))
     if mode == "llp":
         return llp_privacy_profile(
             epsilon, bag_size, noise_fraction, label_range, noise_scale, n_samples, allocation

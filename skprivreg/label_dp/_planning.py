@@ -21,6 +21,7 @@ from ._accountant import (
     lba_ptr_margin,
     lba_ptr_pass_probability,
     lba_ptr_split,
+    lba_ratio,
     llp_min_bag_size,
     llp_privacy_profile,
 )
@@ -496,7 +497,7 @@ def plan_aggregation(
                 if not math.isfinite(k) or k * m_min > n:
                     k_best = max(n // m_min, 1)
                     best = lba_epsilon(
-                        delta - delta_partition, delta_range / math.sqrt(alpha * k_best)
+                        delta - delta_partition, lba_ratio(delta_range, alpha, k_best)
                     )
                     _insufficient(
                         n, epsilon, delta,
@@ -505,7 +506,7 @@ def plan_aggregation(
                         best=f"epsilon={best:.3g} at delta={delta} (bag_size={k_best})",
                     )
             rss_threshold = alpha * k
-            c = delta_range / math.sqrt(rss_threshold)
+            c = lba_ratio(delta_range, alpha, k)
             eps_agg = float(eps_mech)
             delta_agg = lba_privacy_profile(eps_mech, c) + delta_partition
             if delta_agg > delta:

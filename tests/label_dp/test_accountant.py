@@ -278,3 +278,25 @@ def test_profile_has_the_theorems_sqrt_k_shape():
     r2 = 1 - np.sum((log_delta - fitted) ** 2) / np.sum((log_delta - log_delta.mean()) ** 2)
     assert r2 > 0.999
     assert slope < 0
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e100, 1e153, 1e154])
+def test_min_bag_size_depends_on_the_label_range_over_the_residual_floor_only(scale):
+    """c = Delta / sqrt(alpha k) is unchanged when Delta and sqrt(alpha) scale
+    together, so is the bag size. At huge scales alpha k overflowed: c was
+    read as 0, every bag passed, and unit steps walked down towards a bag
+    size 9x too small (for hours); the search now ends in milliseconds."""
+    import signal
+
+    def too_slow(*_):
+        raise TimeoutError("lba_min_bag_size did not return within 20 s")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(20)
+    try:
+        ref = lba_min_bag_size(1.0, 1e-6, 2.0, 4e-6)
+        k = lba_min_bag_size(1.0, 1e-6, 2.0 * scale, 4e-6 * scale**2)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert k == ref
