@@ -344,3 +344,24 @@ def test_the_aggregate_function_raises_no_floating_point_warning():
             aggregate(X[:, :2], y, epsilon=1.0, delta=1e-6, mode="llp", bag_size=100,
                       y_bound=1e300)
     assert not [w for w in record if issubclass(w.category, RuntimeWarning)]
+
+
+def test_a_reusecov_fit_that_fails_after_its_spend_is_not_fitted(monkeypatch):
+    """The spend stays recorded, but predict and add_outcomes say "not fitted"."""
+    X, y = _data()
+
+    class Boom(Exception):
+        pass
+
+    monkeypatch.setattr("skprivreg.linear_model._reusecov.release_associations",
+                        lambda *a, **k: (_ for _ in ()).throw(Boom()))
+    acc = BudgetAccountant(epsilon=100.0, delta=0.1)
+    est = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=8.0, accountant=acc)
+    with pytest.raises(Boom):
+        est.fit(X, y)
+    assert acc.n_spends == 1 and hasattr(est, "privacy_spent_")
+    with pytest.raises(NotFittedError):
+        est.predict(X)
+    with pytest.raises(NotFittedError):
+        est.add_outcomes(X, y, epsilon=1.0, delta=1e-6)
+    assert acc.n_spends == 1

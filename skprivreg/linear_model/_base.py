@@ -85,8 +85,13 @@ class LinearPredictMixin:
     """``predict(X) = X @ coef_.T + intercept_``, with sklearn's input checks.
 
     Prediction is post-processing of the released coefficients: inputs are
-    not clipped and nothing is spent.
+    not clipped and nothing is spent. Fitted means ``coef_`` exists: a
+    private fit that failed after its spend keeps ``privacy_spent_`` (the
+    spend happened) but is not fitted.
     """
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "coef_")
 
     def predict(self, X):
         """Predict with the private linear model.
