@@ -660,19 +660,21 @@ def _numpy_numbers(value):
     ``Int64``, ``Float64``, ``boolean``, pyarrow numbers) are read as float64,
     missing values as NaN (refused by the pass, as scikit-learn refuses them).
 
-    Their arrays would otherwise have dtype object. Other columns keep their
-    dtype (strings and categories are then refused by
-    :func:`check_dask_dtype`).
+    Their arrays would otherwise have dtype object. Only those columns are
+    converted: NumPy columns keep their dtype (complex data, strings and
+    categories are then refused by :func:`check_dask_dtype`).
     """
     import pandas as pd
     from pandas.api.types import is_numeric_dtype
 
+    def extension_number(dtype):
+        return not isinstance(dtype, np.dtype) and is_numeric_dtype(dtype)
+
     dtypes = value.dtypes  # a series of dtypes for a frame, one dtype for a series
-    dtypes = list(dtypes) if isinstance(dtypes, pd.Series) else [dtypes]
-    if any(not isinstance(t, np.dtype) and is_numeric_dtype(t) for t in dtypes) and all(
-            is_numeric_dtype(t) for t in dtypes):
-        return value.astype("float64")
-    return value
+    if isinstance(dtypes, pd.Series):
+        columns = {name: "float64" for name, dtype in dtypes.items() if extension_number(dtype)}
+        return value.astype(columns) if columns else value
+    return value.astype("float64") if extension_number(dtypes) else value
 
 
 def _as_dask_array(value):

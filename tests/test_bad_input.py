@@ -150,4 +150,9 @@ def test_a_dask_frame_of_nullable_numbers_fits_as_pandas_does_and_na_is_refused(
     with pytest.raises(ValueError, match="NaN"):
         _fit(SSPRegressor(accountant=acc, **DECLARED), dd.from_pandas(frame, npartitions=3),
              dd.from_pandas(labels, npartitions=3))
+    # Only the extension columns are converted: a complex column is still refused.
+    frame["b"], frame["c"] = frame["b"].fillna(0), X[:, 2] + 1j * X[:, 0]
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        _fit(SSPRegressor(accountant=acc, **DECLARED), dd.from_pandas(frame, npartitions=3),
+             dd.from_pandas(labels, npartitions=3))
     assert acc.n_spends == 0

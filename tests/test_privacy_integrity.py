@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 import skprivreg._random as _random
 from skprivreg import (
@@ -263,6 +264,8 @@ def test_a_failed_private_refit_leaves_no_fitted_attribute():
             est.fit(X, y_flat)
     with pytest.raises(NotFittedError):
         est.predict(X)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)  # what pipelines and searches ask
     assert not hasattr(est, "coef_") and hasattr(est, "privacy_spent_")
 
 

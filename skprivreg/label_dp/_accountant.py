@@ -257,7 +257,10 @@ def lba_min_bag_size(epsilon, delta, label_range, residual_var_lower_bound, n_co
     if c_star <= 0:
         return math.inf
     args = (epsilon, delta, label_range, residual_var_lower_bound)
-    k = max(1, math.ceil((label_range / (c_star * math.sqrt(residual_var_lower_bound))) ** 2))
+    ratio = label_range / (c_star * math.sqrt(residual_var_lower_bound))
+    if not math.isfinite(ratio * ratio):
+        return math.inf  # more rows per bag than a float counts: no feasible bag size
+    k = max(1, math.ceil(ratio * ratio))
     # Bracket: ok(hi) holds and ok(lo) does not (lo = 0: no bag size below 1).
     step = 1
     if _lba_bag_ok(*args, k):

@@ -580,6 +580,11 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.coef_ = None
         self.intercept_ = None
 
+    def __sklearn_is_fitted__(self):
+        # Set last by a successful fit (None for a network): a fit that fails,
+        # before or after its spend, leaves the estimator unfitted.
+        return hasattr(self, "coef_")
+
     # -- predict -------------------------------------------------------
     def predict(self, X):
         """Predict with the fitted model (post-processing; nothing is spent).
@@ -594,7 +599,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             Lazy (one task per row block) for a Dask array or data frame:
             the prediction of a row depends on that row only.
         """
-        check_is_fitted(self, "aggregated_")
+        check_is_fitted(self)
         if getattr(self, "mlp_", None) is None:
             return LinearPredictMixin.predict(self, X)
         if is_dask_collection(X):

@@ -97,7 +97,8 @@ class AggregationPlan:
         label_bounds = (float(label_bounds[0]), float(label_bounds[1]))
         threshold = self.rss_threshold
         if self.c is not None and self.mode == "lba" and self.assumption == "ptr":
-            threshold = ((label_bounds[1] - label_bounds[0]) / self.c) ** 2
+            root = (label_bounds[1] - label_bounds[0]) / self.c
+            threshold = root * root  # inf (nothing passes), not OverflowError, when huge
         return replace(self, label_bounds=label_bounds, rss_threshold=threshold)
 
     @property
@@ -527,7 +528,8 @@ def plan_aggregation(
                     f"n_samples={n}: (epsilon={epsilon}, delta={delta}) is unreachable by "
                     "weighted LBA at any bag size."
                 )
-            rss_threshold = None if delta_range is None else (delta_range / c) ** 2
+            root = None if delta_range is None else delta_range / c
+            rss_threshold = None if root is None else root * root  # inf when huge: fails
             delta_agg = lba_privacy_profile(eps_agg, c)
             if k == "auto":
                 k = max(n // m_min, 1)

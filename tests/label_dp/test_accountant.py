@@ -300,3 +300,8 @@ def test_min_bag_size_depends_on_the_label_range_over_the_residual_floor_only(sc
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert k == ref
+
+
+def test_min_bag_size_beyond_any_float_count_is_infinite():
+    """(Delta / (c* sqrt(alpha)))^2 overflows: no bag size, not an OverflowError."""
+    assert lba_min_bag_size(1.0, 1e-6, 2e200, 4e-6) == math.inf
