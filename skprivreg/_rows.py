@@ -52,6 +52,7 @@ __all__ = [
     "BLOCK_ROWS",
     "RowSource",
     "add_tuples",
+    "as_dask_array",
     "as_dask_arrays",
     "as_float64_block",
     "block_map",
@@ -677,19 +678,19 @@ def _numpy_numbers(value):
     return value.astype("float64") if extension_number(dtypes) else value
 
 
-def _as_dask_array(value):
+def as_dask_array(value):
     if hasattr(value, "to_dask_array"):
         return _numpy_numbers(value).to_dask_array(lengths=True)
     return value
 
 
 def as_dask_arrays(*values):
-    """:func:`_as_dask_array` of each value, the data frames' partition lengths
+    """:func:`as_dask_array` of each value, the data frames' partition lengths
     computed together: features and labels of one frame (``frame[cols]``,
     ``frame[label]``) load each partition once, not once per side."""
     frames = [i for i, v in enumerate(values) if hasattr(v, "to_dask_array")]
     if len(frames) < 2:
-        return tuple(_as_dask_array(v) for v in values)
+        return tuple(as_dask_array(v) for v in values)
     import dask
 
     lengths = dask.compute(*(values[i].map_partitions(len) for i in frames))

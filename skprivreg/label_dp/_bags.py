@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .._rows import as_dask_array
 from ..base import quiet_floats
 from ..exceptions import PrivacyInfeasibleError
 
@@ -259,8 +260,7 @@ def _llp_design_dask(X, bags, weights, fit_intercept):
     """
     import dask
 
-    if hasattr(X, "to_dask_array"):
-        X = X.to_dask_array(lengths=True)
+    X = as_dask_array(X)
     if np.isnan(X.shape[0]):
         raise ValueError(
             "Dask input needs known chunk sizes: call .compute_chunk_sizes() first."

@@ -17,6 +17,7 @@ from .._compat import (
     validate_data,
 )
 from .._rows import (
+    as_dask_array,
     is_dask_collection,
     read_into_memory,
     set_dask_feature_names,
@@ -505,8 +506,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 self._check_mlp_numpy_input()
                 validate_data(self, X, skip_check_array=True)
                 set_dask_feature_names(self, X, reset=True)
-                if hasattr(X, "to_dask_array"):
-                    X = X.to_dask_array(lengths=True)
+                X = as_dask_array(X)
                 if X.ndim != 2:
                     raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
             else:
@@ -605,8 +605,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if is_dask_collection(X):
             validate_data(self, X, skip_check_array=True, reset=False)
             set_dask_feature_names(self, X, reset=False)
-            if hasattr(X, "to_dask_array"):
-                X = X.to_dask_array(lengths=True)
+            X = as_dask_array(X)
             return X.astype(np.float64).rechunk({1: -1}).map_blocks(
                 self.mlp_.predict, drop_axis=1, dtype=np.float64, meta=np.empty(0)
             )

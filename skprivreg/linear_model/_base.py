@@ -4,7 +4,7 @@ import numpy as np
 from scipy import linalg
 
 from .._compat import check_is_fitted, validate_data
-from .._rows import is_dask_collection, set_dask_feature_names
+from .._rows import as_dask_array, is_dask_collection, set_dask_feature_names
 
 __all__ = [
     "augment_intercept",
@@ -109,8 +109,7 @@ class LinearPredictMixin:
             # Lazy, blockwise: the prediction of each row depends on that row only.
             validate_data(self, X, skip_check_array=True, reset=False)
             set_dask_feature_names(self, X, reset=False)
-            if hasattr(X, "to_dask_array"):
-                X = X.to_dask_array(lengths=True)
+            X = as_dask_array(X)
             return X.astype(np.float64) @ np.asarray(self.coef_).T + self.intercept_
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return X @ np.asarray(self.coef_).T + self.intercept_

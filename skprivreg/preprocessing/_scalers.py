@@ -16,8 +16,8 @@ from .._gram import (
 )
 from .._rows import (
     RowSource,
-    _as_dask_array,
     add_tuples,
+    as_dask_array,
     as_float64_block,
     block_map,
     check_block_finite,
@@ -142,7 +142,7 @@ def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):
                              ensure_all_finite="allow-nan" if allow_nan else True)
     validate_data(estimator, X, skip_check_array=True, reset=reset)
     set_dask_feature_names(estimator, X, reset=reset)
-    X = _as_dask_array(X)
+    X = as_dask_array(X)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
     if np.isnan(X.shape[0]):
