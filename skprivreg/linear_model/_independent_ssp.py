@@ -39,6 +39,7 @@ from ._private_bounds import (
 )
 from ._reusecov_plan import theory_ridge
 from ._reusecov_stats import (
+    check_bound_scales,
     statistics_source,
     sufficient_statistics,
     validate_features_and_labels,
@@ -304,6 +305,7 @@ class IndependentSSPRegressor(
         unit_x = math.hypot(1.0, self.intercept_scaling) if self.fit_intercept else 1.0
         planned = self._events(n, n_outputs, unit_x, 1.0, epsilon, delta, private,
                                planned_bound_events(bound_eps))[3]
+        check_bound_scales(self.x_bound, y_bound, n_outputs)
         self._check_budget(planned)
         x_bound = self.x_bound
         bound_events = []

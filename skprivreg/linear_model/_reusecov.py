@@ -53,6 +53,7 @@ from ._reusecov_release import (
 )
 from ._reusecov_reuse import _CovarianceReuseMixin
 from ._reusecov_stats import (
+    check_bound_scales,
     statistics_source,
     sufficient_statistics,
     validate_features_and_labels,
@@ -645,6 +646,8 @@ class ReuseCovRegressor(
         # delta) does not depend on the public scales, which the pass measures.
         planned = _plan_ledger(plan_reusecov(**plan_args), delta, private, association_name,
                                bound_events)
+        check_bound_scales(None if self.privacy == "label" else self.x_bound_,
+                           None if self.privacy == "feature" else self.y_bound_, n_outputs)
         self._check_budget(planned)
         if bound_eps:
             # A counting pass (releases nothing, refuses NaN), the spend, then
