@@ -158,11 +158,13 @@ def test_a_dask_frame_of_nullable_numbers_fits_as_pandas_does_and_na_is_refused(
     assert acc.n_spends == 0
 
 
-@pytest.mark.parametrize("Estimator", [ReuseCovRegressor, IndependentSSPRegressor])
+@pytest.mark.parametrize("Estimator", [ReuseCovRegressor, IndependentSSPRegressor,
+                                       SSPRegressor, AdaSSPRegressor])
 @pytest.mark.parametrize("bound", ["x_bound", "y_bound"])
 def test_bounds_too_large_for_the_calibration_are_refused_before_any_spend(Estimator, bound):
     """The calibration multiplies up to four bound-sized factors: a bound of 1e154
-    spent the budget and then failed inside it (OverflowError, "mu must be > 0")."""
+    spent the budget and then failed inside it (OverflowError, "mu must be > 0",
+    a non-finite noisy Gram matrix)."""
     X, y = _data()
     for value in (1e61, 1e154, 1e300):
         acc = BudgetAccountant(epsilon=100.0, delta=1e-2)

@@ -31,6 +31,7 @@ from ..mechanisms import (
 from ._base import LinearPredictMixin, split_intercept
 from ._private_bounds import (
     bound_epsilons,
+    check_bound_scales,
     check_bounds_feasible,
     count_bounds,
     label_magnitude,
@@ -39,7 +40,6 @@ from ._private_bounds import (
 )
 from ._reusecov_plan import theory_ridge
 from ._reusecov_stats import (
-    check_bound_scales,
     statistics_source,
     sufficient_statistics,
     validate_features_and_labels,

@@ -32,6 +32,8 @@ from ..bounds import (
 from ..mechanisms import bound_bins, counts_above
 
 __all__ = [
+    "LARGEST_BOUND_SCALE",
+    "check_bound_scales",
     "label_magnitude",
     "bound_epsilons",
     "check_bounds_feasible",
@@ -43,6 +45,30 @@ __all__ = [
 ]
 
 BOUND_NAMES = ("x_bound", "y_bound")
+
+#: Largest declared scale of a row of X (``x_bound``) or of Y (``sqrt(l) y_bound``)
+#: the calibration takes: it multiplies up to four such scales (the joint
+#: Gram-cross bound has ``x_bound^4``), which must stay finite in float64.
+LARGEST_BOUND_SCALE = 1e60
+
+
+def check_bound_scales(x_bound, y_bound, n_outputs):
+    """Refuse declared bounds whose calibration would overflow float64 (before any spend).
+
+    ``x_bound`` and ``sqrt(n_outputs) y_bound`` (``None``: not declared) must
+    be at most :data:`LARGEST_BOUND_SCALE`; larger bounds would give noise
+    beyond any float anyway.
+    """
+    root = math.sqrt(max(int(n_outputs), 1))
+    for name, scale, value in (("x_bound", x_bound, x_bound),
+                               ("y_bound", None if y_bound is None else root * y_bound, y_bound)):
+        if scale is not None and not scale <= LARGEST_BOUND_SCALE:
+            raise ValueError(
+                f"{name}={value:g} is too large: the noise calibration multiplies up to "
+                f"four bound-sized factors, which overflow float64; x_bound and "
+                f"sqrt(n_outputs) * y_bound must be at most {LARGEST_BOUND_SCALE:g} "
+                f"(n_outputs={int(n_outputs)})."
+            )
 
 
 def label_magnitude(y_bound):

@@ -35,6 +35,7 @@ from ..mechanisms import gram_with_exact_corner
 from ._base import LinearPredictMixin
 from ._private_bounds import (
     bound_epsilons,
+    check_bound_scales,
     check_bounds_feasible,
     count_bounds,
     label_magnitude,
@@ -53,7 +54,6 @@ from ._reusecov_release import (
 )
 from ._reusecov_reuse import _CovarianceReuseMixin
 from ._reusecov_stats import (
-    check_bound_scales,
     statistics_source,
     sufficient_statistics,
     validate_features_and_labels,

@@ -33,6 +33,7 @@ from ._base import (
 from ._private_bounds import (
     bound_block_counts,
     bound_epsilons,
+    check_bound_scales,
     check_bounds_feasible,
     label_magnitude,
     planned_bound_events,
@@ -180,7 +181,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         # would add a task per chunk to every pass).
         n_outputs = 1 if single_output else y.shape[1]
 
-        label_magnitude(self.y_bound)  # an invalid y_bound is refused before any spend
+        # Invalid or too large declared bounds are refused before any spend.
+        check_bound_scales(self.x_bound, label_magnitude(self.y_bound), n_outputs)
         check_bounds_feasible(X.shape[0], self._bound_epsilons(private), self.bounds_quantile)
         planned = self._plan_ledger(private, n_outputs)
         self._check_budget(planned)
