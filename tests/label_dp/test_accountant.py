@@ -305,3 +305,18 @@ def test_min_bag_size_depends_on_the_label_range_over_the_residual_floor_only(sc
 def test_min_bag_size_beyond_any_float_count_is_infinite():
     """(Delta / (c* sqrt(alpha)))^2 overflows: no bag size, not an OverflowError."""
     assert lba_min_bag_size(1.0, 1e-6, 2e200, 4e-6) == math.inf
+
+
+def test_planned_delta_at_a_huge_label_scale_equals_the_unit_scale_one():
+    """Declared LBA at y_bound * s and residual floor * s^2: the same c and delta
+    as at scale 1 (alpha k overflowed to inf and the plan reported c = 0)."""
+    from skprivreg.label_dp._planning import plan_aggregation
+
+    common = dict(assumption="declared", bag_size=1000, check_pass_probability=False)
+    unit = plan_aggregation(20_000, 2, y_bound=3.0, residual_var_lower_bound=1.7e4, **common)
+    huge = plan_aggregation(20_000, 2, y_bound=3e152, residual_var_lower_bound=1.7e308,
+                            **common)
+    assert unit.c > 0
+    assert huge.c == pytest.approx(unit.c, rel=1e-12)
+    assert huge.privacy_report()["delta"] == pytest.approx(unit.privacy_report()["delta"],
+                                                           rel=1e-9)
