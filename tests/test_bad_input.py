@@ -175,3 +175,28 @@ def test_bounds_too_large_for_the_calibration_are_refused_before_any_spend(Estim
     acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
     _fit(Estimator(accountant=acc, **{**DECLARED, bound: 1e60}), X, y)  # the largest taken
     assert acc.n_spends == 1
+
+
+@pytest.mark.parametrize("declared", [
+    dict(x_range=(-1e61, 1e61)),
+    dict(y_bound=1e61),
+    # Each column is within the limit; a support of three is not.
+    dict(x_range=(-7e59, 7e59)),
+])
+def test_lasso_ranges_too_large_for_its_ssp_fit_are_refused_before_the_selection(declared):
+    """The Lasso regressor's SSP fit on the support refuses bounds above 1e60; the
+    selection had already spent its budget when it did."""
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    X, y = _data()
+    params = {"x_range": (-4.0, 4.0), "y_bound": 4.0, **declared}
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ValueError, match="too large for the SSP fit"):
+        PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, **params).fit(X, y)
+    assert acc.n_spends == 0
+    if declared.get("x_range") == (-7e59, 7e59):
+        # At most one column selected: its norm bound 7e59 is taken.
+        acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+        PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, max_features=1,
+                              selection_rule="lars", on_fail="empty", **params).fit(X, y)
+        assert acc.n_spends == 1
