@@ -106,3 +106,47 @@ def test_second_order_shift_where_covariance_noise_is_large():
     lam = second_order_ridge(0.05, s, 0.03)
     assert lam - 0.03**2 * np.sum(1 / (s + lam)) == pytest.approx(0.05, rel=1e-9)
     assert second_order_ridge(0.05, s, 0.0) == 0.05
+
+
+def _first_order_risks_by_definition(eigvals, coords, sigma_cov, sigma_assoc, lam_pilot, grid):
+    """R(lambda) on a grid, from its definition: the pilot coefficients of every
+    outcome at ``lam_pilot``, then A_j, then the sum over eigen-directions."""
+    s, C = eigvals, coords
+    top = max(float(np.max(np.abs(s))), 1e-300)
+    s_pos = np.maximum(s, 1e-12 * top)
+    pilot = C / np.maximum(s + lam_pilot, lam_pilot)[:, None]
+    a = sigma_assoc**2 + sigma_cov**2 * np.sum(pilot**2, axis=0)
+    signal = np.maximum(np.sum(C**2, axis=1) - a.sum(), 0.0)
+    return np.array([sum((s_pos[i] * a.sum() + g**2 * signal[i] / s_pos[i])
+                         / max(s[i] + g, g) ** 2 for i in range(len(s))) for g in grid])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_grid_risks_are_the_first_order_risk_of_the_pilot(seed, monkeypatch):
+    """The rule sums A_j over outcomes in closed form and evaluates the grid at once;
+    the risks it minimises equal the definition's, pilot by pilot."""
+    from skprivreg.linear_model import _ridge_rule
+
+    rng = np.random.default_rng(seed)
+    p, l = int(rng.integers(2, 20)), int(rng.integers(1, 60))
+    s = np.sort(rng.uniform(-0.05, 2.0, p))
+    C = rng.normal(size=(p, l)) * rng.uniform(0.1, 2.0)
+    sigma_cov, sigma_assoc = rng.uniform(0.0, 0.3), rng.uniform(0.01, 0.5)
+    seen = []
+    real = _ridge_rule._risk
+
+    def recording(lam, *args):
+        out = real(lam, *args)
+        if np.ndim(lam) == 1 and len(lam) > 2:
+            seen.append((np.asarray(lam), out, args[2]))
+        return out
+
+    monkeypatch.setattr(_ridge_rule, "_risk", recording)
+    risk_minimising_ridge(s, C, sigma_cov, sigma_assoc)
+    assert len(seen) == 2  # the pilot, then its refit at the chosen ridge
+    floor = ridge_floor(sigma_cov, p, scale=float(np.max(np.abs(s))), min_eigval=float(s.min()))
+    pilot = max(floor, ridge_floor(sigma_cov, p, scale=float(np.max(np.abs(s)))))
+    for grid, risks, _ in seen:
+        expected = _first_order_risks_by_definition(s, C, sigma_cov, sigma_assoc, pilot, grid)
+        np.testing.assert_allclose(risks, expected, rtol=1e-10)
+        pilot = float(grid[int(np.argmin(risks))])
