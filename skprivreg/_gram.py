@@ -231,7 +231,7 @@ def _gram_of_block(X, Y, params, acc):
         # Some row may exceed the bound: its squared norm decides (a finite
         # row whose squared norm overflows becomes a zero row, within the bound).
         with np.errstate(over="ignore", invalid="ignore"):
-            squared = np.einsum("ij,ij->i", X, X)
+            squared = np.einsum("ij,ij->i", X, X, out=workspace("gram squared", n_rows))
     # Otherwise ||x||^2 <= d max|x_ij|^2 < x_bound^2 for every row, with a
     # margin for rounding: no row is clipped, as the norms would say, so
     # skipping them changes no statistic

@@ -46,18 +46,20 @@ __all__ = [
 BOUND_SOURCES = ("private", "data")
 
 
-def row_norms(X):
+def row_norms(X, *, out=None):
     """Euclidean norm of each row (float64).
 
     One read of ``X`` without an ``n x d`` temporary of squares
     (``einsum``); a row whose squared norm overflows has norm ``inf``, as
-    with :func:`numpy.linalg.norm`.
+    with :func:`numpy.linalg.norm`. ``out``: a float64 array of shape
+    ``(n,)`` to write the norms into (a reused buffer), or None.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
-        return np.abs(X)
+        return np.abs(X, out=out)
     with np.errstate(over="ignore"):
-        return np.sqrt(np.einsum("ij,ij->i", X, X))
+        norms = np.einsum("ij,ij->i", X, X, out=out)
+        return np.sqrt(norms, out=norms)
 
 
 def clip_rows(X, bound):

@@ -1,6 +1,7 @@
 """Per-column ranges, label ranges and their private estimates (skprivreg.bounds)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -121,3 +122,18 @@ def test_clip_rows_keeps_the_input_order_whether_or_not_a_row_was_clipped(layout
     rows[3] = 20.0
     outside, clipped_any = clip_rows(wrap(rows), 10.0)
     assert clipped_any and getattr(outside.flags, contiguous)
+
+
+def test_row_norms_into_a_given_buffer():
+    """The passes write the norms of each piece into a reused buffer (a fresh one per
+    piece cost page faults on Dask workers): same values, overflow gives inf."""
+    from skprivreg.bounds import row_norms
+
+    X = np.array([[3.0, 4.0], [1e200, 1e200], [0.0, 0.0]])
+    out = np.full(3, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = row_norms(X, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, [5.0, np.inf, 0.0])
+    np.testing.assert_array_equal(row_norms(X), out)
