@@ -137,3 +137,24 @@ def test_row_norms_into_a_given_buffer():
     assert got is out
     np.testing.assert_array_equal(out, [5.0, np.inf, 0.0])
     np.testing.assert_array_equal(row_norms(X), out)
+
+
+@pytest.mark.parametrize("kind", ["1d", "2d", "int", "bool"])
+def test_bound_counts_count_rows_above_each_bin(kind):
+    """The counts behind the private bounds: rows whose norm (largest |y_ij|) exceeds
+    each bin, negative labels by their magnitude, in pieces of any size."""
+    from skprivreg.linear_model._private_bounds import count_bounds
+    from skprivreg.mechanisms import bound_bins, counts_above
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3_000, 3)) * rng.uniform(0.01, 100.0, size=(3_000, 1))
+    Y = {"1d": -rng.exponential(5.0, 3_000),
+         "2d": rng.normal(size=(3_000, 2)) * [1.0, 50.0],
+         "int": -rng.integers(0, 1_000, 3_000),
+         "bool": rng.random(3_000) < 0.5}[kind]
+    counts = count_bounds(X, Y)
+    bins = bound_bins()
+    magnitudes = np.abs(np.asarray(Y, dtype=np.float64).reshape(3_000, -1)).max(axis=1)
+    np.testing.assert_array_equal(counts["y_bound"], counts_above(magnitudes, bins))
+    np.testing.assert_array_equal(counts["x_bound"],
+                                  counts_above(np.linalg.norm(X, axis=1), bins))

@@ -252,8 +252,8 @@ def test_feature_mean_pass_scales_the_rows_it_measured(tmp_path, monkeypatch):
     norms = rb.row_norms
     write = _write_once(writer, 1e6)
 
-    def measured_then_written(A):
-        result = norms(A)
+    def measured_then_written(A, **kwargs):
+        result = norms(A, **kwargs)
         write()
         return result
 

@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 
 from .._gram import cache_blocked
-from .._rows import RowSource, check_block_finite
+from .._rows import RowSource, check_block_finite, workspace
 from ..accounting import PrivacyEvent
 from ..bounds import (
     check_private_bound_feasible,
@@ -125,23 +125,30 @@ def bound_block_counts(X_block, Y_block, bins):
     count by at most 1. Also checks the block for NaN or infinity (this is
     the first pass).
     """
+    # Vectors of the piece go to this thread's reused buffers (a fresh array
+    # per piece costs page faults on Dask workers) and are sorted in place.
     with np.errstate(all="ignore"):
-        x_norms = row_norms(X_block)
-        if not np.isfinite(x_norms).all():  # NaN or infinity, or a norm that overflowed
+        X = np.asarray(X_block)
+        x_norms = row_norms(X, out=workspace("bound x norms", len(X)))
+        if not np.isfinite(np.add.reduce(x_norms)):  # NaN or inf, or norms that overflowed
             check_block_finite(X_block, "X")
         Y = np.asarray(Y_block)
-        if Y.shape[0] == 0:
-            y_max = np.zeros(0)
-        else:
-            Y = Y.reshape(len(Y), -1)
+        n_rows = Y.shape[0]
+        y_max = workspace("bound y max", n_rows)
+        if n_rows:
+            Y = Y.reshape(n_rows, -1)
             # max |y_ij| of each row from its max and min (no copy of the
-            # block); NaN or an infinity shows in one of them.
-            top, low = Y.max(axis=1), Y.min(axis=1)
-            if not (np.isfinite(top).all() and np.isfinite(low).all()):
-                check_block_finite(Y, "y")
-            # (in float64: an integer or boolean -low would wrap or fail)
-            y_max = np.maximum(top.astype(np.float64), -low.astype(np.float64))
-        return counts_above(x_norms, bins), counts_above(y_max, bins)
+            # block); NaN or an infinity shows in one of them. In float64: an
+            # integer or boolean -low would wrap or fail.
+            low = workspace("bound y min", n_rows)
+            np.maximum.reduce(Y, axis=1, out=y_max)
+            np.minimum.reduce(Y, axis=1, out=low)
+            if not np.isfinite(np.add.reduce(y_max) + np.add.reduce(low)):
+                check_block_finite(Y, "y")  # NaN or infinity, or only sums that overflowed
+            np.negative(low, out=low)
+            np.maximum(y_max, low, out=y_max)
+        return (counts_above(x_norms, bins, overwrite=True),
+                counts_above(y_max, bins, overwrite=True))
 
 
 def count_bounds(X, Y, source=None):

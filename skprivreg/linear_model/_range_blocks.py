@@ -128,12 +128,16 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
     check only when that sum is not finite.
     """
     X = as_float64_block(X_block, scratch="range rows")  # one read: a file's piece is copied
-    with np.errstate(over="ignore", invalid="ignore"):
+    # Vectors and the mapped rows go to this thread's reused buffers: a fresh
+    # array per piece costs page faults on Dask workers.
+    Z = workspace_like("range mapped", X)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if x_clip is not None:  # private path: rows clipped to the released bound first
             # (silent: an infinite entry, refused below, scales to inf * 0)
-            norms = row_norms(X)
-            X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
-        Z = np.subtract(X, rmap.center, out=workspace_like("range mapped", X))
+            Z = np.multiply(X, _clip_scales(X, x_clip)[:, None], out=Z)
+            Z -= rmap.center
+        else:
+            np.subtract(X, rmap.center, out=Z)
         Z /= rmap.half
         if check and not np.isfinite(np.add.reduce(Z, axis=None)):
             check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
@@ -141,7 +145,7 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
         np.clip(Z, -1.0, 1.0, out=Z)
     if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
         # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
-        norms = row_norms(Z)
+        norms = row_norms(Z, out=workspace("range mapped norms", len(Z)))
         over = norms > rmap.row_bound
         if over.any():
             Z[over] *= (rmap.row_bound / norms[over])[:, None]
@@ -356,9 +360,21 @@ def feature_sum_block(X_block, y_block, *, x_clip):
     infinity is refused (its norm is not finite).
     """
     X = as_float64_block(X_block, scratch="range rows")
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = row_norms(X)
-    if not np.isfinite(np.add.reduce(norms)):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        scales = _clip_scales(X, x_clip, check=True)
+        # sum_i s_i x_i as one product: no scaled copy of the rows
+        return (np.dot(scales, X),)
+
+
+def _clip_scales(X, x_clip, check=False):
+    """``min(1, x_clip / ||x_i||)`` for each row of ``X`` (1 for a zero row), in a reused buffer.
+
+    ``check``: refuse NaN or infinity in ``X`` (its norm is not finite).
+    Otherwise NaN in a row gives NaN, an infinite entry 0 (and ``inf * 0`` a
+    NaN in the scaled row). Call under ``np.errstate(divide="ignore", ...)``.
+    """
+    scales = row_norms(X, out=workspace("range clip scales", len(X)))
+    if check and not np.isfinite(np.add.reduce(scales)):
         check_block_finite(X, "X")  # NaN or infinity, or only norms that overflowed
-    X = X * np.minimum(1.0, x_clip / np.where(norms > 0, norms, 1.0))[:, None]
-    return (X.sum(axis=0),)
+    np.divide(x_clip, scales, out=scales)  # a zero row: inf, then 1
+    return np.minimum(scales, 1.0, out=scales)

@@ -74,13 +74,19 @@ def upper_bound_margin(epsilon, failure_prob=1e-3):
     return (6.0 / epsilon) * math.log(2.0 / failure_prob)
 
 
-def counts_above(values, bins):
+def counts_above(values, bins, *, overwrite=False):
     """``#{i : values_i > b}`` for each public candidate ``b`` in ``bins``.
 
     Counts of row blocks add up, so this is the per-block statistic of
-    :func:`private_upper_bound` on data processed in chunks.
+    :func:`private_upper_bound` on data processed in chunks. ``overwrite``:
+    ``values`` (a contiguous float64 vector, a scratch buffer) may be sorted
+    in place instead of copied.
     """
-    values = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    values = np.asarray(values, dtype=np.float64)
+    if overwrite and values.ndim == 1 and values.flags.c_contiguous and values.flags.writeable:
+        values.sort()
+    else:
+        values = np.sort(values.ravel())
     return values.size - np.searchsorted(values, bins, side="right")
 
 

@@ -139,3 +139,26 @@ def test_selection_terms_never_exceed_the_cap(cap):
                                   u_mean=1.0, cap=cap)
     assert total[0] <= n * cap
     assert total[0] == pytest.approx(n * root * root, rel=1e-12)
+
+
+@pytest.mark.parametrize("x_clip", [0.5, 1.5, 40.0])
+def test_private_ranges_clip_each_row_to_the_released_bound(x_clip):
+    """Private ranges: each row is scaled by min(1, x_clip / ||x||) (a zero row and a
+    row inside the bound unchanged), then mapped with the released centre and
+    clipped to the mapped row bound; the feature sum adds the scaled rows."""
+    from skprivreg.bounds import clip_rows
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 4)) * rng.uniform(0.01, 5.0, size=(700, 1))
+    X[5] = 0.0
+    y = rng.normal(size=700)
+    scaled = clip_rows(X, x_clip)[0]
+    (total,) = rb.feature_sum_block(X, y, x_clip=x_clip)
+    np.testing.assert_allclose(total, scaled.sum(axis=0), rtol=1e-12, atol=1e-12 * x_clip)
+
+    center = np.array([0.3, -0.2, 0.1, 0.9]) * x_clip
+    rmap = rb.RangeMap(center, np.full(4, x_clip), 0.0, 2.0, 1.0, False)
+    Z, u = rb._mapped(X, y, rmap, x_clip, check=True)
+    expected = clip_rows((scaled - center) / x_clip, 1.0)[0]
+    np.testing.assert_allclose(Z, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(u, np.clip(y / 2.0, -1.0, 1.0))
