@@ -24,6 +24,7 @@ from .._rows import (
     check_dask_dtype,
     is_dask_collection,
     set_dask_feature_names,
+    workspace,
     workspace_like,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
@@ -119,7 +120,12 @@ def _moment_block(X_block, _unused, *, low, high, check, symmetric):
 def _max_abs_counts_block(X_block, _unused, *, bins, check):
     if check:
         check_block_finite(X_block)
-    return (counts_above(np.abs(X_block).max(axis=1), bins),)
+    # |X| and the row maxima in this thread's reused buffers (a fresh array
+    # per piece costs page faults on Dask workers), sorted in place.
+    X = as_float64_block(X_block, scratch="scaler rows")
+    magnitudes = np.abs(X, out=workspace_like("scaler magnitudes", X))
+    top = np.maximum.reduce(magnitudes, axis=1, out=workspace("scaler row maxima", len(X)))
+    return (counts_above(top, bins, overwrite=True),)
 
 
 def _max_abs_entry(X_block, _unused):

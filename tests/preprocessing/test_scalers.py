@@ -286,3 +286,25 @@ def test_range_read_from_the_data_refuses_nan_and_infinity(bad):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(ValueError, match="NaN|infinity"):
             PrivateStandardScaler(epsilon=1.0, bounds="data").fit(X)
+
+
+def test_private_range_counts_rows_by_their_largest_magnitude(monkeypatch):
+    """The private x_range counts, for each bin, the rows whose largest |x_ij| exceeds
+    it: negative entries by their magnitude."""
+    import skprivreg.preprocessing._scalers as scalers
+    from skprivreg.mechanisms import bound_bins, counts_above
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(5_000, 3)) * rng.uniform(0.01, 50.0, size=(5_000, 1))
+    X[::2] = -np.abs(X[::2])  # half the rows: negative entries only
+    seen = []
+    real = scalers.private_norm_bound
+
+    def recording(counts, *args, **kwargs):
+        seen.append(np.array(counts))
+        return real(counts, *args, **kwargs)
+
+    monkeypatch.setattr(scalers, "private_norm_bound", recording)
+    scalers.PrivateStandardScaler(epsilon=1.0).fit(X)
+    (counts,) = seen
+    np.testing.assert_array_equal(counts, counts_above(np.abs(X).max(axis=1), bound_bins()))
