@@ -180,7 +180,8 @@ def block_statistics(
                                        check_finite)
         stats = SufficientStats(n=X_b.shape[0], x_clipped=x_clipped)
         if x_public:
-            stats.x_max_norm = float(row_norms(X_b).max(initial=0.0))
+            norms = row_norms(X_b, out=workspace("statistics norms", X_b.shape[0]))
+            stats.x_max_norm = float(norms.max(initial=0.0))
         if compute_xtx:
             stats.xtx = np.dot(X_b.T, X_b)
         if Y_b is not None:
@@ -190,7 +191,8 @@ def block_statistics(
                               out=workspace_like("statistics clipped labels", Y_b))
                 stats.y_clipped = True
             if y_public:
-                stats.y_max_norm = float(row_norms(Y_b).max(initial=0.0))
+                norms = row_norms(Y_b, out=workspace("statistics label norms", Y_b.shape[0]))
+                stats.y_max_norm = float(norms.max(initial=0.0))
                 stats.y_abs_max = _largest_magnitude(Y_b)
             stats.xty = np.dot(X_b.T, Y_b)
     return stats
