@@ -309,7 +309,7 @@ class IndependentSSPRegressor(
         self._check_budget(planned)
         x_bound = self.x_bound
         bound_events = []
-        source = statistics_source(X, Y, verbose=self.verbose, name=type(self).__name__)
+        source = statistics_source(X, y, verbose=self.verbose, name=type(self).__name__)
         if bound_eps:
             counts = count_bounds(None, None, source)  # releases nothing; refuses NaN
             self._spend(planned)

@@ -550,7 +550,7 @@ class ReuseCovRegressor(
         W, G_hat, release = self._release(
             X, Y, epsilon=epsilon, delta=delta,
             private=private, cov_rows=cov_rows, reused=self.covariance, seed_index=2,
-            bound_eps=bound_eps,
+            bound_eps=bound_eps, labels=y,
         )
         if self.covariance is not None and private:
             # The reused covariance was charged by the fit that released it.
@@ -616,12 +616,14 @@ class ReuseCovRegressor(
         return (x_scale or 0.0), (y_row or 0.0), w_scale
 
     def _release(self, X, Y, *, epsilon, delta, private, cov_rows, reused, seed_index,
-                 association_name=None, bound_eps=None):
+                 association_name=None, bound_eps=None, labels=None):
         """The missing bounds, one covariance (unless exact or reused) and one association.
 
         ``bound_eps`` (from :func:`bound_epsilons`) names the bounds to
         estimate; they are released after the spend and stored in
-        ``x_bound_`` / ``y_bound_``. Returns ``(W, G_hat, info)``;
+        ``x_bound_`` / ``y_bound_``. ``labels``: ``Y`` as the passes read
+        it (the 1-D labels of one outcome), or None for ``Y``. Returns
+        ``(W, G_hat, info)``;
         ``info['ledger']`` holds the new releases only. Sets ``covariance_``.
         """
         n, d = X.shape
@@ -631,7 +633,8 @@ class ReuseCovRegressor(
         notions = self._bound_notions()
         bound_events = planned_bound_events(bound_eps, notions=notions,
                                             neighbouring=self.neighbouring)
-        source = statistics_source(X, Y, verbose=self.verbose, name=type(self).__name__)
+        source = statistics_source(X, Y if labels is None else labels, verbose=self.verbose,
+                                   name=type(self).__name__)
         exact_cov = self.privacy == "label"
         plan_args = dict(
             n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,

@@ -186,6 +186,8 @@ def block_statistics(
             stats.xtx = np.dot(X_b.T, X_b)
         if Y_b is not None:
             Y_b = as_float64_block(Y_b, scratch="statistics labels")
+            if Y_b.ndim == 1:  # one outcome, passed 1-D (a view, never a copy)
+                Y_b = Y_b[:, None]
             if scan_labels(Y_b, y_bound):
                 Y_b = np.clip(Y_b, -y_bound, y_bound,
                               out=workspace_like("statistics clipped labels", Y_b))
@@ -353,7 +355,9 @@ def statistics_source(X, Y=None, *, verbose=0, name="rows"):
 
     One block (a Dask array keeps its chunks), read as stored: the pass cuts
     it into pieces itself. An estimator's passes share it, so its progress
-    lines number them in order.
+    lines number them in order. ``Y``: 2-D, or 1-D for one outcome (read as
+    one column: on Dask, ``y[:, None]`` would add a task per chunk to every
+    pass).
     """
     return RowSource(X, Y, block_rows=None, raw_blocks=True, verbose=verbose, name=name)
 
@@ -383,7 +387,7 @@ def sufficient_statistics(X, Y=None, *, row_block=None, source=None, label="XtX,
         if X.shape[0] == 0:
             return block_statistics(X, Y, **kwargs)  # (no rows to select either)
         source = statistics_source(X, Y)
-    width = source.d + (0 if source.Y is None else source.Y.shape[1]) + 1
+    width = source.d + (0 if source.Y is None else math.prod(source.Y.shape[1:])) + 1
     n_threads = threads_for(source)
     step = row_block or piece_rows(width, n_threads)
     return reduce_threaded(source, _StatisticsPass(kwargs, step, n_threads),
