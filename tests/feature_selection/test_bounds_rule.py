@@ -240,14 +240,16 @@ def _noise(n=6000, p=6, seed=3):
 
 
 @pytest.mark.parametrize("on_fail", ["raise", "empty"])
-def test_regressor_without_stage2_settles_to_the_selection_ledger(on_fail):
-    # Pure noise: bottom (partition, epsilon_1 = 0.675: the release
-    # probability of a support with no signal is at most delta/2).
+def test_regressor_without_stage2_settles_to_the_selection_ledger(on_fail, fixed_noise):
+    # Pure noise: bottom (partition, epsilon_1 = 0.675). Seeded (the testing
+    # facility): the votes of 655 blocks of 9 rows can still agree by chance
+    # (d_hat up to 20 seen), and fresh draws released a support in about 1e-4
+    # of fits; the bound delta/2 holds only where d_hat <= 0.
     X, y = _noise()
     acc = BudgetAccountant()
     reg = PrivateLassoRegressor(
         epsilon=1.0, max_features=1, selection_rule="lars", sampling="partition",
-        fit_intercept=False, on_fail=on_fail, accountant=acc)
+        fit_intercept=False, on_fail=on_fail, accountant=acc, random_state=0)
     if on_fail == "raise":
         with pytest.raises(UnstableSupportError):
             reg.fit(X, y)
@@ -263,11 +265,11 @@ def test_regressor_without_stage2_settles_to_the_selection_ledger(on_fail):
     assert acc.ledgers[0] is reg.privacy_spent_
 
 
-def test_regressor_intercept_only_estimates_the_label_bound_only():
-    X, y = _noise()
+def test_regressor_intercept_only_estimates_the_label_bound_only(fixed_noise):
+    X, y = _noise()  # seeded: pure noise still releases a support in ~1e-4 of fresh fits
     reg = PrivateLassoRegressor(
         epsilon=1.0, max_features=1, selection_rule="lars", sampling="partition",
-        on_fail="empty")
+        on_fail="empty", random_state=0)
     with pytest.warns(PrivateTestFailedWarning):
         reg.fit(X, y + 2.0)
     assert not reg.stable_ and reg.stage2_ is not None
@@ -298,10 +300,11 @@ def test_perturbation_maps_asymmetric_ranges_into_the_papers_domain(monkeypatch)
     assert seen["X"][:, 2].min() >= 0.5 - 1e-12  # column 2 clipped to [1, 2], over m = 2
 
 
-def test_empty_on_bottom_warns_and_a_release_does_not():
+def test_empty_on_bottom_warns_and_a_release_does_not(fixed_noise):
+    # Seeded: on this pure-noise design fresh fits released a support in ~6e-4 of runs.
     X, y = _noise()
     sel = PrivateLassoSupportSelector(epsilon=1.0, max_features=1, selection_rule="lars",
-                                      sampling="partition", on_fail="empty")
+                                      sampling="partition", on_fail="empty", random_state=0)
     with pytest.warns(PrivateTestFailedWarning, match="bottom"):
         sel.fit(X, y)
     assert not sel.stable_

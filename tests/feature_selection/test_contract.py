@@ -40,6 +40,12 @@ from skprivreg.feature_selection import (
 
 TRUE = [0, 1, 2]
 
+# Seeded through the testing facility (every configuration has random_state=0):
+# the 'lasso' rule agrees on only about half of its 73 blocks (d_hat ~ 11 +- 2.6
+# against T = 2.3), so with fresh partitions and noise a fit on 30,000 rows
+# released bottom in about 4e-4 of runs.
+pytestmark = pytest.mark.usefixtures("fixed_noise")
+
 
 @pytest.fixture(scope="module")
 def data():

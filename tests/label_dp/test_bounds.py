@@ -39,7 +39,9 @@ def test_float_y_bound_means_symmetric_range():
     assert lba.fit(X, y).y_bound_ == (-1.5, 1.5)
 
 
-def test_lba_estimates_a_missing_range_privately():
+def test_lba_estimates_a_missing_range_privately(fixed_noise):
+    # Seeded (random_state=0, the testing facility): the private residual check
+    # FAILs (an error) with probability about 6e-6 on fresh draws.
     X, y = _data()
     acc = BudgetAccountant(epsilon=8.0, delta=1e-6)
     with warnings.catch_warnings():
@@ -113,7 +115,7 @@ def test_bounds_data_is_an_explicit_infinite_epsilon_opt_in():
     assert high >= np.max(np.abs(y)) and high in bound_bins()
 
 
-def test_aggregate_accepts_a_missing_range():
+def test_aggregate_accepts_a_missing_range(fixed_noise):  # seeded: see above
     X, y = _data()
     dataset, ledger = aggregate(X, y, epsilon=8.0, random_state=0)
     assert ledger.events[0].name == "y_bound" and ledger.epsilon == pytest.approx(8.0)

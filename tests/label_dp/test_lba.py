@@ -3,7 +3,6 @@
 Spec §5.4, 5.6 and 5.10-5.14.
 """
 
-import math
 import pickle
 import warnings
 
@@ -40,9 +39,12 @@ def quiet_fit(est, X, y):
 # ---------------------------------------------------------------------------
 # §5.4 utility: the fit on aggregates converges to OLS with excess p/(m-p-1)
 # ---------------------------------------------------------------------------
-def test_relative_excess_loss_matches_gaussian_design_formula():
+def test_relative_excess_loss_matches_gaussian_design_formula(fixed_noise):
     # n = 100,000 instead of the spec's 200,000 (speed): the prediction
     # p/(m - p - 1) does not depend on k = n/m.
+    # The secret weights are seeded by random_state (the testing facility):
+    # with fresh weights each +-30% band is only 3.2-4 sd of a mean of 30
+    # right-skewed excesses, and the test failed in about 2e-3 of runs.
     rng = np.random.default_rng(40)
     n, d = 100_000, 10
     X = rng.normal(size=(n, d))
@@ -388,7 +390,7 @@ def plan_command(argv):
     return _cli.main(["plan", "lba", *argv])
 
 
-def test_plan_command_and_demo_case(capsys):
+def test_plan_command_and_demo_case(capsys, fixed_noise):
     assert plan_command(
         ["--n", "1000000", "--d", "7", "--epsilon", "4", "--y-bound", "0", "52",
          "--assumption", "declared", "--residual-var", "228"]
@@ -401,8 +403,11 @@ def test_plan_command_and_demo_case(capsys):
     cases = {case["name"]: case for case in _demo._simulated_label()}
     case = cases["Weighted LBA (private residual check)"]
     assert case["notion"] == "label" and not hasattr(case["estimator"], "coef_")
-    est = case["estimator"].fit(case["X_train"], case["y_train"])
-    base = cases["Gaussian label noise"]["estimator"].fit(case["X_train"], case["y_train"])
+    # Seeded partition and secrets (the testing facility): the demo's private
+    # residual check FAILs (an error) with probability about 5e-4 on fresh draws.
+    est = case["estimator"].set_params(random_state=0).fit(case["X_train"], case["y_train"])
+    base = cases["Gaussian label noise"]["estimator"].set_params(random_state=0).fit(
+        case["X_train"], case["y_train"])
     mse = np.mean((est.predict(case["X_test"]) - case["y_test"]) ** 2)
     mse_base = np.mean((base.predict(case["X_test"]) - case["y_test"]) ** 2)
     assert est.epsilon_ <= 4.0 and est.delta_ <= 1e-6
@@ -432,14 +437,18 @@ def test_gaussian_label_noise_baseline_noise_scale_and_ledger():
     assert est.noise_scale_ == pytest.approx(sigma)
     assert est.privacy_spent_.epsilon == pytest.approx(1.0)
     assert est.privacy_spent_.events[0].notion == "label"
-    # chi-square(1) mean 1, standard error sqrt(2/200)
-    assert abs(np.mean(stats) - 1.0) <= 5 * math.sqrt(2 / 200)
+    # sum of 200 chi-square(1): within [chi2.ppf(1e-9, 200), chi2.isf(1e-9, 200)] =
+    # [102, 344] but for 2e-9 (|mean - 1| <= 5 sqrt(2/200) failed in 5.9e-6); halved
+    # noise gives 50, doubled 800.
+    from scipy.stats import chi2
+
+    assert chi2.ppf(1e-9, 200) <= np.sum(stats) <= chi2.isf(1e-9, 200), np.mean(stats)
 
 
 # §5.14 scikit-learn compliance: tests/test_sklearn_compat.py
 
 
-def test_private_llp_fit_uses_the_exact_accountant():
+def test_private_llp_fit_uses_the_exact_accountant(fixed_noise):
     from skprivreg.label_dp import llp_min_bag_size
 
     rng = np.random.default_rng(56)
@@ -448,12 +457,13 @@ def test_private_llp_fit_uses_the_exact_accountant():
     y = np.clip(X @ [1.0, -1.0] + rng.normal(size=n), -4, 4)
     est = WeightedLBARegressor(
         mode="llp", epsilon=2.0, delta=1e-5, y_bound=(-4, 4), noise_fraction=1.0,
-        noise_scale=4.0,
+        noise_scale=4.0, random_state=0,
     ).fit(X, y)
     assert est.bag_size_ == llp_min_bag_size(2.0, 1e-5, 1.0, 8.0, 4.0)
     assert est.epsilon_ == 2.0 and est.delta_ <= 1e-5
     assert est.privacy_report_["assumption"] == "not-required"
     assert est.privacy_spent_.events[0].name == "llp_aggregate"
-    # Sanity only: across seeds each coefficient's noise has sd ~0.2 at this n
-    # (30 seeds: max abs error 0.04-0.56), so 1.0 is ~5 sd; no accuracy claim here.
+    # Sanity only: across fits each coefficient's noise has sd 0.21 at this n
+    # (3000 fresh fits: max abs error 0.84), so 1.0 is 4.7 sd: with fresh noise
+    # this failed in 5e-6 of runs, hence the seeded fit (the testing facility).
     assert np.all(np.abs(est.coef_ - [1.0, -1.0]) < 1.0)

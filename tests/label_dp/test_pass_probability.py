@@ -101,8 +101,9 @@ def test_remedies_each_reach_95_percent():
     assert ptr_pass_probability(auto) >= 0.95
 
 
-def test_setting_that_can_pass_still_fits():
-    # Labels +-1 (residual sd 1) and a private label range: the test passes.
+def test_setting_that_can_pass_still_fits(fixed_noise):
+    # Labels +-1 (residual sd 1) and a private label range: the test passes
+    # (with probability 1 - 6e-6 on fresh draws; seeded here by random_state=0).
     rng = np.random.default_rng(3)
     n = 60_000
     X = rng.normal(size=(n, 1))

@@ -80,8 +80,9 @@ def _record(monkeypatch, name):
 def test_ledger_equals_the_noise_actually_added(monkeypatch):
     # The epsilons handed to the mechanisms are the ledger's events, and the
     # randomiser's realised keep rate matches p at the ledger's epsilon: with
-    # n = 20000 labels the keep count is Binomial(n, p); |z| < 4.5 leaves a
-    # false-failure rate of 7e-6 (normal approximation, n p (1 - p) > 1000).
+    # n = 20000 labels the keep count is Binomial(n, p); exact bounds at 1e-9
+    # per side (|z| < 4.5 failed in 7e-6 of runs) are about 6 sd wide, while
+    # the keep rate at twice or half the epsilon is over 40 sd away.
     rr_calls = _record(monkeypatch, "randomized_response")
     hist_calls = _record(monkeypatch, "noisy_histogram")
     bound_calls = _record(monkeypatch, "private_norm_bound")
@@ -100,8 +101,8 @@ def test_ledger_equals_the_noise_actually_added(monkeypatch):
                                               events["y_bound_low"].epsilon]
     p, _ = randomized_response_probabilities(events["label_rr"].epsilon, n_out)
     kept = np.count_nonzero(released == index)
-    z = (kept - index.size * p) / math.sqrt(index.size * p * (1 - p))
-    assert abs(z) < 4.5, (kept, index.size * p)
+    low, high = stats.binom.ppf(1e-9, index.size, p), stats.binom.isf(1e-9, index.size, p)
+    assert low <= kept <= high, (kept, index.size * p)
 
 
 def test_declared_bound_spends_nothing_on_it():

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skprivreg.linear_model._boosted_adassp as boosted
@@ -56,9 +57,11 @@ def test_boosted_composes_all_releases():
 def test_boosted_noise_matches_ledger(monkeypatch):
     """Every gradient's noise, (noisy - exact)/sigma_ledger, is N(0, 1): chi-square(k).
 
-    k = 3 entries x 10 rounds x 10 fits = 300; |stat - k| < 5 sqrt(2k) = 122
-    holds with probability > 1 - 1e-5, and halved noise gives stat ~ 75. The
-    exact gradient is recomputed here from its definition (rows clipped to
+    k = 3 entries x 10 rounds x 10 fits = 300; stat must lie in
+    [chi2.ppf(1e-9, 300), chi2.isf(1e-9, 300)] = [176, 471] (a correct release
+    fails with probability 2e-9; |stat - k| < 5 sqrt(2k) failed in 3.9e-6), and
+    halved noise gives stat ~ 75. The exact gradient is recomputed here from
+    its definition (rows clipped to
     x_bound, residuals to y_bound; 4% outliers beyond y_bound, and epsilon=20
     so that a skipped clip is many sigmas away), at the released theta_t.
     """
@@ -94,7 +97,7 @@ def test_boosted_noise_matches_ledger(monkeypatch):
             stat, k = stat + float(z @ z), k + z.size
             theta = theta + step
     assert k == 300
-    assert abs(stat - k) < 5 * math.sqrt(2 * k)
+    assert stats.chi2.ppf(1e-9, k) <= stat <= stats.chi2.isf(1e-9, k), stat
 
 
 def test_boosted_missing_bound_on_too_few_rows_is_refused_before_any_spend():

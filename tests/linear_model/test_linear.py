@@ -6,6 +6,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.linear_model import LinearRegression as OLS
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -117,13 +118,16 @@ def _exact_releases(X, y, est, captured):
 def test_noise_matches_ledger_sigma(monkeypatch):
     """sum((noisy - exact)/sigma_ledger)^2 per release is chi-square(k).
 
-    k entries of N(0, sigma^2) noise give mean k and sd sqrt(2k); |stat - k| <
-    5 sqrt(2k) fails with probability < 1e-5 per release. Halving a release's
-    noise moves its statistic to k/4, a change of 0.75 k > 5 sqrt(2k) for
-    k >= 89; every release has k >= 100 here (100 fits, one entry or more
-    each). 2% of the labels are outliers of the opposite sign (residuals
-    above 1 on the [-1, 1] scale and far above the residual clip 3 rms), so
-    a release that skips a clip is far from the clipped exact value.
+    The statistic must lie in [chi2.ppf(1e-9, k), chi2.isf(1e-9, k)]: a
+    correct release fails with probability 2e-9 (the earlier |stat - k| <
+    5 sqrt(2k) failed in 1.4e-5 at k = 100, where the chi-square is skewed,
+    2.8e-5 over the six releases). Halving a release's noise moves its
+    statistic to k/4, below the lower end (0.37 k at k = 100, the smallest k
+    here, 100 fits with one entry or more each: 3.4 sd away; 0.51 k and more
+    for the other releases). 2% of the labels are outliers of the opposite
+    sign (residuals above 1 on the [-1, 1] scale and far above the residual
+    clip 3 rms), so a release that skips a clip is far from the clipped exact
+    value.
     """
     X, y = _data(1_500, d=4)
     y[::50] = -3.9 * np.sign(y[::50])
@@ -149,7 +153,7 @@ def test_noise_matches_ledger_sigma(monkeypatch):
     assert set(per_release) == {"label_moments", "XtX", "Xty", "residual_scale",
                                 "gradient_1", "gradient_2"}
     for name, (stat, k) in per_release.items():
-        assert abs(stat - k) < 5 * math.sqrt(2 * k), name
+        assert stats.chi2.ppf(1e-9, k) <= stat <= stats.chi2.isf(1e-9, k), (name, stat, k)
 
 
 # -- order of operations, bad input ----------------------------------------------

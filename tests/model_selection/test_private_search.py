@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 from scipy.optimize import minimize_scalar
 from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
@@ -155,15 +156,18 @@ def test_selection_picks_the_clear_winner_with_the_predicted_probability(monkeyp
         return plans["plan"]
 
     monkeypatch.setattr(PrivateGridSearchCV, "_plan", cached)
-    trials = 80
+    trials = 320
     wins = sum(_search().fit(X, y).best_params_["x_bound"] == 2.0 for _ in range(trials))
     _, (_, gamma, cap, _, _, _) = plans["plan"]
     pmf = tnb_pmf(1.0, gamma, cap)
     pmf[-1] += 1 - pmf.sum()
     expected = 1 - np.sum(pmf * 0.5 ** np.arange(1, cap + 1))
     assert expected == pytest.approx(0.75, abs=1e-6)  # geometric, E[K] = 3
-    # Binomial sd sqrt(.75 * .25 / 80) = 0.048; 3.5 sd = 0.17 (K = 1 always gives 0.5).
-    assert abs(wins / trials - expected) < 0.17
+    # wins ~ Binomial(320, 0.75): exact bounds at 1e-7 per side, [198, 278], fail a
+    # correct search with probability 1.3e-7 (80 trials within 0.17 failed in 5e-4
+    # of runs); K = 1 always (rate 0.5) passes them with probability 1.3e-5.
+    low, high = stats.binom.ppf(1e-7, trials, expected), stats.binom.isf(1e-7, trials, expected)
+    assert low <= wins <= high, (wins, trials, expected)
 
 
 def test_results_hold_released_values_only():

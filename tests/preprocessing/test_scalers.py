@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.base import clone
 
 from skprivreg import BudgetAccountant, BudgetExceededError, ConfigurationError, PrivacyLeakWarning
@@ -66,8 +67,9 @@ def test_sensitivity_of_the_joint_moment_sums_by_brute_force():
 def test_noise_matches_the_sigma_in_the_ledger():
     # Rows at the midpoint map to u = 0: the released sums are pure noise, and
     # n * (mean_ - mid) / half recovers each draw. Over N = K * d draws,
-    # sum z^2 / sigma^2 ~ chi2_N: its ratio to N has sd sqrt(2/N) = 0.041 at
-    # N = 1200; 5 sd = 0.2 (halving sigma gives 0.25).
+    # sum z^2 / sigma^2 ~ chi2_N, N = 1200: it must lie in [chi2.ppf(1e-9, N),
+    # chi2.isf(1e-9, N)] = [0.77 N, 1.27 N] (a correct sampler fails with
+    # probability 2e-9; 5 sd = 0.2 failed in 1.3e-6). Halving sigma gives 0.25 N.
     n, d, K = 1000, 4, 300
     X = np.full((n, d), 5.0)
     scaler = PrivateStandardScaler(epsilon=1.0, delta=1e-6, x_range=(0.0, 10.0))
@@ -77,8 +79,8 @@ def test_noise_matches_the_sigma_in_the_ledger():
         draws.append(n * (fitted.mean_ - 5.0) / 5.0)
     sigma = fitted.privacy_spent_.events[-1].sigma
     assert sigma == pytest.approx(moment_sums_sensitivity(d) / fitted.privacy_spent_.mu)
-    ratio = np.mean(np.square(draws)) / sigma**2
-    assert abs(ratio - 1.0) < 5 * math.sqrt(2 / (K * d))
+    stat = np.sum(np.square(draws)) / sigma**2
+    assert stats.chi2.ppf(1e-9, K * d) <= stat <= stats.chi2.isf(1e-9, K * d), stat / (K * d)
 
 
 def test_private_moments_are_accurate_and_outputs_stay_in_the_public_range():
