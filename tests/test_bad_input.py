@@ -191,7 +191,7 @@ def test_lasso_ranges_too_large_for_its_ssp_fit_are_refused_before_the_selection
     X, y = _data()
     params = {"x_range": (-4.0, 4.0), "y_bound": 4.0, **declared}
     acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
-    with pytest.raises(ValueError, match="too large for the SSP fit"):
+    with pytest.raises(ValueError, match="too large for the fit"):
         PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, **params).fit(X, y)
     assert acc.n_spends == 0
     if declared.get("x_range") == (-7e59, 7e59):
@@ -200,3 +200,25 @@ def test_lasso_ranges_too_large_for_its_ssp_fit_are_refused_before_the_selection
         PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, max_features=1,
                               selection_rule="lars", on_fail="empty", **params).fit(X, y)
         assert acc.n_spends == 1
+
+
+def test_lasso_stage2_bounds_checked_with_a_rounding_margin_and_for_an_estimator_instance():
+    """The check's norm (largest magnitudes first) rounded to exactly 1e60 while stage 2's
+    (column order) gave 1.0000000000000001e60, after the spend; and an estimator
+    instance (not the string 'ssp') was not checked at all."""
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    m = np.array([2.4930327403080168e+59, 3.2633517080520744e+59, 3.407652795832593e+59,
+                  3.918923088034847e+59, 4.0858533977846225e+59, 4.3068430078380095e+59,
+                  4.5740761860813325e+59])
+    assert float(np.linalg.norm(m)) > 1e60 >= float(np.linalg.norm(np.sort(m)[::-1]))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2_000, 7))
+    y = X @ np.full(7, 3.0)
+    for params in (dict(x_range=(-m, m), y_bound=100.0),
+                   dict(x_range=(-1e61, 1e61), y_bound=100.0, estimator=SSPRegressor()),
+                   dict(x_range=(-1.0, 1.0), y_bound=1e61, estimator=AdaSSPRegressor())):
+        acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+        with pytest.raises(ValueError, match="too large for the fit"):
+            PrivateLassoRegressor(epsilon=20.0, delta=1e-5, accountant=acc, **params).fit(X, y)
+        assert acc.n_spends == 0

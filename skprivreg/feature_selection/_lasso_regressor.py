@@ -33,32 +33,38 @@ from ._lasso_support import (
 __all__ = ["PrivateLassoRegressor"]
 
 
-def _check_stage2_scales(x_range, y_range, max_features, n_features):
-    """Refuse declared ranges too large for stage 2's SSP calibration, before the selection spends.
+def _check_stage2_scales(x_range, y_range, max_features, n_features, stage2_params):
+    """Refuse declared ranges too large for stage 2's calibration, before the selection spends.
 
     Stage 2 clips rows to :math:`\\lVert m_S \\rVert_2` (the range magnitudes
     of the support :math:`S`, at most ``max_features`` columns) and labels
-    to :math:`B_y`; SSP refuses either above
+    to :math:`B_y`; SSP (and every sufficient-statistics estimator of this
+    package) refuses either above
     :data:`~skprivreg.linear_model._private_bounds.LARGEST_BOUND_SCALE`. The
-    largest possible support is checked here, so no support found later can
-    make stage 2 fail after the selection's budget is spent. Public facts
-    only (the declared ranges and parameters).
+    largest possible support is checked here, with a margin for the rounding
+    of the norm (stage 2 sums the squares in column order), so no support
+    found later can make stage 2 fail after the selection's budget is spent.
+    Only the bounds stage 2 takes (``stage2_params``) are checked. Public
+    facts only (the declared ranges and parameters).
     """
     x_worst = None
-    if x_range is not None:
+    if x_range is not None and "x_bound" in stage2_params:
         mags = np.sort(x_range_magnitude(x_range))[::-1]
         k = n_features if max_features is None else min(int(max_features), n_features)
         with np.errstate(all="ignore"):  # an overflow gives inf, refused below
-            x_worst = float(np.linalg.norm(mags[:k]))
-    y_mag = None if y_range is None else y_bound_magnitude(y_range)
+            x_worst = float(np.linalg.norm(mags[:k])) * (1.0 + (k + 4) * 2.0**-52)
+    y_mag = None
+    if y_range is not None and "y_bound" in stage2_params:
+        y_mag = y_bound_magnitude(y_range)
     try:
         check_bound_scales(x_worst, y_mag, 1)
     except ValueError as exc:
         raise ValueError(
-            "The declared ranges are too large for the SSP fit on the selected support "
+            "The declared ranges are too large for the fit on the selected support "
             "(its x_bound is the norm of the range magnitudes of up to max_features "
             f"columns): {exc}"
         ) from None
+
 
 # The regressor's own bound parameters serve stage 2 (and the perturbation
 # test); they are never "unused", so the applicability check leaves them out.
@@ -110,11 +116,12 @@ class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin
     stage 1, which needs no bounds) or over all columns
     (``'perturbation'``: its test needs the range). If ``n`` is too small
     for these estimates, :class:`~skprivreg.exceptions.ConfigurationError`
-    is raised before any spend, naming the ``n`` needed. With
-    ``estimator='ssp'``, declared ranges whose stage-2 bounds could exceed
-    ``1e60`` (:math:`B_y`, or the row-norm bound of the ``max_features``
-    columns of largest magnitude) are refused with a ``ValueError``, also
-    before any spend: SSP's calibration would overflow. ``bounds='data'``
+    is raised before any spend, naming the ``n`` needed. Declared ranges
+    whose stage-2 bounds could exceed ``1e60`` (:math:`B_y`, or the row-norm
+    bound of the ``max_features`` columns of largest magnitude, for a stage 2
+    that takes ``y_bound`` or ``x_bound``) are refused with a ``ValueError``,
+    also before any spend: SSP's calibration (and that of every
+    sufficient-statistics estimator here) would overflow. ``bounds='data'``
     reads the missing bounds from the data instead: not private, recorded
     as events of infinite epsilon, with a
     :class:`~skprivreg.exceptions.PrivacyLeakWarning`. At ``epsilon=inf``
@@ -281,8 +288,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             private=private,
         )
         check_range_bounds_feasible(n, bound_eps)
-        if self.estimator == "ssp":
-            _check_stage2_scales(x_range, y_range, self.max_features, p)
+        stage2_params = ({"x_bound", "y_bound"} if self.estimator == "ssp"
+                         else set(self.estimator.get_params(deep=False)))
+        _check_stage2_scales(x_range, y_range, self.max_features, p, stage2_params)
         if not private:
             eps1 = eps2 = math.inf
         else:
