@@ -222,3 +222,16 @@ def test_lasso_stage2_bounds_checked_with_a_rounding_margin_and_for_an_estimator
         with pytest.raises(ValueError, match="too large for the fit"):
             PrivateLassoRegressor(epsilon=20.0, delta=1e-5, accountant=acc, **params).fit(X, y)
         assert acc.n_spends == 0
+
+
+def test_lasso_ranges_whose_stage2_bound_underflows_are_refused_before_the_selection():
+    """A range magnitude of 1e-200 made stage 2's x_bound 0.0, which SSP refused after the
+    selection had spent."""
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ValueError, match="x_range is too small"):
+        PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, y_bound=4.0,
+                              x_range=(-1e-200, 1e-200)).fit(X, y)
+    assert acc.n_spends == 0

@@ -53,6 +53,15 @@ def _check_stage2_scales(x_range, y_range, max_features, n_features, stage2_para
         k = n_features if max_features is None else min(int(max_features), n_features)
         with np.errstate(all="ignore"):  # an overflow gives inf, refused below
             x_worst = float(np.linalg.norm(mags[:k])) * (1.0 + (k + 4) * 2.0**-52)
+            # The smallest bound a support can get (one column; adding columns
+            # never lowers a sum of squares): it must not underflow to 0.
+            x_least = float(np.linalg.norm(mags[-1:]))
+        if not x_least > 0.0:
+            raise ValueError(
+                f"x_range is too small: a column's range magnitude {mags[-1]:g} has a square "
+                "that underflows to 0, so the row-norm bound of a support of that column "
+                "would be 0. Rescale the features."
+            )
     y_mag = None
     if y_range is not None and "y_bound" in stage2_params:
         y_mag = y_bound_magnitude(y_range)
