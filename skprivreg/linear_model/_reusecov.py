@@ -34,6 +34,7 @@ from ..exceptions import ConfigurationError
 from ..mechanisms import gram_with_exact_corner
 from ._base import LinearPredictMixin
 from ._private_bounds import (
+    LARGEST_BOUND_SCALE,
     bound_epsilons,
     check_bound_scales,
     check_bounds_feasible,
@@ -70,6 +71,29 @@ _BOUNDS_CHILD = 1 << 30
 # ---------------------------------------------------------------------------
 # The estimator
 # ---------------------------------------------------------------------------
+def _check_public_side(stats, privacy):
+    """Refuse a public side too large for the calibration (label DP: X; feature DP: Y).
+
+    A public side is not clipped, and its measured scale (largest row norm)
+    enters the sensitivities as a declared bound does: above
+    :data:`~skprivreg.linear_model._private_bounds.LARGEST_BOUND_SCALE`, or
+    with a non-finite ``X^T X``, the calibration would overflow. These are
+    facts of the public side only. With declared bounds this runs before the
+    spend; with estimated ones, after the spend of their estimates.
+    """
+    name, scale = (("X", stats.x_max_norm) if privacy == "label"
+                   else ("Y", stats.y_max_norm) if privacy == "feature" else (None, None))
+    if name is None:
+        return
+    finite_gram = privacy != "label" or stats.xtx is None or bool(np.isfinite(stats.xtx).all())
+    if scale is not None and not (scale <= LARGEST_BOUND_SCALE and finite_gram):
+        raise ValueError(
+            f"Under {privacy} DP the public {name} is used as it is, and its largest row norm "
+            f"({scale:g}) is too large for the noise calibration (at most "
+            f"{LARGEST_BOUND_SCALE:g}, with a finite X^T X). Rescale {name}."
+        )
+
+
 class ReuseCovRegressor(
     DPEstimatorMixin, _CovarianceReuseMixin, LinearPredictMixin, MultiOutputMixin,
     RegressorMixin, BaseEstimator,
@@ -682,6 +706,9 @@ class ReuseCovRegressor(
             # for Dask input.
             **common,
         )
+        # The public side is used as it is: its scale must suit the
+        # calibration as a declared bound must (public facts only).
+        _check_public_side(stats, self.privacy)
         if not bound_eps:
             # The spend, before any secret draw.
             self._spend(planned)
