@@ -73,7 +73,9 @@ def ridge_floor(sigma_cov, n_features, scale=1.0, min_eigval=None):
 def _risk(lam, s, s_pos, total_a, signal):
     """:math:`R(\\lambda)` at one ridge ``lam``."""
     den = np.maximum(s + lam, lam) ** 2
-    return float(np.sum((s_pos * total_a + lam**2 * signal / s_pos) / den))
+    # lam * lam, not lam**2: a scalar power calls libm's pow, which can differ
+    # by an ulp from the product NumPy computes for an array (the grid below).
+    return float(np.sum((s_pos * total_a + lam * lam * signal / s_pos) / den))
 
 
 def _grid_risks(grid, s, s_pos, total_a, signal):
@@ -81,7 +83,7 @@ def _grid_risks(grid, s, s_pos, total_a, signal):
     own (a sum along an axis of a 2-D array may add in another order, and the
     golden-section comparisons on a flat risk would then flip)."""
     lam = grid[:, None]
-    terms = (s_pos * total_a + lam**2 * signal / s_pos) / np.maximum(s + lam, lam) ** 2
+    terms = (s_pos * total_a + lam * lam * signal / s_pos) / np.maximum(s + lam, lam) ** 2
     return np.array([np.sum(row) for row in terms])
 
 

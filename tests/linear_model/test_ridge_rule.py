@@ -189,8 +189,20 @@ def _ridge_one_risk_at_a_time(eigvals, coords, sigma_cov, sigma_assoc, n_grid=64
 
 def test_the_grid_at_once_chooses_the_same_ridge_to_the_last_bit():
     """The risk is flat at its minimum: a risk rounded differently (a sum in
-    another order, a closed form of the pilot) moved the ridge by up to 1% in
-    about 1 problem in 150. Evaluating the grid at once must change no ridge."""
+    another order, a closed form of the pilot, ``lam**2`` by libm's pow against
+    an array's ``x * x``) moved the ridge by up to 1% in about 1 problem in
+    150. Evaluating the grid at once must change no ridge."""
+    from skprivreg.linear_model._ridge_rule import _grid_risks, _risk
+
+    g, s, w = np.array([17.417984871114783]), np.array([1.0, 2.0]), np.array([1.0, 3.0])
+    assert _grid_risks(g, s, s, 0.5, w)[0] == _risk(g[0], s, s, 0.5, w)
+    # Near-ties where a one-ulp difference in one grid risk changed the ridge:
+    s1, C1 = np.array([1.6395220588342134]), np.array([[0.061029136452924626]])
+    s3 = np.array([0.9142885181670777, 1.541540376194346, 1.6581439253240167])
+    C3 = np.array([[0.02254177941352754], [0.005845468095305917], [0.03352678981317969]])
+    for args in ((s1, C1, 0.07378942353484176, 0.05537594928160374),
+                 (s3, C3, 0.043195703751831106, 0.0020274948781254646)):
+        assert risk_minimising_ridge(*args) == _ridge_one_risk_at_a_time(*args)
     rng = np.random.default_rng(1)
     for _ in range(1_000):
         p, l = int(rng.integers(1, 40)), int(rng.integers(1, 5))
