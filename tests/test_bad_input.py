@@ -255,3 +255,19 @@ def test_reusecov_public_side_too_large_for_the_calibration_is_refused_before_an
     assert acc.n_spends == 0
     _fit(ReuseCovRegressor(accountant=acc, **params), X * 1e20, y * 1e20)  # large but usable
     assert acc.n_spends == 1
+
+
+def test_lasso_checks_the_stage2_bounds_only_where_stage2_limits_them():
+    """LinearRegression takes ranges and has no 1e60 limit: a label bound of 1e70 is
+    fitted, as LinearRegression itself fits it."""
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3_000, 3))
+    y = 3.0 * X[:, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = PrivateLassoRegressor(epsilon=8.0, delta=1e-5, estimator=LinearRegression(),
+                                    x_range=(-5.0, 5.0), y_bound=1e70, on_fail="empty",
+                                    random_state=0).fit(X, y)
+    assert reg.privacy_spent_.epsilon <= 8.0

@@ -44,8 +44,9 @@ def _check_stage2_scales(x_range, y_range, max_features, n_features, stage2_para
     largest possible support is checked here, with a margin for the rounding
     of the norm (stage 2 sums the squares in column order), so no support
     found later can make stage 2 fail after the selection's budget is spent.
-    Only the bounds stage 2 takes (``stage2_params``) are checked. Public
-    facts only (the declared ranges and parameters).
+    Only the bounds whose size stage 2 limits (``stage2_params``,
+    :func:`_limited_bounds`) are checked. Public facts only (the declared
+    ranges and parameters).
     """
     x_worst = None
     if x_range is not None and "x_bound" in stage2_params:
@@ -68,11 +69,33 @@ def _check_stage2_scales(x_range, y_range, max_features, n_features, stage2_para
     try:
         check_bound_scales(x_worst, y_mag, 1)
     except ValueError as exc:
+        side = ("its x_bound is the norm of the range magnitudes of up to max_features "
+                "columns" if str(exc).startswith("x_bound") else "its y_bound is B_y")
         raise ValueError(
-            "The declared ranges are too large for the fit on the selected support "
-            "(its x_bound is the norm of the range magnitudes of up to max_features "
-            f"columns): {exc}"
+            f"The declared ranges are too large for the fit on the selected support "
+            f"({side}): {exc}"
         ) from None
+
+
+def _limited_bounds(estimator):
+    """The stage-2 bounds whose size the stage-2 estimator limits (public parameters).
+
+    The sufficient-statistics estimators refuse ``x_bound`` or ``y_bound``
+    above :data:`~skprivreg.linear_model._private_bounds.LARGEST_BOUND_SCALE`;
+    other estimators (``LinearRegression``, which takes ranges; estimators of
+    other packages) have no such limit, and nothing is checked for them.
+    """
+    from ..linear_model import (  # noqa: PLC0415 - avoids an import cycle
+        AdaSSPRegressor,
+        IndependentSSPRegressor,
+        ReuseCovRegressor,
+        SSPRegressor,
+    )
+
+    if isinstance(estimator, str) or isinstance(
+            estimator, (SSPRegressor, AdaSSPRegressor, IndependentSSPRegressor, ReuseCovRegressor)):
+        return {"x_bound", "y_bound"}
+    return set()
 
 
 # The regressor's own bound parameters serve stage 2 (and the perturbation
@@ -127,10 +150,10 @@ class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin
     for these estimates, :class:`~skprivreg.exceptions.ConfigurationError`
     is raised before any spend, naming the ``n`` needed. Declared ranges
     whose stage-2 bounds could exceed ``1e60`` (:math:`B_y`, or the row-norm
-    bound of the ``max_features`` columns of largest magnitude, for a stage 2
-    that takes ``y_bound`` or ``x_bound``) are refused with a ``ValueError``,
-    also before any spend: SSP's calibration (and that of every
-    sufficient-statistics estimator here) would overflow. ``bounds='data'``
+    bound of the ``max_features`` columns of largest magnitude) are refused
+    with a ``ValueError``, also before any spend, when stage 2 is SSP or
+    another sufficient-statistics estimator (AdaSSP, IndependentSSP,
+    ReuseCov), whose calibration would overflow. ``bounds='data'``
     reads the missing bounds from the data instead: not private, recorded
     as events of infinite epsilon, with a
     :class:`~skprivreg.exceptions.PrivacyLeakWarning`. At ``epsilon=inf``
@@ -297,9 +320,8 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             private=private,
         )
         check_range_bounds_feasible(n, bound_eps)
-        stage2_params = ({"x_bound", "y_bound"} if self.estimator == "ssp"
-                         else set(self.estimator.get_params(deep=False)))
-        _check_stage2_scales(x_range, y_range, self.max_features, p, stage2_params)
+        _check_stage2_scales(x_range, y_range, self.max_features, p,
+                             _limited_bounds(self.estimator))
         if not private:
             eps1 = eps2 = math.inf
         else:
