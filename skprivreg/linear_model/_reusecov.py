@@ -87,10 +87,13 @@ def _check_public_side(stats, privacy):
         return
     finite_gram = privacy != "label" or stats.xtx is None or bool(np.isfinite(stats.xtx).all())
     if scale is not None and not (scale <= LARGEST_BOUND_SCALE and finite_gram):
+        size = f"{scale:g}" if math.isfinite(scale) else "overflows float64"
+        gram = " (with the intercept column), and X^T X must be finite" if name == "X" else ""
         raise ValueError(
-            f"Under {privacy} DP the public {name} is used as it is, and its largest row norm "
-            f"({scale:g}) is too large for the noise calibration (at most "
-            f"{LARGEST_BOUND_SCALE:g}, with a finite X^T X). Rescale {name}."
+            f"Under {privacy} DP the public {name} is used as it is, and its largest row "
+            f"norm ({size}) is too large for the noise calibration: at most "
+            f"{LARGEST_BOUND_SCALE:g}{gram}. Rescale {name}"
+            + (" or intercept_scaling." if name == "X" else ".")
         )
 
 
