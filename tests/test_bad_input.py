@@ -271,3 +271,22 @@ def test_lasso_checks_the_stage2_bounds_only_where_stage2_limits_them():
                                     x_range=(-5.0, 5.0), y_bound=1e70, on_fail="empty",
                                     random_state=0).fit(X, y)
     assert reg.privacy_spent_.epsilon <= 8.0
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(), "needs rsc_constant, max_features"),
+    (dict(max_features=2, rsc_constant=0.25), "needs penalty or noise_level"),
+    (dict(max_features=2, rsc_constant=0.25, noise_level=1.0), "needs Lambda > 16"),
+])
+def test_lasso_perturbation_settings_are_refused_before_the_regressors_spend(params, match):
+    """The selection refused these settings inside its fit, after the regressor had
+    recorded its plan."""
+    from skprivreg.exceptions import ConfigurationError
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ConfigurationError, match=match):
+        PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, method="perturbation",
+                              x_range=(-5.0, 5.0), y_bound=10.0, **params).fit(X, y)
+    assert acc.n_spends == 0

@@ -461,13 +461,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             max_iter=params["max_iter"],
         )
 
-    def _perturbation_setup(self, n, p, private):
-        """Checked ranges, the epsilon of each missing bound, and ``Lambda`` if already known.
-
-        Public facts only; everything that can be refused is refused here,
-        before any spend. ``Lambda`` is ``None`` when it depends on a
-        ``y_bound`` still to be estimated.
-        """
+    def _check_perturbation_params(self, p):
+        """Refuse parameters the perturbation method cannot run with (public facts only)."""
         missing = [name for name in ("rsc_constant", "max_features") if getattr(self, name) is None]
         if missing:
             raise ConfigurationError(
@@ -483,6 +478,15 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
                 raise ConfigurationError("method='perturbation' needs penalty or noise_level.")
             if p < 2:
                 raise ConfigurationError("method='perturbation' with noise_level needs p >= 2.")
+
+    def _perturbation_setup(self, n, p, private):
+        """Checked ranges, the epsilon of each missing bound, and ``Lambda`` if already known.
+
+        Public facts only; everything that can be refused is refused here,
+        before any spend. ``Lambda`` is ``None`` when it depends on a
+        ``y_bound`` still to be estimated.
+        """
+        self._check_perturbation_params(p)
         x_range = check_x_range(self.x_range, p)
         y_range = check_y_bound(self.y_bound)
         bound_eps = range_bound_epsilons(
