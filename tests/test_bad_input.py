@@ -290,3 +290,26 @@ def test_lasso_perturbation_settings_are_refused_before_the_regressors_spend(par
         PrivateLassoRegressor(epsilon=4.0, delta=1e-6, accountant=acc, method="perturbation",
                               x_range=(-5.0, 5.0), y_bound=10.0, **params).fit(X, y)
     assert acc.n_spends == 0
+
+
+def _stage2_of_another_guarantee():
+    from skprivreg.label_dp import GaussianLabelNoiseRegressor
+
+    return [ReuseCovRegressor(privacy="label"), ReuseCovRegressor(privacy="feature"),
+            ReuseCovRegressor(neighbouring="zero-out"), GaussianLabelNoiseRegressor()]
+
+
+@pytest.mark.parametrize("estimator", _stage2_of_another_guarantee(),
+                         ids=["label", "feature", "zero-out", "label-noise"])
+def test_lasso_stage2_of_another_guarantee_is_refused_before_any_spend(estimator):
+    """Its ledger could not amend the regressor's full-DP plan, which raised after the
+    selection had spent."""
+    from skprivreg.exceptions import ConfigurationError
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ConfigurationError, match="Use a full-DP stage 2"):
+        PrivateLassoRegressor(epsilon=8.0, delta=1e-5, accountant=acc, estimator=estimator,
+                              x_range=(-5.0, 5.0), y_bound=20.0).fit(X, y)
+    assert acc.n_spends == 0

@@ -20,7 +20,7 @@ from ..bounds import (
     x_range_magnitude,
     y_bound_magnitude,
 )
-from ..exceptions import UnstableSupportError
+from ..exceptions import ConfigurationError, UnstableSupportError
 from ..linear_model._base import LinearPredictMixin
 from ..linear_model._private_bounds import check_bound_scales
 from ._lasso_support import (
@@ -75,6 +75,29 @@ def _check_stage2_scales(x_range, y_range, max_features, n_features, stage2_para
             f"The declared ranges are too large for the fit on the selected support "
             f"({side}): {exc}"
         ) from None
+
+
+def _check_stage2_guarantee(estimator):
+    """Refuse a stage 2 whose guarantee differs from the regressor's (public parameters).
+
+    The regressor states full DP under replace-one neighbours for the whole
+    fit (the selection reads X and y). A stage 2 that is label- or
+    feature-DP (a label-DP estimator, ``ReuseCovRegressor(privacy='label')``)
+    or uses another neighbouring relation cannot be composed into that
+    statement; it is refused before any spend.
+    """
+    if isinstance(estimator, str):
+        return
+    module = type(estimator).__module__
+    notion = ("label" if module.startswith("skprivreg.label_dp")
+              else estimator.get_params(deep=False).get("privacy", "full"))
+    neighbouring = estimator.get_params(deep=False).get("neighbouring", "replace-one")
+    if notion != "full" or neighbouring != "replace-one":
+        raise ConfigurationError(
+            f"estimator={type(estimator).__name__} gives {notion} DP under {neighbouring} "
+            "neighbours; the regressor states full DP under replace-one neighbours for the "
+            "whole fit (the selection reads X and y). Use a full-DP stage 2."
+        )
 
 
 def _limited_bounds(estimator):
@@ -191,7 +214,9 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
     selection_fraction : float in (0, 1), default=0.75
         Share of ``epsilon - epsilon_b`` given to stage 1.
     estimator : 'ssp' or a skprivreg regressor, default='ssp'
-        Stage 2. An instance is cloned and given ``epsilon_2``, ``delta/2``,
+        Stage 2, a full-DP regressor under replace-one neighbours (a label- or
+        feature-DP one is refused before any spend: the regressor's guarantee
+        covers the whole fit). An instance is cloned and given ``epsilon_2``, ``delta/2``,
         the bounds where it has the parameters (``x_bound``: the row-norm
         bound above; ``x_range``: the ranges of the selected columns;
         ``y_bound``: :math:`B_y`), ``fit_intercept`` and its own random
@@ -425,6 +450,7 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         private = self._validate_privacy_params()
         n, p = X.shape
         x_range, y_range, bound_eps, eps1, eps2, planned = self._plan(n, p, private)
+        _check_stage2_guarantee(self.estimator)
         if self.method == "perturbation":
             # The selection's refusals that need no data, before the spend.
             probe = self._make_selector(eps1, x_range, y_range, None)
