@@ -158,3 +158,20 @@ def test_bound_counts_count_rows_above_each_bin(kind):
     np.testing.assert_array_equal(counts["y_bound"], counts_above(magnitudes, bins))
     np.testing.assert_array_equal(counts["x_bound"],
                                   counts_above(np.linalg.norm(X, axis=1), bins))
+
+
+def test_bound_counts_count_the_public_rows_above_a_limit():
+    """ReuseCov refuses a public side too large for its calibration before the spend of
+    an estimated bound: the counting pass counts the rows of (X, c) and of Y above it."""
+    from skprivreg.linear_model._private_bounds import count_bounds
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(2_000, 3)) * rng.uniform(0.1, 10.0, size=(2_000, 1))
+    Y = rng.normal(size=(2_000, 4)) * rng.uniform(0.1, 10.0, size=(2_000, 1))
+    limit, c = 12.0, 5.0
+    counts = count_bounds(X, Y, public_limit=limit, intercept=c)
+    x_norms = np.sqrt(np.sum(X**2, axis=1) + c * c)
+    np.testing.assert_array_equal(counts["over"], [np.sum(x_norms > limit),
+                                                   np.sum(np.linalg.norm(Y, axis=1) > limit)])
+    assert 0 < counts["over"][0] < 2_000 and 0 < counts["over"][1] < 2_000
+    assert "over" not in count_bounds(X, Y)

@@ -78,8 +78,9 @@ def _check_public_side(stats, privacy):
     enters the sensitivities as a declared bound does: above
     :data:`~skprivreg.linear_model._private_bounds.LARGEST_BOUND_SCALE`, or
     with a non-finite ``X^T X``, the calibration would overflow. These are
-    facts of the public side only. With declared bounds this runs before the
-    spend; with estimated ones, after the spend of their estimates.
+    facts of the public side only. It runs before the spend: with estimated
+    bounds, the counting pass that precedes their spend counts the public
+    side's rows above the limit first.
     """
     name, scale = (("X", stats.x_max_norm) if privacy == "label"
                    else ("Y", stats.y_max_norm) if privacy == "feature" else (None, None))
@@ -87,14 +88,20 @@ def _check_public_side(stats, privacy):
         return
     finite_gram = privacy != "label" or stats.xtx is None or bool(np.isfinite(stats.xtx).all())
     if scale is not None and not (scale <= LARGEST_BOUND_SCALE and finite_gram):
-        size = f"{scale:g}" if math.isfinite(scale) else "overflows float64"
-        gram = " (with the intercept column), and X^T X must be finite" if name == "X" else ""
-        raise ValueError(
-            f"Under {privacy} DP the public {name} is used as it is, and its largest row "
-            f"norm ({size}) is too large for the noise calibration: at most "
-            f"{LARGEST_BOUND_SCALE:g}{gram}. Rescale {name}"
-            + (" or intercept_scaling." if name == "X" else ".")
-        )
+        raise _public_side_error(privacy,
+                                 f"{scale:g}" if math.isfinite(scale) else "overflows float64")
+
+
+def _public_side_error(privacy, size):
+    """The ``ValueError`` of a public side too large for the calibration (public facts)."""
+    name = "X" if privacy == "label" else "Y"
+    gram = " (with the intercept column), and X^T X must be finite" if name == "X" else ""
+    return ValueError(
+        f"Under {privacy} DP the public {name} is used as it is, and its largest row "
+        f"norm ({size}) is too large for the noise calibration: at most "
+        f"{LARGEST_BOUND_SCALE:g}{gram}. Rescale {name}"
+        + (" or intercept_scaling." if name == "X" else ".")
+    )
 
 
 class ReuseCovRegressor(
@@ -682,7 +689,17 @@ class ReuseCovRegressor(
         if bound_eps:
             # A counting pass (releases nothing, refuses NaN), the spend, then
             # the private bounds: the clipping of the statistics pass needs them.
-            counts = count_bounds(None, None, source)
+            public = self.privacy in ("label", "feature")
+            # The public side's rows above the calibration's limit are counted
+            # in the same pass (with a margin for the rounding of the norms
+            # the statistics pass computes), so a public side too large for
+            # the calibration is refused before the spend here too.
+            counts = count_bounds(
+                None, None, source,
+                public_limit=LARGEST_BOUND_SCALE * (1.0 - 1e-12) if public else None,
+                intercept=self._intercept())
+            if public and counts["over"][0 if self.privacy == "label" else 1]:
+                raise _public_side_error(self.privacy, "above the limit")
             self._spend(planned)
             seq = secret_seed_sequence(self.random_state)
             rng_bounds = np.random.Generator(np.random.PCG64(_child_seed(seq, _BOUNDS_CHILD)))
