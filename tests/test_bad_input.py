@@ -317,3 +317,16 @@ def test_lasso_stage2_of_another_guarantee_is_refused_before_any_spend(estimator
         PrivateLassoRegressor(epsilon=8.0, delta=1e-5, accountant=acc, estimator=estimator,
                               x_range=(-5.0, 5.0), y_bound=20.0).fit(X, y)
     assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("Estimator", [SSPRegressor, AdaSSPRegressor, IndependentSSPRegressor,
+                                       ReuseCovRegressor])
+def test_intercept_scaling_too_large_for_the_calibration_is_refused_before_any_spend(Estimator):
+    """intercept_scaling=1e200 raised a bare OverflowError from the planning."""
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        _fit(Estimator(accountant=acc, intercept_scaling=1e200, **DECLARED), X, y)
+    assert acc.n_spends == 0
+    _fit(Estimator(accountant=acc, intercept_scaling=1e60, **DECLARED), X, y)
+    assert acc.n_spends == 1

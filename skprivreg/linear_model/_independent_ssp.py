@@ -30,6 +30,7 @@ from ..mechanisms import (
 )
 from ._base import LinearPredictMixin, split_intercept
 from ._private_bounds import (
+    LARGEST_BOUND_SCALE,
     bound_epsilons,
     check_bound_scales,
     check_bounds_feasible,
@@ -140,7 +141,9 @@ class IndependentSSPRegressor(
     cov_budget : float in (0, 1), default=0.5
     composition : {'gdp', 'basic'}, default='gdp'
     fit_intercept : bool, default=True
-    intercept_scaling : float, default=1.0
+    intercept_scaling : float in (0, 1e60], default=1.0
+        Value of the constant column (at most 1e60, as a declared bound: the
+        calibration would overflow).
     accountant : BudgetAccountant or None
     random_state : None, int or Generator
         Unused for the noise, which comes from fresh OS entropy in every fit.
@@ -178,7 +181,7 @@ class IndependentSSPRegressor(
         "cov_budget": [Interval(Real, 0, 1, closed="neither")],
         "composition": [StrOptions({"gdp", "basic"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [Interval(Real, 0, LARGEST_BOUND_SCALE, closed="right")],
         "verbose": ["verbose"],
     }
 

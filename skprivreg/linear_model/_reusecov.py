@@ -298,7 +298,9 @@ class ReuseCovRegressor(
     fit_intercept : bool, default=True
         By augmentation with a constant column ``intercept_scaling`` (never by
         centering with data means); the intercept is ridge-penalised.
-    intercept_scaling : float > 0, default=1.0
+    intercept_scaling : float in (0, 1e60], default=1.0
+        Value of the constant column (at most 1e60, as a declared bound: the
+        calibration would overflow).
     cov_subsample : int, float in (0, 1) or None, default=None
         Size (or fraction of n) of the secret covariance subsample
         (PRIMO's Algorithm 4, with corrected calibration). Buys speed, not
@@ -382,7 +384,7 @@ class ReuseCovRegressor(
         "composition": [StrOptions({"gdp", "paper"})],
         "neighbouring": [StrOptions(set(NEIGHBOURINGS))],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [Interval(Real, 0, LARGEST_BOUND_SCALE, closed="right")],
         "cov_subsample": [
             Interval(Integral, 2, None, closed="left"),
             Interval(Real, 0, 1, closed="neither"),

@@ -31,6 +31,7 @@ from ._base import (
     split_intercept,
 )
 from ._private_bounds import (
+    LARGEST_BOUND_SCALE,
     bound_block_counts,
     bound_epsilons,
     check_bound_scales,
@@ -83,7 +84,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         "bounds_budget": [Interval(Real, 0, 1, closed="neither")],
         "bounds_quantile": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
-        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "intercept_scaling": [Interval(Real, 0, LARGEST_BOUND_SCALE, closed="right")],
         "composition": [StrOptions({"gdp", "basic"})],
         "verbose": ["verbose"],
     }
@@ -343,8 +344,9 @@ class SSPRegressor(_BaseSSP):
         Append a constant column of value ``intercept_scaling`` (never
         centering by data means, which would break the neighbouring relation).
         The intercept is ridge-penalised like the other coefficients.
-    intercept_scaling : float, default=1.0
-        Value of the constant column.
+    intercept_scaling : float in (0, 1e60], default=1.0
+        Value of the constant column (at most 1e60, as a declared bound: the
+        calibration would overflow).
     ridge : float >= 0 or 'auto', default='auto'
         Ridge :math:`\\lambda` added to the noisy Gram matrix.
         ``'auto'`` is ``2 sigma_XX sqrt(p)`` (public: the high-probability
