@@ -684,13 +684,56 @@ def as_dask_array(value):
     return value
 
 
+def _columns_of_one_frame(X, y):
+    """``(X, y)`` as column slices of one Dask array when both are column selections of
+    one Dask frame (``frame[cols]``, ``frame[label]``) with distinct plain numeric
+    columns and ``X``'s dtype holding ``y``'s; else None.
+
+    Converted apart, each side's graph loads (parses) every partition again
+    in every pass; as slices of one array, a pass loads each partition once.
+    Only selections of the same frame are combined, so their rows are the
+    same rows by construction (frames of different sources are never paired
+    by position).
+    """
+    expr_x, expr_y = getattr(X, "expr", None), getattr(y, "expr", None)
+    parent_x, parent_y = getattr(expr_x, "frame", None), getattr(expr_y, "frame", None)
+    if (type(expr_x).__name__ != "Projection" or type(expr_y).__name__ != "Projection"
+            or parent_x is None or parent_y is None
+            or getattr(parent_x, "_name", None) != getattr(parent_y, "_name", 0)
+            or getattr(X, "ndim", 0) != 2):
+        return None
+    y_frame = getattr(y, "ndim", 1) == 2
+    y_columns = list(y.columns) if y_frame else [y.name]
+    columns = list(X.columns) + y_columns
+    dtypes = list(X.dtypes) + (list(y.dtypes) if y_frame else [y.dtype])
+    if (len(set(columns)) != len(columns)
+            or not all(isinstance(t, np.dtype) and t.kind in "biuf" for t in dtypes)):
+        return None
+    x_dtype = np.result_type(*X.dtypes)
+    if np.result_type(x_dtype, *dtypes) != x_dtype:
+        return None
+    import dask.dataframe as dd
+
+    both = dd.concat([X, y], axis=1)
+    if list(both.columns) != columns:
+        return None
+    A = both.to_dask_array(lengths=True)
+    d = len(X.columns)
+    return A[:, :d], (A[:, d:] if y_frame else A[:, d])
+
+
 def as_dask_arrays(*values):
     """:func:`as_dask_array` of each value, the data frames' partition lengths
     computed together: features and labels of one frame (``frame[cols]``,
-    ``frame[label]``) load each partition once, not once per side."""
+    ``frame[label]``) load each partition once, not once per side (and, with
+    plain numeric columns, as slices of one array, once per pass)."""
     frames = [i for i, v in enumerate(values) if hasattr(v, "to_dask_array")]
     if len(frames) < 2:
         return tuple(as_dask_array(v) for v in values)
+    if len(values) == 2 and len(frames) == 2:
+        joined = _columns_of_one_frame(*values)
+        if joined is not None:
+            return joined
     import dask
 
     lengths = dask.compute(*(values[i].map_partitions(len) for i in frames))

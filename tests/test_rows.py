@@ -319,3 +319,65 @@ def test_a_dask_source_checks_its_blocks_unless_the_block_functions_do():
     assert not RowSource(X, y).check_finite  # NumPy: validated on the driver
     with pytest.raises(ValueError, match="NaN or infinity"):
         sum_over_row_blocks(_cross, Xd, yd)
+
+
+def _counted_frame(loads, n_parts=4, rows=2_000, seed=0):
+    """A Dask frame whose partitions are made by a loader that counts its calls."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    def load(part):
+        _, i = part
+        loads.append(i)
+        rng = np.random.default_rng(seed + i)
+        X = rng.normal(size=(rows, 3))
+        return pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2],
+                             "t": X @ [1.0, -2.0, 0.5] + rng.normal(size=rows)})
+
+    import uuid
+
+    # Fresh arguments: Dask caches expressions by name, and this loader's list is new.
+    tag = uuid.uuid4().hex
+    frame = dd.from_map(load, [(tag, i) for i in range(n_parts)])
+    loads.clear()  # the meta may be read from a partition
+    return frame
+
+
+@pytest.mark.parametrize("rounds", [None, 1])
+def test_features_and_labels_of_one_frame_load_each_partition_once_a_pass(fixed_noise, rounds):
+    """X = frame[cols] and y = frame[label] were converted apart, so every pass loaded
+    (parsed) each partition twice; as column slices of one array, once."""
+    import dask
+
+    from skprivreg.linear_model import LinearRegression, SSPRegressor
+
+    loads = []
+    frame = _counted_frame(loads)
+    make = ((lambda: SSPRegressor(epsilon=1.0, x_bound=5.0, y_bound=10.0, random_state=0))
+            if rounds is None else
+            (lambda: LinearRegression(epsilon=1.0, x_range=(-5.0, 5.0), y_bound=10.0,
+                                      n_rounds=rounds, random_state=0)))
+    with dask.config.set(scheduler="synchronous"):
+        lazy = make().fit(frame[["a", "b", "c"]], frame["t"])
+        passes = 1 if rounds is None else 2
+        assert len(loads) == 4 + 4 * passes  # the lengths, then each pass
+        ref = make().fit(frame[["a", "b", "c"]].compute(), frame["t"].compute())
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9)
+    assert list(lazy.feature_names_in_) == ["a", "b", "c"]
+
+
+def test_features_and_labels_of_two_frames_are_not_paired_by_position(fixed_noise):
+    """Selections of different frames keep their own conversions (the rows of two
+    sources are never joined by position)."""
+    import dask
+
+    from skprivreg.linear_model import SSPRegressor
+
+    loads = []
+    one, two = _counted_frame(loads), _counted_frame(loads, seed=10)
+    with dask.config.set(scheduler="synchronous"):
+        lazy = SSPRegressor(epsilon=1.0, x_bound=5.0, y_bound=10.0, random_state=0).fit(
+            one[["a", "b", "c"]], two["t"])
+        ref = SSPRegressor(epsilon=1.0, x_bound=5.0, y_bound=10.0, random_state=0).fit(
+            one[["a", "b", "c"]].compute(), two["t"].compute())
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9)
