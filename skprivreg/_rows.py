@@ -686,7 +686,7 @@ def as_dask_array(value):
 
 def _columns_of_one_frame(X, y):
     """``(X, y)`` as column slices of one Dask array when both are column selections of
-    one Dask frame (``frame[cols]``, ``frame[label]``) with distinct plain numeric
+    one Dask frame (``frame[cols]``, ``frame[label]``) with distinct integer or float
     columns and ``X``'s dtype holding ``y``'s; else None.
 
     Converted apart, each side's graph loads (parses) every partition again
@@ -706,8 +706,10 @@ def _columns_of_one_frame(X, y):
     y_columns = list(y.columns) if y_frame else [y.name]
     columns = list(X.columns) + y_columns
     dtypes = list(X.dtypes) + (list(y.dtypes) if y_frame else [y.dtype])
-    if (len(set(columns)) != len(columns)
-            or not all(isinstance(t, np.dtype) and t.kind in "biuf" for t in dtypes)):
+    # Integers and floats only: pandas joins booleans with numbers as objects
+    # (NumPy's result_type would say float64).
+    if (not len(X.columns) or len(set(columns)) != len(columns)
+            or not all(isinstance(t, np.dtype) and t.kind in "iuf" for t in dtypes)):
         return None
     x_dtype = np.result_type(*X.dtypes)
     if np.result_type(x_dtype, *dtypes) != x_dtype:

@@ -381,3 +381,23 @@ def test_features_and_labels_of_two_frames_are_not_paired_by_position(fixed_nois
         ref = SSPRegressor(epsilon=1.0, x_bound=5.0, y_bound=10.0, random_state=0).fit(
             one[["a", "b", "c"]].compute(), two["t"].compute())
     np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9)
+
+
+def test_a_boolean_label_of_the_features_frame_keeps_its_own_conversion(fixed_noise):
+    """pandas joins booleans with numbers as objects: a boolean label selected from the
+    features' frame must still fit as it does from pandas."""
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from skprivreg.linear_model import SSPRegressor
+
+    rng = np.random.default_rng(0)
+    pdf = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400),
+                        "flag": rng.random(400) > 0.5})
+    frame = dd.from_pandas(pdf, npartitions=4)
+    make = lambda: SSPRegressor(epsilon=1.0, x_bound=5.0, y_bound=10.0, random_state=0)  # noqa: E731
+    with dask.config.set(scheduler="synchronous"):
+        lazy = make().fit(frame[["a", "b"]], frame["flag"])
+    ref = make().fit(pdf[["a", "b"]], pdf["flag"])
+    np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9)
