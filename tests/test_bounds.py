@@ -169,9 +169,10 @@ def test_bound_counts_count_the_public_rows_above_a_limit():
     X = rng.normal(size=(2_000, 3)) * rng.uniform(0.1, 10.0, size=(2_000, 1))
     Y = rng.normal(size=(2_000, 4)) * rng.uniform(0.1, 10.0, size=(2_000, 1))
     limit, c = 12.0, 5.0
-    counts = count_bounds(X, Y, public_limit=limit, intercept=c)
+    over = [count_bounds(X, Y, public=side, public_limit=limit, intercept=c)["over"][0]
+            for side in ("X", "Y")]
     x_norms = np.sqrt(np.sum(X**2, axis=1) + c * c)
-    np.testing.assert_array_equal(counts["over"], [np.sum(x_norms > limit),
-                                                   np.sum(np.linalg.norm(Y, axis=1) > limit)])
-    assert 0 < counts["over"][0] < 2_000 and 0 < counts["over"][1] < 2_000
+    np.testing.assert_array_equal(over, [np.sum(x_norms > limit),
+                                         np.sum(np.linalg.norm(Y, axis=1) > limit)])
+    assert 0 < over[0] < 2_000 and 0 < over[1] < 2_000
     assert "over" not in count_bounds(X, Y)

@@ -560,9 +560,6 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         ledgers = [PrivacyLedger(bound_events), *ledgers] if bound_events else list(ledgers)
         return PrivacyLedger.concatenate(ledgers, composition="gdp" if private else "basic")
 
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "coef_")
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # The non-private mode (epsilon=inf) draws nothing: the same data give

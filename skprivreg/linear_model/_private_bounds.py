@@ -118,15 +118,16 @@ def planned_bound_events(bound_eps, *, notions=None, neighbouring="replace-one")
     ]
 
 
-def bound_block_counts(X_block, Y_block, bins, public_limit=None, intercept=0.0):
+def bound_block_counts(X_block, Y_block, bins, public=None, public_limit=None, intercept=0.0):
     """Block statistic of the private bounds: rows whose norm (max |y|) exceeds each bin.
 
     One value per row, so replacing a row (or zeroing it out) changes each
     count by at most 1. Also checks the block for NaN or infinity (this is
-    the first pass). With ``public_limit``, a third array counts the rows
-    whose augmented norm :math:`\\lVert (x, c) \\rVert` (``c`` the
-    ``intercept`` column) and whose label row norm :math:`\\lVert y \\rVert`
-    exceed it: for the side that a fit uses unclipped because it is public.
+    the first pass). With ``public`` (``'X'`` or ``'Y'``, the side a fit uses
+    unclipped because it is public), a third array counts that side's rows
+    above ``public_limit``: the augmented norm :math:`\\lVert (x, c) \\rVert`
+    (``c`` the ``intercept`` column) or the label row norm
+    :math:`\\lVert y \\rVert`. The private side is never counted so.
     """
     # Vectors of the piece go to this thread's reused buffers (a fresh array
     # per piece costs page faults on Dask workers) and are sorted in place.
@@ -151,16 +152,17 @@ def bound_block_counts(X_block, Y_block, bins, public_limit=None, intercept=0.0)
             np.negative(low, out=low)
             np.maximum(y_max, low, out=y_max)
         over = None
-        if public_limit is not None:
+        if public == "X":
+            over = np.array([np.count_nonzero(np.hypot(x_norms, intercept) > public_limit)])
+        elif public == "Y":
             y_norms = row_norms(Y.reshape(n_rows, -1), out=workspace("bound y norms", n_rows))
-            over = np.array([np.count_nonzero(np.hypot(x_norms, intercept) > public_limit),
-                             np.count_nonzero(y_norms > public_limit)])
+            over = np.array([np.count_nonzero(y_norms > public_limit)])
         counts = (counts_above(x_norms, bins, overwrite=True),
                   counts_above(y_max, bins, overwrite=True))
         return counts if over is None else (*counts, over)
 
 
-def count_bounds(X, Y, source=None, *, public_limit=None, intercept=0.0):
+def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept=0.0):
     """One pass over the row blocks: the counts behind every private bound.
 
     Releases nothing (the counts stay secret until :func:`release_bounds`
@@ -169,9 +171,9 @@ def count_bounds(X, Y, source=None, *, public_limit=None, intercept=0.0):
     max_j |y_ij|}`` over :func:`~skprivreg.mechanisms.bound_bins`.
     ``source``: the :class:`~skprivreg._rows.RowSource` of ``(X, Y)`` to read
     (it counts the pass and prints its progress); ``X`` and ``Y`` are then unused.
-    With ``public_limit``, also ``'over'``: the numbers of rows of
-    ``(X, intercept)`` and of ``Y`` whose norm exceeds it (for a public side,
-    which a fit uses unclipped; the caller reads only that side's count).
+    With ``public`` (``'X'`` or ``'Y'``: a side the fit uses unclipped
+    because it is public), also ``'over'``: the number of that side's rows
+    (of ``(X, intercept)``, or of ``Y``) whose norm exceeds ``public_limit``.
     """
     bins = bound_bins()
     if source is None:
@@ -179,8 +181,10 @@ def count_bounds(X, Y, source=None, *, public_limit=None, intercept=0.0):
     # Cache-sized pieces of each block: the temporaries (row norms, |Y|) stay
     # piece-sized, however wide Y is.
     width = source.d + (1 if source.Y is None or source.Y.ndim == 1 else source.Y.shape[1])
-    block = cache_blocked(partial(bound_block_counts, bins=bins, public_limit=public_limit,
-                                  intercept=float(intercept)), width)
+    if public not in (None, "X", "Y"):
+        raise ValueError(f"public must be None, 'X' or 'Y', got {public!r}.")
+    block = cache_blocked(partial(bound_block_counts, bins=bins, public=public,
+                                  public_limit=public_limit, intercept=float(intercept)), width)
     counts = source.reduce(block, label="bound counts")
     return dict(zip((*BOUND_NAMES, "over"), counts))
 

@@ -691,16 +691,15 @@ class ReuseCovRegressor(
         if bound_eps:
             # A counting pass (releases nothing, refuses NaN), the spend, then
             # the private bounds: the clipping of the statistics pass needs them.
-            public = self.privacy in ("label", "feature")
+            public = {"label": "X", "feature": "Y"}.get(self.privacy)
             # The public side's rows above the calibration's limit are counted
             # in the same pass (with a margin for the rounding of the norms
             # the statistics pass computes), so a public side too large for
             # the calibration is refused before the spend here too.
-            counts = count_bounds(
-                None, None, source,
-                public_limit=LARGEST_BOUND_SCALE * (1.0 - 1e-12) if public else None,
-                intercept=self._intercept())
-            if public and counts["over"][0 if self.privacy == "label" else 1]:
+            counts = count_bounds(None, None, source, public=public,
+                                  public_limit=LARGEST_BOUND_SCALE * (1.0 - 1e-12),
+                                  intercept=self._intercept())
+            if public is not None and counts["over"][0]:
                 raise _public_side_error(self.privacy, "above the limit")
             self._spend(planned)
             seq = secret_seed_sequence(self.random_state)
