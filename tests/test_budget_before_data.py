@@ -119,7 +119,7 @@ def _ssp_points():
 def _reusecov_points(label=False):
     # sufficient_statistics(X, Y, ...) and its per-piece block_statistics(X_b, Y_b, ...)
     return [
-        ("skprivreg.linear_model._reusecov", "sufficient_statistics",
+        ("skprivreg.linear_model._reusecov_fit", "sufficient_statistics",
          _reads_y(1) if label else None),
         ("skprivreg.linear_model._reusecov_stats", "block_statistics",
          _reads_y(1) if label else None),

@@ -374,8 +374,9 @@ def test_boosted_adassp_rounds_refuse_nan_labels_written_later(tmp_path, monkeyp
         ba.BoostedAdaSSPRegressor(epsilon=1.0, x_bound=2.0, y_bound=2.0).fit(X, y)
 
 
-@pytest.mark.parametrize("name", ["ReuseCovRegressor", "IndependentSSPRegressor"])
-def test_statistics_pass_refuses_nan_written_after_validation(tmp_path, monkeypatch, name):
+@pytest.mark.parametrize("name, module", [("ReuseCovRegressor", "_reusecov_fit"),
+                                          ("IndependentSSPRegressor", "_independent_ssp")])
+def test_statistics_pass_refuses_nan_written_after_validation(tmp_path, monkeypatch, name, module):
     """X of a file is checked again by the statistics pass (validate_data read it before)."""
     import skprivreg.linear_model._reusecov_stats as rs
     from skprivreg import linear_model
@@ -390,8 +391,8 @@ def test_statistics_pass_refuses_nan_written_after_validation(tmp_path, monkeypa
         writer[9, 1] = np.nan
         return original(*args, **kwargs)
 
-    module = sys.modules[getattr(linear_model, name).__module__]
-    monkeypatch.setattr(module, "sufficient_statistics", written_then_read)
+    monkeypatch.setattr(sys.modules[f"skprivreg.linear_model.{module}"], "sufficient_statistics",
+                        written_then_read)
     est = getattr(linear_model, name)(epsilon=1.0, x_bound=2.0, y_bound=1.0)
     with pytest.raises(ValueError, match="NaN or infinity"):
         est.fit(X, Y)

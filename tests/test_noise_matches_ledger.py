@@ -25,7 +25,7 @@ from scipy.stats import norm
 import skprivreg.label_dp._baseline as baseline_module
 import skprivreg.linear_model._adassp as adassp_module
 import skprivreg.linear_model._independent_ssp as issp_naive_module
-import skprivreg.linear_model._reusecov as reusecov_module
+import skprivreg.linear_model._reusecov_fit as reusecov_module
 import skprivreg.linear_model._reusecov_release as reusecov_release_module
 import skprivreg.linear_model._ssp as ssp_module
 from skprivreg import (

@@ -229,7 +229,7 @@ def test_an_exception_inside_a_mechanism_never_loses_the_spend(estimator, monkey
         return {p: Exploding() for p in purposes}
 
     monkeypatch.setattr("skprivreg.base.secret_generators", exploding)
-    monkeypatch.setattr("skprivreg.linear_model._reusecov.secret_seed_sequence",
+    monkeypatch.setattr("skprivreg.linear_model._reusecov_fit.secret_seed_sequence",
                         lambda random_state=None: (_ for _ in ()).throw(Boom()))
     acc = BudgetAccountant(epsilon=100.0, delta=0.1)
     est = clone(estimator).set_params(accountant=acc)
@@ -369,7 +369,7 @@ def test_a_reusecov_fit_that_fails_after_its_spend_is_not_fitted(monkeypatch):
     class Boom(Exception):
         pass
 
-    monkeypatch.setattr("skprivreg.linear_model._reusecov.release_associations",
+    monkeypatch.setattr("skprivreg.linear_model._reusecov_fit.release_associations",
                         lambda *a, **k: (_ for _ in ()).throw(Boom()))
     acc = BudgetAccountant(epsilon=100.0, delta=0.1)
     est = ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=3.0, y_bound=8.0, accountant=acc)

@@ -93,7 +93,7 @@ def test_ridge_depends_on_data_only_through_released_statistics(privacy):
 
 def test_rule_is_applied_to_released_values_not_to_exact_ones(monkeypatch):
     """The rule receives the released association (exact + noise), never X^T Y / n."""
-    from skprivreg.linear_model import _reusecov as module
+    from skprivreg.linear_model import _reusecov_fit as module
 
     seen = []
 
