@@ -37,6 +37,7 @@ from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 
 from ._compat import check_is_fitted
 from .accounting import PrivacyEvent, PrivacyLedger, compose_ledgers
+from .base import DPEstimatorMixin
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 
 __all__ = [
@@ -62,14 +63,16 @@ _REPLACEMENTS = {
     "PowerTransformer": "a FunctionTransformer with a fixed function (np.log1p, ...)",
     "OneHotEncoder": (
         "OneHotEncoder(categories=<declared list>, handle_unknown='ignore') with "
-        "min_frequency=None and max_categories=None"
+        "drop=None, min_frequency=None and max_categories=None"
     ),
     "OrdinalEncoder": (
         "OrdinalEncoder(categories=<declared list>, handle_unknown='use_encoded_value', "
         "unknown_value=-1)"
     ),
     "SimpleImputer": "SimpleImputer(strategy='constant', fill_value=...)",
-    "SplineTransformer": "SplineTransformer(knots=<declared array>)",
+    "SplineTransformer": (
+        "SplineTransformer(knots=<declared array>) with extrapolation other than 'error'"
+    ),
     "KBinsDiscretizer": "a FunctionTransformer with declared bin edges (np.digitize)",
     "MissingIndicator": "MissingIndicator(features='all')",
     "FunctionTransformer": "FunctionTransformer(..., check_inverse=False)",
@@ -115,9 +118,12 @@ def _learns_without_guarantee(step):
         return _REPLACEMENTS[name] if both and params.get("check_inverse", True) else None
     if name == "OneHotEncoder":
         declared = not (isinstance(params.get("categories"), str))
+        # With a dropped category, an unknown one warns when it is met: a
+        # warning one record can decide.
         ok = (
             declared
             and params.get("handle_unknown") in ("ignore", "infrequent_if_exist")
+            and params.get("drop") is None
             and params.get("min_frequency") is None
             and params.get("max_categories") is None
         )
@@ -136,7 +142,9 @@ def _learns_without_guarantee(step):
     if name == "MissingIndicator":
         return None if params.get("features") == "all" else _REPLACEMENTS[name]
     if name == "SplineTransformer":
-        return None if not isinstance(params.get("knots"), str) else _REPLACEMENTS[name]
+        # extrapolation='error' raises on a value outside the knots: one record decides.
+        ok = not isinstance(params.get("knots"), str) and params.get("extrapolation") != "error"
+        return None if ok else _REPLACEMENTS[name]
     return _REPLACEMENTS.get(name, _GENERIC_REPLACEMENT)
 
 
@@ -190,7 +198,9 @@ def leaking_steps(estimator):
     target transformers are searched; skprivreg estimators and known
     data-independent steps (``'passthrough'``, ``FunctionTransformer``
     without an inverse check, ``OneHotEncoder``/``OrdinalEncoder`` with
-    declared categories that never raise on unknown ones,
+    declared categories that never raise or warn on unknown ones,
+    ``SplineTransformer`` with declared knots that never raises on a value
+    outside them,
     ``SimpleImputer(strategy='constant')``, ``PolynomialFeatures``,
     ``Normalizer``, ``Binarizer``) pass.
     """
@@ -205,6 +215,25 @@ def leaking_steps(estimator):
         replacement = _learns_without_guarantee(step)
         if replacement is not None:
             found.append((path, type(step).__name__, replacement))
+
+    visit("", estimator)
+    return found
+
+
+def private_steps(estimator):
+    """``[(path, step)]`` of the private steps (``DPEstimatorMixin``) of an unfitted estimator.
+
+    Nested pipelines, column transformers, feature unions and target
+    transformers are searched, as by :func:`leaking_steps`.
+    """
+    found = []
+
+    def visit(path, step):
+        if isinstance(step, DPEstimatorMixin):
+            found.append((path or type(step).__name__, step))
+        children = _children(step, fitted=False)
+        for name, child in children or ():
+            visit(f"{path}__{name}" if path else name, child)
 
     visit("", estimator)
     return found

@@ -14,6 +14,7 @@ from sklearn.preprocessing import (
     MinMaxScaler,
     OneHotEncoder,
     PolynomialFeatures,
+    SplineTransformer,
     StandardScaler,
 )
 
@@ -154,3 +155,33 @@ def test_private_pipeline_clones_and_tunes_like_a_pipeline():
     # sklearn's selection itself is not private: privacy_spent says so.
     with pytest.warns(PrivacyLeakWarning, match="PrivateGridSearchCV"):
         assert math.isinf(privacy_spent(search).epsilon)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        # an unknown category warns when a category is dropped
+        OneHotEncoder(categories=[[0.0, 1.0]], handle_unknown="ignore", drop="first"),
+        OneHotEncoder(categories=[[0.0, 1.0]], handle_unknown="ignore", drop="if_binary"),
+        # a value outside the knots raises
+        SplineTransformer(knots=np.array([[0.0], [0.5], [1.0]]), extrapolation="error"),
+    ],
+    ids=["drop-first", "drop-if-binary", "spline-error"],
+)
+def test_steps_whose_warning_or_error_one_record_decides_are_found(step):
+    pipe = make_private_pipeline(step, _regressor())
+    assert [found[0] for found in leaking_steps(pipe)] == [type(step).__name__.lower()]
+    # ... and why: one record outside what was declared makes the step warn or raise.
+    X = np.array([[0.0], [1.0], [1.0]])
+    X_one = np.array([[0.0], [1.0], [7.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step.fit_transform(X)
+        with pytest.raises((UserWarning, ValueError)):
+            step.fit_transform(X_one)
+
+
+def test_declared_steps_that_never_warn_pass_the_guard():
+    for step in [OneHotEncoder(categories=[[0.0, 1.0]], handle_unknown="ignore"),
+                 SplineTransformer(knots=np.array([[0.0], [0.5], [1.0]]))]:
+        assert leaking_steps(make_private_pipeline(step, _regressor())) == []

@@ -10,7 +10,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import check_array, check_consistent_length
 
 from .._compat import Interval, Real, check_is_fitted, fit_context, validate_data
-from .._pipeline import leaking_steps
+from .._pipeline import leaking_steps, private_steps
 from .._rdp import (
     RDP_ORDERS,
     laplace_rdp,
@@ -46,10 +46,17 @@ def _dp_step(estimator):
                 f"The candidate pipeline's step {path!r} ({cls}) learns from the data without "
                 f"a privacy guarantee; replace it by {replacement}."
             )
-        private = [(name, step) for name, step in estimator.steps
-                   if isinstance(step, DPEstimatorMixin)]
-        if len(private) == 1 and private[0][1] is estimator.steps[-1][1]:
-            return f"{private[0][0]}__", private[0][1]
+        name, final = estimator.steps[-1]
+        others = [path for path, step in private_steps(estimator) if step is not final]
+        if others:
+            raise ConfigurationError(
+                f"The candidate pipeline's step {others[0]!r} is private: every run of the "
+                "search would fit it again, a secret number of times, outside the search's "
+                "guarantee (which covers the final estimator only). Fit it once outside the "
+                "search, or use a data-independent step (BoundedScaler with declared ranges)."
+            )
+        if isinstance(final, DPEstimatorMixin):
+            return f"{name}__", final
     raise ConfigurationError(
         f"PrivateGridSearchCV tunes a skprivreg estimator (or a pipeline of data-independent "
         f"steps ending in one), got {type(estimator).__name__}: its fits would not be private."
@@ -61,19 +68,38 @@ def _take(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
-def _cap_and_delta(pmf_all, delta, epsilon):
-    """Cap on K and the delta left for the RDP conversion.
+def _cap_and_delta(pmf_all, delta, epsilon, eta, gamma):
+    r"""Cap on K and the delta left for the RDP conversion.
 
     Running ``min(K, cap)`` instead of ``K`` changes the output distribution by
     at most ``P[K > cap]`` in total variation on each dataset, which turns an
     ``(eps, d)`` guarantee into ``(eps, d + (1 + e^eps) P[K > cap])``.
+
+    ``pmf_all[i] = P[K = i + 1]`` up to ``k_max``. The tails are summed from
+    the far end (``1 - cumsum`` cancels to 0 below about 1e-16), plus a bound
+    on the mass beyond ``k_max``: consecutive terms have the ratio
+    :math:`(1-\gamma)(k+\eta)/(k+1) \le r = (1-\gamma)\max(1, (k_{max}+\eta)/(k_{max}+1))`
+    for :math:`k \ge k_{max}`, so that mass is at most
+    :math:`P[K = k_{max}]\, r / (1 - r)`. Raises ``ConfigurationError`` when
+    no cap costs at most a tenth of ``delta``.
     """
-    tails = 1.0 - np.cumsum(pmf_all)
+    pmf_all = np.asarray(pmf_all, dtype=float)
+    k_max = len(pmf_all)
+    ratio = (1.0 - gamma) * max(1.0, (k_max + eta) / (k_max + 1.0))
+    beyond = math.inf if ratio >= 1.0 else float(pmf_all[-1]) * ratio / (1.0 - ratio)
+    # tails[i] = P[K > i + 1]; the factor covers the rounding of the sums and the pmf.
+    from_end = np.cumsum(pmf_all[::-1])[::-1]
+    tails = (np.append(from_end[1:], 0.0) + beyond) * (1.0 + 1e-9)
     factor = 1.0 + math.exp(min(epsilon, 700.0))
-    ok = np.nonzero(factor * np.maximum(tails, 0.0) <= _CAP_DELTA_SHARE * delta)[0]
-    cap = int(ok[0]) + 1 if ok.size else len(pmf_all)
-    tail = max(float(tails[cap - 1]), 0.0)
-    return cap, delta - factor * tail
+    ok = np.nonzero(factor * tails <= _CAP_DELTA_SHARE * delta)[0]
+    if not ok.size:
+        raise ConfigurationError(
+            f"The secret number of repetitions cannot be capped at a cost of at most a tenth "
+            f"of delta={delta:.3g} at epsilon={epsilon:.4g}: raise delta, or lower epsilon or "
+            "n_repetitions."
+        )
+    cap = int(ok[0]) + 1
+    return cap, delta - factor * float(tails[cap - 1])
 
 
 def selection_plan(candidate_rdp, *, epsilon, delta, n_repetitions, eta):
@@ -84,7 +110,7 @@ def selection_plan(candidate_rdp, *, epsilon, delta, n_repetitions, eta):
     """
     gamma = tnb_gamma_for_mean(eta, n_repetitions)
     pmf = tnb_pmf(eta, gamma, min(_MAX_CAP, int(200 * n_repetitions) + 1000))
-    cap, conversion_delta = _cap_and_delta(pmf, delta, epsilon)
+    cap, conversion_delta = _cap_and_delta(pmf, delta, epsilon, eta, gamma)
     rdp = private_selection_rdp(candidate_rdp, eta, gamma, RDP_ORDERS)
     return rdp_to_dp(rdp, conversion_delta, RDP_ORDERS), gamma, cap, conversion_delta
 
@@ -129,8 +155,11 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     same shape before any budget is spent (a skprivreg ledger depends on
     public facts only), so bad input is refused first: an empty grid, a
     candidate that is not a skprivreg estimator, a grid that sets
-    ``epsilon``/``delta``, a release without a Renyi bound, or a budget too
-    small for one repetition (:class:`~skprivreg.exceptions.ConfigurationError`).
+    ``epsilon``/``delta``, a release without a Renyi bound, a budget too
+    small for one repetition, a ``delta`` too small to cap the number of
+    repetitions, or a pipeline with a private step before its final
+    estimator (which every run would fit again, outside the guarantee)
+    (:class:`~skprivreg.exceptions.ConfigurationError`).
 
     ``best_estimator_`` is the model fitted in the winning run, on its
     training part; with ``refit_budget > 0`` the selection gets

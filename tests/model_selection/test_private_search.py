@@ -312,3 +312,69 @@ def test_verbose_prints_public_facts_only_and_no_line_per_run(capsys):
     assert lines[1:3] == ["[PrivateGridSearchCV] selection done",
                           "[PrivateGridSearchCV] refit on 3,000 rows"]
     assert lines[3] == "[AdaSSPRegressor] pass 1 (XtX, XtY): 3,000 / 3,000 rows"
+
+
+# -- the cap on the secret number of repetitions --------------------------
+@pytest.mark.parametrize("epsilon, delta, mean_k", [(10.0, 1e-12, 10), (20.0, 1e-15, 10),
+                                                    (1.0, 1e-6, 10), (5.0, 1e-14, 100)])
+def test_cap_tail_is_charged_exactly_at_small_delta(epsilon, delta, mean_k):
+    # Geometric K (eta = 1): P[K > cap] = (1 - gamma)^cap exactly. Summing the tail as
+    # 1 - cumsum(pmf) cancels to 0 below about 1e-16 and charged nothing for the cap.
+    from skprivreg.model_selection._search import _cap_and_delta
+
+    gamma = tnb_gamma_for_mean(1.0, mean_k)
+    pmf = tnb_pmf(1.0, gamma, 200 * mean_k + 1000)
+    cap, conversion_delta = _cap_and_delta(pmf, delta, epsilon, 1.0, gamma)
+    charged = (1 + math.exp(epsilon)) * math.exp(cap * math.log1p(-gamma))
+    assert charged <= 0.1 * delta
+    assert conversion_delta <= delta - charged * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("eta", [-0.5, 0.0, 0.5, 2.0])
+def test_cap_tail_bounds_the_mass_beyond_the_table(eta):
+    # The tail past the table's end is bounded by a geometric series; checked against a
+    # table 20x longer, summed from its far end.
+    from skprivreg.model_selection._search import _cap_and_delta
+
+    gamma = tnb_gamma_for_mean(eta, 10)
+    short, long_ = tnb_pmf(eta, gamma, 3000), tnb_pmf(eta, gamma, 60000)
+    epsilon, delta = 2.0, 1e-3
+    cap, conversion_delta = _cap_and_delta(short, delta, epsilon, eta, gamma)
+    tail = float(np.cumsum(long_[::-1])[::-1][cap])  # P[K > cap], to 1e-300
+    factor = 1 + math.exp(epsilon)
+    assert factor * tail <= 0.1 * delta
+    assert conversion_delta <= delta - factor * tail
+
+
+def test_uncappable_repetitions_are_refused_before_any_spend():
+    X, y = _data(n=1000)
+    acc = BudgetAccountant(epsilon=100.0, delta=0.5)
+    with pytest.raises(ConfigurationError, match="cannot be capped"):
+        _search(accountant=acc, epsilon=50.0, delta=1e-30, n_repetitions=2000).fit(X, y)
+    assert acc.n_spends == 0
+
+
+def test_private_steps_nested_in_the_candidate_are_refused_before_any_spend():
+    # The search allots its budget to the final estimator; a nested private step would be
+    # fitted again in every secret run, outside the guarantee.
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    X, y = _data(n=1000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    scaler = PrivateStandardScaler(epsilon=1.0, x_range=(-1.0, 1.0), accountant=acc)
+    nested = [
+        Pipeline([("inner", Pipeline([("scale", scaler)])),
+                  ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))]),
+        Pipeline([("cols", ColumnTransformer([("scale", scaler, [0, 1, 2])])),
+                  ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))]),
+        make_private_pipeline(scaler, AdaSSPRegressor(x_bound=2.0, y_bound=6.5)),
+    ]
+    for pipe in nested:
+        with pytest.raises(ConfigurationError, match="is private"):
+            _search(estimator=pipe, accountant=acc,
+                    param_grid={"reg__x_bound" if "reg" in pipe.named_steps
+                                else "adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert acc.n_spends == 0
