@@ -64,14 +64,26 @@ def _label_shift(y, fit_intercept):
     any ``a``; ``a`` only changes rounding. Without it, a label offset large
     against the residual scale (``|y| ~ 1e13`` sigma and more) makes the
     float64 coefficient estimate err by far more than the noise, and one
-    replaced row could move the release deterministically. ``a`` is the
-    first label: the intercept is released as the correctly rounded float of
-    ``a`` plus the noisy estimate on the shifted labels.
+    replaced row could move the release deterministically.
+
+    ``a`` is the median label (on Dask, the median of the first chunk's
+    labels): one record moves it by at most one order statistic, so no
+    single label decides the rounding of every other (a shift by one
+    record's own label did: one label of 1e17 rounded every shifted label
+    to the same value and flipped the private test). The intercept is
+    released as the correctly rounded float of ``a`` plus the noisy
+    estimate on the shifted labels. Non-finite labels give ``a = 0`` (they
+    are refused by the passes).
     """
     if not fit_intercept or y.shape[0] == 0:
         return 0.0
-    a = float(np.asarray(y[:1]).reshape(-1)[0]) if not is_dask_collection(y) else float(
-        y[:1].compute()[0])
+    if is_dask_collection(y):
+        y = np.asarray(y.blocks[0].compute()).reshape(-1)
+        if not y.size:
+            return 0.0
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        a = float(np.median(np.asarray(y).reshape(-1)))
     return a if math.isfinite(a) else 0.0
 
 
@@ -230,9 +242,11 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     tolerance cut exists for one row to cross; residual filtering and the
     release sum the kept rows again instead of subtracting a removed row
     whose label could cancel; with an intercept, every pass works on labels
-    shifted by one label value (the output is unchanged in exact arithmetic),
-    so a label offset of 1e13 or more residual scales no longer moves the
-    float64 estimate between neighbours by more than its noise. Rows and
+    shifted by the median label (the output is unchanged in exact arithmetic;
+    one record moves the median by at most one order statistic), so a label
+    offset of 1e13 or more residual scales no longer moves the float64
+    estimate between neighbours by more than its noise, and no one label
+    decides the rounding of the others. Rows and
     labels up to 1e300 change the scores within their proven sensitivity
     (tested on every neighbouring pair of a brute-force harness). Exactly
     collinear columns (including a constant column with
@@ -480,16 +494,15 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                 f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
                 f"got n_samples={n}."
             )
-        shift = _label_shift(y, self.fit_intercept)
-        source = _row_source(X, y - shift if shift else y, fit_intercept=self.fit_intercept,
-                             chunk_size=self.chunk_size, clip=self.feature_clip,
-                             check_finite=self._streamed(X))
         if not private:
+            shift, source = self._shifted_source(X, y)
             return self._fit_non_private(source, shift)
         plan = self._plan(n, d)
         self._refuse_predicted_fail(plan)
         ledger = plan.ledger()
         self._check_budget(ledger)
+        # The labels are read after the budget check.
+        shift, source = self._shifted_source(X, y)
         for note in plan.warnings:
             warnings.warn(note, PlanningWarning, stacklevel=3)
         if self.delta >= 1.0 / n:
@@ -540,6 +553,14 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
                                                       self.fit_intercept)
         self._say("done: private test PASS, coefficients released")
         return self
+
+    def _shifted_source(self, X, y):
+        """``(a, row source of (X, y - a))``: the label shift and the rows the passes read."""
+        shift = _label_shift(y, self.fit_intercept)
+        source = _row_source(X, y - shift if shift else y, fit_intercept=self.fit_intercept,
+                             chunk_size=self.chunk_size, clip=self.feature_clip,
+                             check_finite=self._streamed(X))
+        return shift, source
 
     def _say(self, message):
         """A progress line of public or released facts only (``verbose > 0``)."""

@@ -659,3 +659,41 @@ def test_label_offset_does_not_move_the_release_beyond_its_noise(offset):
         shift = a.precision_factor.T @ (a.beta_hat - b.beta_hat)
         worst = max(worst, float(np.linalg.norm(shift)) / a.noise_scale)
     assert worst < 0.1
+
+
+def test_no_one_label_decides_the_rounding_of_the_others():
+    """The label shift is a robust centre (the median), not one record's label.
+
+    Shifted by the first row's own label, one label of 1e17 rounded every
+    other shifted label to the same value: the scores jumped by 12 (the
+    proven sensitivity is 4) and the private test failed deterministically,
+    while the same label in the second row changed the score by 1. Now the
+    row that holds the outlier does not matter.
+    """
+    from skprivreg.linear_model._issp import _issp_trace
+    from skprivreg.linear_model._issp_filters import residual_thresholds
+
+    rng = np.random.default_rng(4)
+    n, d, k = 100_000, 2, 24
+    L0 = 1 / (96 * k) * 0.999
+    params = dict(epsilon=8, delta=1e-6, residual_bound=6.0, leverage_bound=L0,
+                  budget_split=(0.9, 0.05, 0.05), predicted_fail="spend", random_state=0)
+    X = rng.normal(size=(n, d))
+    y = X @ [1.0, -1.0] + rng.normal(size=n)
+    ladder = residual_thresholds(6.0, L0, k)
+    for j, i in enumerate(range(8, 20)):  # residual outliers spread over the ladder
+        y[i] = X[i] @ [1.0, -1.0] + ladder[2 * j + 1] * 1.01
+
+    def score(labels):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = _issp_trace(X, labels, **params)
+        return trace.score1, trace.score
+
+    base = score(y)
+    for value in (1e17, 1e50):
+        first, second = y.copy(), y.copy()
+        first[0] = second[1] = value
+        s_first, s_second = score(first), score(second)
+        assert s_first == s_second
+        assert abs(s_first[1] - base[1]) <= 4
