@@ -26,6 +26,7 @@ from ._adassp import adassp_ridge
 from ._base import LinearPredictMixin, solve_psd_repaired, split_intercept
 from ._private_bounds import (
     bound_epsilons,
+    check_bound_scales,
     check_bounds_feasible,
     label_magnitude,
     planned_bound_events,
@@ -231,6 +232,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         n = X.shape[0]
         y_bound = label_magnitude(self.y_bound)  # an invalid y_bound is refused first
         x_bound = self.x_bound
+        check_bound_scales(x_bound, y_bound, 1)  # before the calibration, which would overflow
         missing = [name for name, value in (("x_bound", x_bound), ("y_bound", y_bound))
                    if value is None]
         bound_eps = bound_epsilons(missing, private=private, bounds=self.bounds,

@@ -117,8 +117,6 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     intercept_ : float
     ptr_passed_ : bool
     n_models_ : int
-    sampled_depth_ : int or None
-        Depth level drawn by the exponential mechanism (a released value).
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -179,7 +177,6 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         theta = np.linalg.lstsq(A, y, rcond=None)[0]
         self.n_models_ = 1
         self.ptr_passed_ = True
-        self.sampled_depth_ = None
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         return self
 
@@ -236,12 +233,12 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
                 "TukeyEM's private safety check failed; the fitted model predicts 0 "
                 "(on_fail='zero').", PrivateTestFailedWarning, stacklevel=2)
             self.coef_, self.intercept_ = np.zeros(d), 0.0
-            self.sampled_depth_ = None
             return self
-        theta, depth = restricted_tukey_sample(projections, t, eps_em, rngs["noise"])
+        # Only the point is released: the depth level it was drawn at is its depth
+        # among these models, a function of the data that no neighbour shares.
+        theta, _ = restricted_tukey_sample(projections, t, eps_em, rngs["noise"])
         self._settle(ledger)
         self.ptr_passed_ = True
-        self.sampled_depth_ = int(depth)
         self.coef_, self.intercept_ = split_intercept(theta, self.fit_intercept)
         return self
 

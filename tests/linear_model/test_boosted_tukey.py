@@ -215,3 +215,29 @@ def test_boosted_sklearn_compatible(estimator, check, fixed_noise):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)
+
+
+def test_tukey_releases_the_point_only(fixed_noise):
+    # The depth level the point was drawn at is its depth among the private models,
+    # not a function of the point alone: releasing it is not covered by the guarantee.
+    # Every fitted attribute must be one the docstring documents (all public facts or
+    # the released point).
+    X, y = _data(40_000, d=1, noise=0.3)
+    est = TukeyEMRegressor(epsilon=1.0, random_state=0).fit(X, y)
+    documented = {"coef_", "intercept_", "ptr_passed_", "n_models_", "privacy_spent_",
+                  "n_features_in_", "feature_names_in_"}
+    fitted = {name for name in vars(est) if name.endswith("_") and not name.startswith("_")}
+    fitted -= {"noise_reproducible_"}
+    assert fitted <= documented
+    doc = TukeyEMRegressor.__doc__.split("Attributes")[1]
+    assert all(f"{name} :" in doc for name in fitted)
+
+
+@pytest.mark.parametrize("bounds", [dict(x_bound=1e200, y_bound=1.0),
+                                    dict(x_bound=1.0, y_bound=1e200)])
+def test_boosted_bound_too_large_for_the_calibration_is_refused_before_any_spend(bounds):
+    X, y = _data(2_000)
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
+    with pytest.raises(ValueError, match="too large"):
+        BoostedAdaSSPRegressor(epsilon=1.0, accountant=acc, **bounds).fit(X, y)
+    assert acc.n_spends == 0
