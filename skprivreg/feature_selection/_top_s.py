@@ -27,6 +27,7 @@ from ..bounds import (
     x_range_magnitude,
     y_bound_magnitude,
 )
+from ..linear_model._private_bounds import LARGEST_BOUND_SCALE
 from ..mechanisms import gumbel_top_k
 from ._params import X_BOUND_WITHDRAWN
 
@@ -123,8 +124,29 @@ def private_top_s_correlations(
     y_range = check_y_bound(y_bound)
     if x_range is None or y_range is None:
         raise ValueError("private_top_s_correlations needs a declared x_range and y_bound.")
+    _check_score_scales(x_range, y_range)
     return _top_s_release(marginal_scores(X, y, x_range, y_range), s, epsilon, y_range, rng,
                           neighbouring)
+
+
+def _check_score_scales(x_range, y_range):
+    """Refuse declared ranges whose score sums could overflow float64 (before any spend).
+
+    A score sums ``clip(x_ij) clip(y_i)``, each at most ``m_j B_y``: with both
+    magnitudes at most :data:`LARGEST_BOUND_SCALE` the sums stay finite
+    (an infinite score would win whatever noise is added).
+    """
+    for name, magnitude in (
+        ("x_range", None if x_range is None else float(np.max(x_range_magnitude(x_range),
+                                                              initial=0.0))),
+        ("y_bound", None if y_range is None else y_bound_magnitude(y_range)),
+    ):
+        if magnitude is not None and not magnitude <= LARGEST_BOUND_SCALE:
+            raise ValueError(
+                f"{name} has a magnitude of {magnitude:g}: the scores sum products of "
+                f"clipped entries and labels, which must stay finite; declared magnitudes "
+                f"must be at most {LARGEST_BOUND_SCALE:g}."
+            )
 
 
 def _top_s_release(scores, s, epsilon, y_range, rng, neighbouring):
@@ -195,14 +217,18 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     x_range : tuple, array of shape (n_features, 2) or None, default=None
         Per-column range ``(low, high)``: floats (the same range for every
         column) or arrays of shape ``(n_features,)``. A per-entry bound
-        ``b`` is ``x_range=(-b, b)``.
+        ``b`` is ``x_range=(-b, b)``. Magnitudes above 1e60 are refused
+        (the score sums would overflow float64).
     y_bound : float, (low, high) or None, default=None
-        Label range: ``B`` means ``[-B, B]``.
+        Label range: ``B`` means ``[-B, B]``; magnitudes above 1e60 are refused.
     bounds : {'private', 'data'}, default='private'
         How missing bounds are obtained (see **Bounds**).
     bounds_budget : float in (0, 1), default=0.1
         Share of ``epsilon`` spent on missing bounds.
     neighbouring : {'replace-one', 'add-remove'}, default='replace-one'
+        Under ``'add-remove'`` the number of rows is private, so the fit
+        does not check that it suffices for privately estimated bounds
+        (with too few rows they clip most of them).
     accountant : BudgetAccountant or None, default=None
     random_state : None, int or numpy.random.Generator, default=None
         Seeds released randomness only; the noise is fresh in every fit.
@@ -264,7 +290,10 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
             missing, epsilon=self.epsilon, bounds=self.bounds,
             bounds_budget=self.bounds_budget, private=private,
         )
-        check_range_bounds_feasible(n, bound_eps)
+        _check_score_scales(x_range, y_range)
+        if self.neighbouring == "replace-one":
+            # Under add/remove the number of rows is private: no check may read it.
+            check_range_bounds_feasible(n, bound_eps)
         bound_events = [
             PrivacyEvent(name=name, epsilon=eps, delta=0.0, neighbouring=self.neighbouring)
             for name, eps in bound_eps.items()

@@ -64,3 +64,40 @@ def test_noise_is_calibrated_to_the_recorded_epsilon_and_label_range(
     (event,) = est.privacy_spent_.events
     assert seen == {"k": 2, "sensitivity": factor * 5.0, "epsilon": event.epsilon}
     assert event.epsilon == 0.7 and event.neighbouring == neighbouring
+
+
+@pytest.mark.parametrize("ranges", [dict(x_range=(-1e200, 1e200), y_bound=1.0),
+                                    dict(x_range=(-1.0, 1.0), y_bound=1e200),
+                                    dict(x_range=(-1e61, 1e61), y_bound=1e61)])
+def test_ranges_whose_scores_could_overflow_are_refused_before_any_spend(ranges):
+    # One row at 1e200 x 1e200 made its column's sum infinite: that column then won
+    # whatever the noise (and inf - inf made a column that could never win).
+    from skprivreg import BudgetAccountant
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(500, 3)), rng.normal(size=500)
+    acc = BudgetAccountant(epsilon=5.0)
+    with pytest.raises(ValueError, match="must be at most 1e\\+60"):
+        PrivateTopSSelector(epsilon=1.0, accountant=acc, **ranges).fit(X, y)
+    assert acc.n_spends == 0
+    # At the limit the largest possible scores stay finite.
+    X[0], y[0] = 1e60, 1e60
+    scores = marginal_scores(X, y, check_x_range((-1e60, 1e60), 3), check_y_bound(1e60))
+    assert np.all(np.isfinite(scores))
+
+
+def test_add_remove_reads_no_row_count_before_the_spend():
+    # Under add/remove the number of rows is private: whether the fit refuses must not
+    # depend on it (a count one row below the private-bound minimum was refused, and
+    # the message printed it).
+    from skprivreg.bounds import min_samples_for_private_bound
+
+    rng = np.random.default_rng(4)
+    est = PrivateTopSSelector(epsilon=1.0, neighbouring="add-remove")
+    needed = min_samples_for_private_bound(0.05)  # each of the two bounds gets half of 0.1
+    outcomes = []
+    for n in (needed - 1, needed):
+        X, y = rng.normal(size=(n, 3)), rng.normal(size=n)
+        est.fit(X, y)
+        outcomes.append(est.support_.sum())
+    assert outcomes == [1, 1]
