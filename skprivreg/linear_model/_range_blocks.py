@@ -25,10 +25,12 @@ costs time only for blocks that need it).
 
 Raw space is used only with declared ranges (a public map with per-entry
 clipping, after which ``||z|| <= sqrt(d)`` holds with no row clip) and a
-moderate offset (``|center| <= _RAW_OFFSET_LIMIT * half``, a public fact):
-far from the origin, the expansion above would cancel digits. Otherwise
-(private ranges, rows clipped to a released norm bound, far offsets) each
-block is mapped and clipped into a float64 copy (:func:`_mapped`).
+moderate offset (``|center| <= _RAW_OFFSET_LIMIT * half``, a public fact:
+far from the origin, the expansion above would cancel digits) and entries
+of magnitude at most ``_RAW_MAGNITUDE_LIMIT`` (so that no raw sum can
+overflow). Otherwise (private ranges, rows clipped to a released norm
+bound, far offsets, vast ranges) each block is mapped and clipped into a
+float64 copy (:func:`_mapped`).
 """
 
 import math
@@ -58,6 +60,11 @@ INTERCEPT = 1.0
 # the expansion's rounding error is about (1 + limit)^2 machine epsilons of
 # the mapped sums.
 _RAW_OFFSET_LIMIT = 16.0
+# Largest entry magnitude of a map whose statistics come from the raw rows:
+# X^T X sums n products of up to this squared, finite for n below 1e108.
+# Wider ranges are mapped first (|z| <= 1), so no sum of any n overflows:
+# a raw Gram matrix that one row could make infinite failed after the spend.
+_RAW_MAGNITUDE_LIMIT = 1e100
 
 
 @dataclass(frozen=True)
@@ -90,7 +97,8 @@ class RangeMap:
         else ``None``."""
         d = self.center.shape[0]
         if (not self.clip_coordinates or self.row_bound < math.sqrt(d)
-                or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)):
+                or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)
+                or not np.all(np.abs(self.center) + self.half <= _RAW_MAGNITUDE_LIMIT)):
             return None
         inv = 1.0 / self.half
         low, high = self.center - self.half, self.center + self.half

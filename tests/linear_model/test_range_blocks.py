@@ -162,3 +162,27 @@ def test_private_ranges_clip_each_row_to_the_released_bound(x_clip):
     expected = clip_rows((scaled - center) / x_clip, 1.0)[0]
     np.testing.assert_allclose(Z, expected, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(u, np.clip(y / 2.0, -1.0, 1.0))
+
+
+def test_vast_ranges_use_the_mapped_copy_so_no_sum_overflows():
+    """Entries within a declared range of 1.34e154: the raw X^T X of 2,000 such rows is
+    infinite (one row decided whether the fit raised after the spend); mapped, |z| <= 1."""
+    import warnings
+
+    from skprivreg import BudgetAccountant, LinearRegression
+
+    rng = np.random.default_rng(0)
+    B = 1.34e154
+    X, y, rmap, args = _case(rng, -1e152, 1e152, d=2, n=2_000)
+    rmap = range_map((-B, B), 2.0, 2, True)
+    assert not rb.raw_space(rmap, None)
+    X[0] = [B, 0.0]
+    got = _blocks(X, y, rmap, *args)
+    assert all(np.all(np.isfinite(part)) for value in got.values() for part in value)
+    _assert_same(got, _reference(X, y, rmap, *args))
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = LinearRegression(epsilon=1.0, x_range=(-B, B), y_bound=1.0, accountant=acc)
+        est.fit(X, np.clip(y, -1.0, 1.0))
+    assert np.all(np.isfinite(est.coef_)) and acc.n_spends == 1
