@@ -480,6 +480,8 @@ def _range_bound(counts, n, epsilon, rng, bins, name, private):
     (``bounds='data'``) it warns with a :class:`PrivacyLeakWarning`.
     """
     if math.isinf(epsilon):
+        if counts[-1] > 0:  # no bin lies above every row (argmax would give the first)
+            raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
         maximum = float(bins[np.argmax(counts == 0)])
         return data_norm_bound(maximum, name=name)[0] if private else maximum
     return private_norm_bound(counts, n, epsilon, rng, name=name)[0]

@@ -377,3 +377,16 @@ def test_ranges_too_narrow_to_scale_are_refused_before_any_spend(ranges):
     with pytest.raises(ValueError, match="reciprocal"):
         LinearRegression(epsilon=1.0, accountant=acc, **params).fit(X, y)
     assert acc.n_spends == 0
+
+
+@pytest.mark.parametrize("epsilon, bounds", [(np.inf, "private"), (1.0, "data")])
+def test_bounds_read_from_data_above_the_largest_bin_are_refused(epsilon, bounds):
+    # No bin lies above labels of 1e13: the bound was the first bin (9.5e-7), every
+    # label was clipped to it, silently. SSP refuses such labels; so does this.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 2))
+    y = 1e13 * (X @ [1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="values above .* are not supported"):
+            LinearRegression(epsilon=epsilon, bounds=bounds, x_range=(-5.0, 5.0)).fit(X, y)
