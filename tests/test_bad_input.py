@@ -300,11 +300,12 @@ def _stage2_of_another_guarantee():
     from skprivreg.label_dp import GaussianLabelNoiseRegressor
 
     return [ReuseCovRegressor(privacy="label"), ReuseCovRegressor(privacy="feature"),
-            ReuseCovRegressor(neighbouring="zero-out"), GaussianLabelNoiseRegressor()]
+            ReuseCovRegressor(neighbouring="zero-out"), GaussianLabelNoiseRegressor(),
+            AdaSSPRegressor(constants="paper")]  # stated under add/remove
 
 
 @pytest.mark.parametrize("estimator", _stage2_of_another_guarantee(),
-                         ids=["label", "feature", "zero-out", "label-noise"])
+                         ids=["label", "feature", "zero-out", "label-noise", "paper-adassp"])
 def test_lasso_stage2_of_another_guarantee_is_refused_before_any_spend(estimator):
     """Its ledger could not amend the regressor's full-DP plan, which raised after the
     selection had spent."""

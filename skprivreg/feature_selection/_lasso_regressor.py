@@ -91,7 +91,10 @@ def _check_stage2_guarantee(estimator):
     module = type(estimator).__module__
     notion = ("label" if module.startswith("skprivreg.label_dp")
               else estimator.get_params(deep=False).get("privacy", "full"))
-    neighbouring = estimator.get_params(deep=False).get("neighbouring", "replace-one")
+    params = estimator.get_params(deep=False)
+    neighbouring = params.get("neighbouring", "replace-one")
+    if params.get("constants") == "paper":
+        neighbouring = "add-remove"  # AdaSSP's paper constants are stated under add/remove
     if notion != "full" or neighbouring != "replace-one":
         raise ConfigurationError(
             f"estimator={type(estimator).__name__} gives {notion} DP under {neighbouring} "
@@ -473,6 +476,14 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             y_range = est_y if y_range is None else y_range
             ran += events
             bound_eps = {}
+            if est_y is not None and self.penalty is None:
+                # The penalty follows the estimated y_bound: checked now, and if the
+                # selection cannot run, only the estimates stay spent.
+                try:
+                    probe._check_penalty(probe._penalty(n, p, y_range), estimated=True)
+                except ConfigurationError:
+                    self._settle(self._final_ledger(ran, [], private))
+                    raise
 
         selector = self._make_selector(eps1, x_range, y_range, rngs["selection"])
         try:

@@ -344,3 +344,28 @@ def test_top_s_with_declared_ranges_records_its_spend_before_the_selection(monke
     with pytest.raises(DataRead):
         est.fit(X, y)
     assert acc.n_spends == 1
+
+
+def test_perturbation_penalty_refused_after_the_bound_estimate_charges_the_estimate_only():
+    # The penalty follows the privately estimated y_bound, so it can only be checked
+    # after that estimate: then only the estimate stays spent, as for the selector.
+    import warnings
+
+    from skprivreg import BudgetAccountant
+    from skprivreg.exceptions import ConfigurationError
+    from skprivreg.feature_selection import PrivateLassoRegressor, PrivateLassoSupportSelector
+
+    rng = np.random.default_rng(0)
+    X = rng.choice([-1.0, 1.0], size=(5000, 5))
+    y = 0.5 * X[:, 0] + 0.2 * rng.normal(size=5000)
+    spent = []
+    for cls in (PrivateLassoSupportSelector, PrivateLassoRegressor):
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        est = cls(epsilon=1.0, delta=1e-6, method="perturbation", max_features=1,
+                  rsc_constant=0.25, noise_level=0.01, x_range=(-1.0, 1.0), accountant=acc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(ConfigurationError, match="estimate stays spent"):
+                est.fit(X, y)
+        spent.append((tuple(acc.total()), [e.name for e in est.privacy_spent_.events]))
+    assert spent[0] == spent[1] == ((0.1, 0.0), ["y_bound"])
