@@ -141,12 +141,20 @@ def check_x_range(x_range, n_features):
     ``x_range`` is a pair ``(low, high)`` whose entries are floats (the same
     range for every column) or arrays of shape ``(n_features,)``, or an array
     of shape ``(n_features, 2)``; ``low < high`` in every column. ``None``
-    passes through. Raises ``ValueError`` for anything else.
+    passes through. Raises ``ValueError`` for anything else, and for a 2 x 2
+    array or nested list with two columns, which reads either way (pass the
+    tuple ``(low, high)``).
     """
     if x_range is None:
         return None
     arr = np.asarray(x_range, dtype=float) if not isinstance(x_range, tuple) else None
-    if arr is not None and arr.shape == (n_features, 2) and n_features != 2:
+    if arr is not None and arr.shape == (2, 2) and n_features == 2:
+        raise ValueError(
+            f"x_range={x_range!r} is ambiguous for 2 columns: a row per column or "
+            f"(low, high)? Pass the tuple (low, high), e.g. "
+            f"(np.array([low_0, low_1]), np.array([high_0, high_1]))."
+        )
+    if arr is not None and arr.shape == (n_features, 2):
         low, high = arr[:, 0], arr[:, 1]
     else:
         if len(x_range) != 2:

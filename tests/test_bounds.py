@@ -176,3 +176,18 @@ def test_bound_counts_count_the_public_rows_above_a_limit():
                                          np.sum(np.linalg.norm(Y, axis=1) > limit)])
     assert 0 < over[0] < 2_000 and 0 < over[1] < 2_000
     assert "over" not in count_bounds(X, Y)
+
+
+def test_a_two_by_two_x_range_for_two_columns_is_refused_as_ambiguous():
+    # [[-1, 1], [0, 5]] reads as a row per column ([-1, 1] and [0, 5]) or as
+    # (low, high) = ([-1, 1], [0, 5]); it was silently read the second way.
+    from skprivreg.bounds import check_x_range
+
+    with pytest.raises(ValueError, match="ambiguous"):
+        check_x_range(np.array([[-1.0, 1.0], [0.0, 5.0]]), 2)
+    with pytest.raises(ValueError, match="ambiguous"):
+        check_x_range([[-1.0, 1.0], [0.0, 5.0]], 2)
+    low, high = check_x_range((np.array([-1.0, 0.0]), np.array([1.0, 5.0])), 2)
+    assert low.tolist() == [-1.0, 0.0] and high.tolist() == [1.0, 5.0]
+    low, high = check_x_range(np.array([[-1.0, 1.0], [0.0, 5.0], [2.0, 3.0]]), 3)
+    assert low.tolist() == [-1.0, 0.0, 2.0] and high.tolist() == [1.0, 5.0, 3.0]
