@@ -319,8 +319,10 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         joblib workers over subsamples; results do not depend on it.
     accountant : BudgetAccountant or None, default=None
     random_state : None, int or numpy.random.Generator, default=None
-        The subsample pattern and the Laplace draw use independent children.
-        A fixed seed is for tests: anyone who knows it can remove the noise.
+        Seeds released randomness only, and this estimator draws none: the
+        subsample pattern and the Laplace draw are secret, from independent
+        children of fresh OS entropy in every fit (seeded only inside
+        :func:`skprivreg.testing.reproducible_noise`).
 
     Attributes
     ----------

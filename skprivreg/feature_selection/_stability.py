@@ -503,8 +503,8 @@ def stable_mode_ledger(epsilon, delta, *, name="stable_mode", notion="full"):
 def run_stable_mode(X, y, f, plan, epsilon, delta, *, n_jobs, subsample_rng, noise_rng):
     """``A_samp`` for a resolved :class:`SubsamplePlan`: the released value or ``BOTTOM``.
 
-    ``subsample_rng`` (the public pattern) and ``noise_rng`` (the secret
-    Laplace draw) must be independent generators.
+    ``subsample_rng`` (the secret subsample pattern) and ``noise_rng`` (the
+    secret Laplace draw) must be independent generators.
     """
     n = _n_rows(X) if X is not None else len(y)
     subsamples = _draw_subsamples(n, plan, subsample_rng)
@@ -577,8 +577,9 @@ def stable_mode(
     n_jobs : int or None
         joblib workers over subsamples; results do not depend on it.
     random_state : None, int or numpy.random.Generator
-        The subsample pattern and the Laplace draw come from independent
-        children. Fixed seeds are for tests only.
+        Unused outside :func:`skprivreg.testing.reproducible_noise`: the
+        subsample pattern and the Laplace draw are secret, from independent
+        children of fresh OS entropy in every call.
     notion : {'full', 'label', 'feature'}, default='full'
         Recorded on the privacy event.
 

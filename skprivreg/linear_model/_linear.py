@@ -241,8 +241,9 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     **Method.** Declared ranges are public facts: column ``j`` is mapped
     affinely from its range in ``x_range`` to ``[-1, 1]`` and the label is
     centred at the public midpoint of ``y_bound`` and divided by its half-width
-    (values outside a declared range are **clipped** to it: a fixed per-row
-    map, so neighbours stay neighbours). A mapped row has
+    (values outside a declared range are **clipped** to it, or with
+    ``fit_intercept=False`` to its symmetric hull: a fixed per-row map, so
+    neighbours stay neighbours). A mapped row has
     ``||z|| <= B = sqrt(d)``; with the constant column ``c = 1``,
     ``a = (z, c)`` and ``u`` the mapped label:
 
@@ -315,6 +316,10 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         Declared label range: a float ``B`` (labels in ``[-B, B]``) or a pair
         ``(low, high)``; labels are centred at its midpoint.
     fit_intercept : bool, default=True
+        Without an intercept the maps cannot shift (a shift is an
+        intercept): every range is made symmetric about 0, and values are
+        clipped to :math:`[-\max(|l|, |h|), \max(|l|, |h|)]` of their
+        declared range ``(l, h)`` instead of to the range itself.
     n_rounds : int >= 1, default=8
         Gradient releases (the first is ``A^T u``).
     bounds : {'private', 'data'}, default='private'
