@@ -318,7 +318,7 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     fit_intercept : bool, default=True
         Without an intercept the maps cannot shift (a shift is an
         intercept): every range is made symmetric about 0, and values are
-        clipped to :math:`[-\max(|l|, |h|), \max(|l|, |h|)]` of their
+        clipped to :math:`[-\\max(|l|, |h|), \\max(|l|, |h|)]` of their
         declared range ``(l, h)`` instead of to the range itself.
     n_rounds : int >= 1, default=8
         Gradient releases (the first is ``A^T u``).
