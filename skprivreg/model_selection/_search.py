@@ -255,6 +255,19 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         return ((1 - self.refit_budget) * self.epsilon, self.delta / 2,
                 self.refit_budget * self.epsilon, self.delta / 2)
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        template = state.get("estimator")
+        if "privacy_spent_" in state and hasattr(template, "get_params"):
+            # A fitted search is saved without accountants, its template's included
+            # (handles to live budgets, which refuse to be pickled).
+            params = template.get_params(deep=True)
+            held = {name: None for name, value in params.items()
+                    if name.rsplit("__", 1)[-1] == "accountant" and value is not None}
+            if held:
+                state = dict(state, estimator=clone(template).set_params(**held))
+        return state
+
     def _candidates(self):
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates or candidates == [{}]:

@@ -378,3 +378,19 @@ def test_private_steps_nested_in_the_candidate_are_refused_before_any_spend():
                     param_grid={"reg__x_bound" if "reg" in pipe.named_steps
                                 else "adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
     assert acc.n_spends == 0
+
+
+def test_a_fitted_search_is_saved_without_the_accountants_it_holds():
+    import pickle
+
+    X, y = _data(n=1000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    template = AdaSSPRegressor(x_bound=2.0, y_bound=6.5, accountant=acc)
+    search = _search(estimator=template, accountant=acc).fit(X, y)
+    loaded = pickle.loads(pickle.dumps(search))
+    assert loaded.accountant is None and loaded.estimator.accountant is None
+    assert search.estimator.accountant is acc  # the live object keeps its handle
+    np.testing.assert_array_equal(loaded.predict(X), search.predict(X))
+    assert loaded.privacy_spent_.epsilon == search.privacy_spent_.epsilon
+    with pytest.raises(TypeError, match="cannot be pickled"):  # unfitted: still refused
+        pickle.dumps(_search(estimator=template))
