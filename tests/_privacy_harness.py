@@ -245,3 +245,41 @@ def assert_same_ledger(received, recorded, what):
     assert received.composition == recorded.composition, what
     assert _same_number(received.epsilon, recorded.epsilon), what
     assert _same_number(received.delta, recorded.delta), what
+
+
+# ---------------------------------------------------------------------------
+# What a fitted estimator holds
+# ---------------------------------------------------------------------------
+_RANDOM_TYPES = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
+                 np.random.BitGenerator)
+
+
+def random_objects(obj, path="est", seen=None):
+    """Paths of every generator-like object reachable from ``obj``.
+
+    Follows ``__dict__``, ``get_params(deep=True)``, dicts, lists and tuples;
+    arrays, strings and numbers are leaves. A fitted estimator must hold none:
+    a stored generator (even a public one) is state the guarantee does not
+    describe.
+    """
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, (np.ndarray, str, bytes, int, float)):
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, _RANDOM_TYPES) or type(obj).__name__ == "SpendFirstGenerator":
+        return [path]
+    children = []
+    if isinstance(obj, dict):
+        children = [(f"{path}[{key!r}]", value) for key, value in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        children = [(f"{path}[{i}]", value) for i, value in enumerate(obj)]
+    else:
+        if hasattr(obj, "__dict__") and not isinstance(obj, type):
+            children += [(f"{path}.{key}", value) for key, value in vars(obj).items()]
+        if hasattr(obj, "get_params") and not isinstance(obj, type):
+            children += [(f"{path}.get_params()[{key!r}]", value)
+                         for key, value in obj.get_params(deep=True).items()]
+    found = []
+    for child_path, child in children:
+        found += random_objects(child, child_path, seen)
+    return found

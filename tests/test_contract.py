@@ -127,6 +127,16 @@ def test_fit_releases_a_real_private_model(config):
     assert est.n_features_in_ == X.shape[1]
 
 
+def test_fitted_estimator_stores_no_generator(config):
+    from tests._privacy_harness import random_objects
+
+    est, (X, y) = config
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.set_params(random_state=0).fit(X, y)
+    assert random_objects(est) == []
+
+
 def test_clone_and_pickle(config):
     est, (X, y) = config
     acc = BudgetAccountant(epsilon=1e3, delta=0.5)

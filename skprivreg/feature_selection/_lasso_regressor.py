@@ -465,7 +465,10 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         # recorded before the data is read; the nested estimators have no
         # accountant.
         self._spend(planned)
-        rngs = self._public_rngs("selection", "estimation")
+        # The stages get integer seeds drawn from public generators: a fitted
+        # estimator stores no generator.
+        rngs = {purpose: int(rng.integers(2**32))
+                for purpose, rng in self._public_rngs("selection", "estimation").items()}
         bound_rng = self._secret_rngs("bounds")["bounds"]
         ran = []  # the bound events that ran
         perturbation = self.method == "perturbation"

@@ -118,6 +118,16 @@ def test_regressor_fit_predict_clone_pickle(data):
     assert twin.get_params() == reg.get_params() and not hasattr(twin, "coef_")
 
 
+def test_fitted_selectors_and_regressor_store_no_generator(data):
+    # The regressor's stages were given public generators as their random_state.
+    from tests._privacy_harness import random_objects
+
+    X, y = data
+    for est in [factory() for factory in SELECTORS.values()] + [_regressor()]:
+        est.fit(X, y)
+        assert random_objects(est) == [], type(est).__name__
+
+
 def test_regressor_in_pipeline_and_grid_search(data):
     X, y = data
     acc = BudgetAccountant()
