@@ -64,6 +64,7 @@ class _BagMLP:
     beta_1, beta_2, epsilon : float
         Adam constants.
     random_state : numpy.random.Generator or int or None
+        Used when :meth:`fit` is given no generator.
     """
 
     def __init__(
@@ -147,7 +148,7 @@ class _BagMLP:
         return float(np.mean(e * e) / k)
 
     # -- public API ------------------------------------------------------
-    def fit(self, X_bags, weights, y_agg, label_scale=1.0):
+    def fit(self, X_bags, weights, y_agg, label_scale=1.0, rng=None):
         """Fit on bags.
 
         Parameters
@@ -161,12 +162,17 @@ class _BagMLP:
         label_scale : float
             Targets are divided by it internally (the label range) and
             predictions multiplied back.
+        rng : numpy.random.Generator or None
+            The generator of this fit (initialisation, validation split,
+            batch order); used, never stored. ``None``: from
+            ``random_state``.
         """
-        rng = (
-            self.random_state
-            if isinstance(self.random_state, np.random.Generator)
-            else np.random.default_rng(self.random_state)
-        )
+        if rng is None:
+            rng = (
+                self.random_state
+                if isinstance(self.random_state, np.random.Generator)
+                else np.random.default_rng(self.random_state)
+            )
         X_bags = np.asarray(X_bags, dtype=np.float64)
         weights = np.asarray(weights, dtype=np.float64)
         m, k, d = X_bags.shape

@@ -100,19 +100,44 @@ def llp_noise_mask(bags, n_samples, noise_fraction, allocation, rng):
     return mask
 
 
-def _bag_svd(Z, bags):
-    return np.linalg.svd(Z[bags], full_matrices=False)
+def _unit_columns(Zb):
+    """Every column of every bag scaled to unit Euclidean norm (zero columns stay zero).
+
+    Scaling a column does not change the column space, the rank or the
+    least-squares residual, but the SVD's rounding error is relative to the
+    largest column: without this a column of size 1e18 hides columns of size
+    one. A power-of-two step first brings every column's largest entry into
+    ``[0.5, 1)`` (exact, and the norm cannot overflow), then the column is
+    divided by its norm.
+    """
+    Zb = np.asarray(Zb, dtype=np.float64)
+    top = np.max(np.abs(Zb), axis=-2, keepdims=True)
+    _, exponent = np.frexp(top)
+    scaled = np.ldexp(Zb, -exponent)
+    norms = np.linalg.norm(scaled, axis=-2, keepdims=True)
+    return scaled / np.where(norms > 0, norms, 1.0)
+
+
+def _bag_svd(Z, bags, compute_uv=True):
+    """SVD of every bag's design with unit-norm columns (public features only)."""
+    return np.linalg.svd(_unit_columns(Z[bags]), full_matrices=False, compute_uv=compute_uv)
 
 
 def _rank_tolerance(singular_values):
-    # Stricter than numpy's default (max(k, p) * eps * s_max): near-zero
-    # directions count as present, so the rank is never under-counted.
+    # On unit-norm columns; stricter than numpy's default (max(k, p) * eps *
+    # s_max): a direction is absent only at the rounding level of the
+    # column-scaled design, so the rank is not under-counted because of the
+    # scale of a column.
     return singular_values[..., :1] * np.finfo(np.float64).eps
 
 
 def bag_design_ranks(Z, bags):
-    """Numerical rank of every bag's released design ``Z[bags[j]]`` (features only)."""
-    s = np.linalg.svd(Z[bags], compute_uv=False)
+    """Numerical rank of every bag's released design ``Z[bags[j]]`` (features only).
+
+    Computed on the design with every column scaled to unit norm, so the
+    count does not depend on the units of the features.
+    """
+    s = _bag_svd(Z, bags, compute_uv=False)
     return np.sum(s > _rank_tolerance(s), axis=1)
 
 
@@ -147,22 +172,28 @@ def _raise_full_rank(k, p):
 def bag_residual_norms(Z, y, bags, label_bound=None):
     """Conservative (lower) ``sqrt(RSS_j)`` of each bag's own least squares fit.
 
-    ``RSS_j = ||(I - H_j) y_j||^2``; the projection keeps every singular
-    direction above ``s_max * machine eps`` (a larger subspace than lstsq's
-    cut-off, so the residual is never overstated), and a
-    rounding allowance ``1e-12 sqrt(k) label_bound`` is subtracted. The
-    allowance is a constant (``label_bound`` bounds ``|y|``; default: the
-    data's maximum, for curator diagnostics only), so the result is exactly
-    1-Lipschitz in each label: the projection depends on the public
-    features only.
+    ``RSS_j = ||(I - H_j) y_j||^2`` with ``H_j`` the exact projection onto
+    the column space of ``Z_j``. Every column of ``Z_j`` is scaled to unit
+    norm (the column space is unchanged, and the result does not depend on
+    the units of the features) and ``y_j`` is projected off all
+    ``min(k, p)`` left singular vectors of that design, whatever its
+    numerical rank: their span contains the column space up to rounding (a
+    rank-deficient design loses a few more directions and gives a smaller
+    value). A rounding allowance ``1e-12 sqrt(k) label_bound`` is
+    subtracted; it covers the rounding of the projection, of order
+    ``2.2e-16 sqrt(p k) label_bound / s``, when the smallest nonzero
+    singular value ``s`` of the column-scaled design is above about
+    ``1e-3``. The allowance is a constant (``label_bound`` bounds ``|y|``;
+    default: the data's maximum, for curator diagnostics only), so the
+    result is exactly 1-Lipschitz in each label: the projection depends on
+    the public features only.
 
     Curator-side only: the values are private and never released.
     """
-    U, s, _ = _bag_svd(Z, bags)
-    keep = (s > _rank_tolerance(s))[:, None, :]
+    U, _, _ = _bag_svd(Z, bags)
     yb = y[bags]
     coords = np.einsum("jkr,jk->jr", U, yb)
-    resid = yb - np.einsum("jkr,jr->jk", U * keep, coords)
+    resid = yb - np.einsum("jkr,jr->jk", U, coords)
     if label_bound is None:
         label_bound = float(np.max(np.abs(yb))) if yb.size else 0.0
     allowance = 1e-12 * math.sqrt(bags.shape[1]) * label_bound

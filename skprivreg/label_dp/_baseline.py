@@ -156,13 +156,20 @@ class GaussianLabelNoiseRegressor(
         )
         return PrivacyLedger([*events, event]), event
 
-    def _resolve_bounds(self, y, private, rng):
-        """Declared bounds, or a private bound on |y|, or a public bin above max |y|."""
+    def _reads_bound_from_data(self, private):
+        return self.y_bound is None and (not private or self.bounds == "data")
+
+    def _resolve_bounds(self, y, private, rng, data_bound=None):
+        """Declared bounds, or a private bound on |y|, or a public bin above max |y|.
+
+        ``data_bound``: the ``(bound, event)`` already read from the labels
+        (``bounds='data'`` or the non-private mode), before the spend.
+        """
         if self.y_bound is not None:
             a, b = check_y_bound(self.y_bound)
             return a, b, []
-        if not private or self.bounds == "data":
-            bound, event = data_label_bound(y)
+        if data_bound is not None:
+            bound, event = data_bound
         else:
             bound, event = private_label_bound(y, self._bound_epsilon(private), rng)
         return -bound, bound, [event]
@@ -184,13 +191,20 @@ class GaussianLabelNoiseRegressor(
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         X, y = read_into_memory(X, "X"), read_into_memory(y, "y")  # read once
         private = self._validate_privacy_params()
+        planned = self._planned_ledger(1.0, private)[0]
+        data_bound = None
         if self.y_bound is not None:
             check_y_bound(self.y_bound)
         elif private and self.bounds == "private":
             check_private_bound_feasible(X.shape[0], self._bound_epsilon(private), "y_bound")
-        self._spend(self._planned_ledger(1.0, private)[0])
+        if self._reads_bound_from_data(private):
+            # Read (and refused if out of range) before the spend; the budget
+            # is checked first, so a refused budget reads no label.
+            self._check_budget(planned)
+            data_bound = data_label_bound(y)
+        self._spend(planned)
         rngs = self._secret_rngs("bounds", "noise")
-        a, b, bound_events = self._resolve_bounds(y, private, rngs["bounds"])
+        a, b, bound_events = self._resolve_bounds(y, private, rngs["bounds"], data_bound)
         ledger, event = self._planned_ledger(b - a, private)
         if bound_events:
             ledger = PrivacyLedger([*bound_events, event])

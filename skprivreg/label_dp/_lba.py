@@ -568,12 +568,14 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         label_range = None
         if dataset.label_bounds is not None:
             label_range = dataset.label_bounds[1] - dataset.label_bounds[0]
-        net = _BagMLP(**params, random_state=rng)
+        # The generator is passed to fit only: the fitted network stores none.
+        net = _BagMLP(**params)
         net.fit(
             X[dataset.bag_indices],
             dataset.weights,
             dataset.y_agg,
             label_scale=label_range if label_range else 1.0,
+            rng=rng,
         )
         self.mlp_ = net
         # A network has no linear coefficients; predict() uses mlp_.

@@ -575,24 +575,35 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         events.append(PrivacyEvent("label_rr", eps_rr, 0.0, notion="label"))
         return events
 
+    @staticmethod
+    def _counts_above(y, bins):
+        with np.errstate(all="ignore"):
+            return counts_above(np.maximum(y, 0.0), bins), counts_above(np.maximum(-y, 0.0), bins)
+
+    def _data_label_range(self, y):
+        """Public bin edges beyond the data (``bounds='data'``): not private.
+
+        Runs before the spend, so labels out of the supported range are
+        refused before anything is spent.
+        """
+        bins = bound_bins()
+        above_pos, above_neg = self._counts_above(y, bins)
+        if above_pos[-1] > 0 or above_neg[-1] > 0:
+            raise ValueError(f"|y| above {bins[-1]:.3g} is not supported.")
+        high = bins[np.argmax(above_pos == 0)] if y.max() > 0 else 0.0
+        low = -bins[np.argmax(above_neg == 0)] if y.min() < 0 else 0.0
+        _, event = data_norm_bound(max(high, -low), name="y_bound", notion="label")
+        if not low < high:
+            high = low + 1.0
+        return (float(low), float(high)), [event]
+
     def _label_range(self, y, private, rng):
-        """Declared range, a private range, or a public bin edge beyond the data."""
+        """Declared range or a private range (the data range is read before the spend)."""
         declared = check_y_bound(self.y_bound)
         if declared is not None:
             return declared, []
         bins = bound_bins()
-        with np.errstate(all="ignore"):
-            above_pos = counts_above(np.maximum(y, 0.0), bins)
-            above_neg = counts_above(np.maximum(-y, 0.0), bins)
-        if self.bounds == "data":
-            if above_pos[-1] > 0 or above_neg[-1] > 0:
-                raise ValueError(f"|y| above {bins[-1]:.3g} is not supported.")
-            high = bins[np.argmax(above_pos == 0)] if y.max() > 0 else 0.0
-            low = -bins[np.argmax(above_neg == 0)] if y.min() < 0 else 0.0
-            _, event = data_norm_bound(max(high, -low), name="y_bound", notion="label")
-            if not low < high:
-                high = low + 1.0
-            return (float(low), float(high)), [event]
+        above_pos, above_neg = self._counts_above(y, bins)
         eps_half = self._budget_split(private)[0] / 2
         n = y.shape[0]
         high, _ = private_norm_bound(above_pos, n, eps_half, rng, name="y_bound_high",
@@ -632,7 +643,11 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
                 [PrivacyEvent("y_bound", math.inf, 0.0, notion="label"), *planned]
             )
         self._check_budget(ledger)
-        self._spend(ledger)  # recorded before any label is read
+        data_range = None
+        if math.isinf(eps_bound):
+            # bounds='data': read (and refused if out of range) before the spend.
+            data_range = self._data_label_range(y)
+        self._spend(ledger)  # recorded before any label reaches a mechanism
         rngs = self._secret_rngs("bounds", "prior", "rr")
         if not private:
             declared = check_y_bound(self.y_bound)
@@ -641,7 +656,9 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
             self.y_bound_ = declared if declared is not None else (float(y.min()), float(y.max()))
             self.epsilon_ = math.inf
             return self
-        (low, high), _ = self._label_range(y, private, rngs["bounds"])
+        if data_range is None:
+            data_range = self._label_range(y, private, rngs["bounds"])
+        (low, high), _ = data_range
         eps_prior, eps_rr = self._budget_split(private)[1:]
         cells = label_cells(y, low, high, self.n_cells)
         counts = np.bincount(cells, minlength=self.n_cells).astype(np.float64)

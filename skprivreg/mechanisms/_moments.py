@@ -163,7 +163,10 @@ def randomized_response_probabilities(epsilon, n_outputs):
     :math:`p / q = e^{\\varepsilon}`, so the randomiser is pure
     epsilon-DP for its one input (Warner 1965; Kairouz, Oh & Viswanath 2016,
     for K outputs). ``epsilon=np.inf`` gives ``(1, 0)``; ``K = 1`` gives
-    ``(1, 0)`` (a constant output reveals nothing).
+    ``(1, 0)`` (a constant output reveals nothing). At large epsilon ``p``
+    rounds to 1.0 while ``q`` stays positive;
+    :func:`randomized_response` draws with the probability of a change,
+    ``(K - 1) q``, which it keeps positive for every finite epsilon.
     """
     if not epsilon > 0:
         raise ValueError("epsilon must be > 0.")
@@ -178,21 +181,46 @@ def randomized_response_probabilities(epsilon, n_outputs):
     return p, p * q_over_p
 
 
+def _change_probability(epsilon, n_outputs):
+    """``(K - 1) / (e^eps + K - 1)``, the probability that an entry is changed.
+
+    Computed as ``(K - 1) e^-eps / (1 + (K - 1) e^-eps)`` (no cancellation:
+    positive where ``p`` rounds to 1) and raised by a relative ``1e-14``,
+    above the few roundings of the formula, so the float is never below the
+    exact value. Where ``e^-eps`` underflows (epsilon above about 708) the
+    smallest positive float is returned: any value in ``(0, 2**-53]`` gives
+    the same draw ``u < q`` on the uniform grid (probability ``2**-53``, above
+    the exact value). 0 only for ``epsilon=inf`` or ``K = 1``.
+    """
+    if math.isinf(epsilon) or n_outputs == 1:
+        return 0.0
+    ratio = (n_outputs - 1) * math.exp(-float(epsilon))
+    q_change = ratio / (1.0 + ratio) * (1.0 + 1e-14)
+    return min(max(q_change, math.ulp(0.0)), 1.0)
+
+
 def randomized_response(index, n_outputs, epsilon, rng):
     """K-ary randomised response applied to each entry of ``index`` independently.
 
-    Each entry ``i`` in ``{0, ..., K-1}`` is kept with probability ``p`` and
-    otherwise replaced by one of the ``K - 1`` other values chosen uniformly
-    (:func:`randomized_response_probabilities`). Every output depends on its
-    own input only, so releasing the whole vector is epsilon-DP when inputs
-    differ in one entry (replace-one), and row blocks can be randomised
-    independently.
+    Each entry ``i`` in ``{0, ..., K-1}`` is changed when a uniform draw
+    ``u`` in ``[0, 1)`` is below the change probability
+    ``(K - 1) / (e^eps + K - 1)`` (computed without cancellation and never
+    below its exact value), and then replaced by one of the ``K - 1`` other
+    values chosen uniformly; otherwise it is kept. This is the law of
+    :func:`randomized_response_probabilities`. The uniforms lie on the grid
+    of multiples of ``2**-53``, so the realised change probability is the
+    computed one rounded up to that grid: at least the exact value, which
+    keeps the ratio of any two outputs' probabilities at most ``e^eps``.
+    Every output depends on its own input only, so releasing the whole
+    vector is epsilon-DP when inputs differ in one entry (replace-one), and
+    row blocks can be randomised independently.
     """
     index = np.asarray(index, dtype=np.int64)
-    p, _ = randomized_response_probabilities(epsilon, n_outputs)
-    if p == 1.0:
+    randomized_response_probabilities(epsilon, n_outputs)  # checks the arguments
+    q_change = _change_probability(epsilon, int(n_outputs))
+    if q_change == 0.0:
         return index.copy()
-    keep = rng.random(index.shape) < p
+    change = rng.random(index.shape) < q_change
     other = rng.integers(0, n_outputs - 1, size=index.shape)
     other += other >= index  # uniform over the K - 1 values != index
-    return np.where(keep, index, other)
+    return np.where(change, other, index)

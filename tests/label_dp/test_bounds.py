@@ -8,8 +8,13 @@ import numpy as np
 import pytest
 
 from skprivreg.accounting import BudgetAccountant
-from skprivreg.exceptions import ConfigurationError, PrivacyLeakWarning
-from skprivreg.label_dp import GaussianLabelNoiseRegressor, WeightedLBARegressor, aggregate
+from skprivreg.exceptions import BudgetExceededError, ConfigurationError, PrivacyLeakWarning
+from skprivreg.label_dp import (
+    GaussianLabelNoiseRegressor,
+    RROnBinsRegressor,
+    WeightedLBARegressor,
+    aggregate,
+)
 from skprivreg.label_dp._label_bound import label_bound_counts
 from skprivreg.mechanisms import bound_bins, upper_bound_margin
 
@@ -140,3 +145,40 @@ def test_aggregate_names_the_new_parameter():
     X, y = _data(1_000)
     with pytest.raises(TypeError, match="'y_bound'"):
         aggregate(X, y, label_bounds=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda acc: GaussianLabelNoiseRegressor(epsilon=2.0, bounds="data", accountant=acc),
+    lambda acc: GaussianLabelNoiseRegressor(epsilon=np.inf, accountant=acc),
+    lambda acc: RROnBinsRegressor(epsilon=2.0, bounds="data", accountant=acc),
+    lambda acc: WeightedLBARegressor(epsilon=8.0, bounds="data", assumption="declared",
+                                     residual_var_lower_bound=0.5, bag_size=1000,
+                                     accountant=acc),
+])
+def test_labels_out_of_the_data_range_are_refused_before_any_spend(make):
+    # The label range read from the data (bounds='data' or epsilon=inf) is
+    # resolved before the spend: a label beyond the supported range is refused
+    # with nothing spent, and a limited budget is refused before it is read.
+    X, y = _data(20_000)
+    y = y.copy()
+    y[7] = 1e13
+    acc = BudgetAccountant(epsilon=math.inf, delta=1.0)
+    est = make(acc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="above .* is not supported"):
+            est.fit(X, y)
+    assert acc.n_spends == 0
+    assert not hasattr(est, "privacy_spent_")
+    limited = BudgetAccountant(epsilon=8.0, delta=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(BudgetExceededError):
+            make(limited).fit(X, y)
+    assert limited.n_spends == 0
+    # The same labels with an ordinary value fit and spend once.
+    y[7] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        make(acc).fit(X, y)
+    assert acc.n_spends == 1

@@ -181,6 +181,69 @@ def test_llp_mlp_estimator_and_mlpregressor_hyperparameters_are_copied_by_keywor
         WeightedLBARegressor(estimator="mlp", assumption="none", bag_size=4).fit(X, y)
 
 
+_RANDOM_TYPES = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
+                 np.random.BitGenerator)
+
+
+def _random_objects(obj, path="est", seen=None):
+    """Paths of every generator-like object reachable from ``obj``.
+
+    Follows ``__dict__``, dataclass fields, ``get_params(deep=True)``,
+    dicts, lists and tuples; arrays are leaves.
+    """
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, (np.ndarray, str, bytes, int, float)):
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, _RANDOM_TYPES) or type(obj).__name__ == "SpendFirstGenerator":
+        return [path]
+    found = []
+    children = []
+    if isinstance(obj, dict):
+        children = [(f"{path}[{key!r}]", value) for key, value in obj.items()]
+    elif isinstance(obj, (list, tuple)):
+        children = [(f"{path}[{i}]", value) for i, value in enumerate(obj)]
+    else:
+        if hasattr(obj, "__dict__"):
+            children += [(f"{path}.{key}", value) for key, value in vars(obj).items()]
+        if hasattr(obj, "get_params") and not isinstance(obj, type):
+            children += [(f"{path}.get_params()[{key!r}]", value)
+                         for key, value in obj.get_params(deep=True).items()]
+    for child_path, child in children:
+        found += _random_objects(child, child_path, seen)
+    return found
+
+
+@pytest.mark.parametrize("params", [
+    dict(mode="llp", estimator="mlp", mlp_params=dict(max_iter=2)),
+    dict(mode="llp", estimator=MLPRegressor(hidden_layer_sizes=(8,), max_iter=2)),
+    dict(mode="llp"),
+    dict(mode="lba", assumption="declared", residual_var_lower_bound=6.0),
+])
+def test_fitted_estimator_stores_no_generator(params):
+    rng = np.random.default_rng(47)
+    n = 60_000
+    X = rng.normal(size=(n, 2))
+    y = np.clip(X[:, 0] + 3 * rng.normal(size=n), -5, 5)
+    est = quiet_fit(WeightedLBARegressor(y_bound=5.0, epsilon=8.0, noise_scale=5.0,
+                                         random_state=0, **params), X, y)
+    assert _random_objects(est) == []
+    planted = _BagMLP(random_state=np.random.default_rng(0))
+    assert _random_objects(planted, "net") == ["net.random_state"]  # the walker finds one
+
+
+def test_bag_mlp_uses_the_generator_given_to_fit():
+    rng = np.random.default_rng(48)
+    Xb, W = rng.normal(size=(40, 5, 2)), rng.normal(size=(40, 5))
+    yb = rng.normal(size=40)
+    a = _BagMLP(hidden_layer_sizes=(4,), max_iter=3).fit(
+        Xb, W, yb, rng=np.random.default_rng(1))
+    b = _BagMLP(hidden_layer_sizes=(4,), max_iter=3, random_state=1).fit(Xb, W, yb)
+    assert a.random_state is None
+    for wa, wb in zip(a.coefs_, b.coefs_):
+        np.testing.assert_array_equal(wa, wb)
+
+
 # ---------------------------------------------------------------------------
 # §5.10 the private residual check (PTR)
 # ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from skprivreg.mechanisms import (
     randomized_response,
     randomized_response_probabilities,
 )
+from skprivreg.mechanisms._moments import _change_probability
 
 # A chi-square test rejects a correct sampler with probability ALPHA: the
 # suite's false-failure rate per test.
@@ -61,6 +62,67 @@ def test_randomized_response_edge_cases():
     assert np.array_equal(randomized_response(index, 3, np.inf, rng), index)
     assert randomized_response_probabilities(50.0, 1) == (1.0, 0.0)
     assert histogram_laplace_scale(0.5) == 4.0  # L1 sensitivity 2 under replace-one
+
+
+class _FixedUniforms:
+    """A stand-in generator: ``random`` returns the given uniforms, ``integers`` zeros."""
+
+    def __init__(self, uniforms):
+        self.uniforms = np.asarray(uniforms, dtype=np.float64)
+        self.random_calls = 0
+
+    def random(self, shape):
+        self.random_calls += 1
+        return np.broadcast_to(self.uniforms, shape).copy()
+
+    def integers(self, low, high, size):
+        return np.zeros(size, dtype=np.int64)
+
+
+@pytest.mark.parametrize("epsilon, k", [(40.0, 10), (1.0, 5), (60.0, 2), (800.0, 3)])
+def test_randomized_response_changes_with_the_exact_probability(epsilon, k):
+    # The probability of a change, (k-1)/(e^eps+k-1), is used as is: never
+    # rounded to 0 through p = 1 - change, even where p rounds to 1.0.
+    exact = (k - 1) / (math.exp(epsilon) + k - 1) if epsilon < 700 else 0.0
+    q_change = _change_probability(epsilon, k)
+    assert q_change > 0.0
+    if exact > 0:
+        assert q_change == pytest.approx(exact, rel=1e-12)
+        assert q_change >= exact
+    index = np.full(4, k - 1)
+    # A uniform below the change probability changes the entry (to another
+    # value: here the smallest one), a uniform at or above it keeps it.
+    just_below = np.nextafter(q_change, 0.0)
+    below = _FixedUniforms([0.0, 0.0, just_below, just_below])
+    out = randomized_response(index, k, epsilon, below)
+    assert below.random_calls == 1
+    assert np.all(out == 0)
+    above = _FixedUniforms(
+        [q_change, np.nextafter(q_change, 1.0), 0.5 + q_change / 2, 1 - 2.0**-53]
+    )
+    assert np.array_equal(randomized_response(index, k, epsilon, above), index)
+
+
+def test_randomized_response_at_large_epsilon_still_changes_some_entries():
+    # Seeded stream: about 2**-53 of the uniforms are 0, so count how the
+    # draws are used rather than wait for a change.
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 10, 1000)
+    calls = []
+
+    class Recording:
+        def random(self, shape):
+            u = rng.random(shape)
+            u[:3] = 0.0  # three draws at the bottom of the grid
+            calls.append(u)
+            return u
+
+        def integers(self, low, high, size):
+            return rng.integers(low, high, size=size)
+
+    out = randomized_response(index, 10, 40.0, Recording())
+    assert len(calls) == 1
+    assert np.all(out[:3] != index[:3]) and np.array_equal(out[3:], index[3:])
 
 
 def _record(monkeypatch, name):
