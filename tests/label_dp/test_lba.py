@@ -181,37 +181,10 @@ def test_llp_mlp_estimator_and_mlpregressor_hyperparameters_are_copied_by_keywor
         WeightedLBARegressor(estimator="mlp", assumption="none", bag_size=4).fit(X, y)
 
 
-_RANDOM_TYPES = (np.random.Generator, np.random.RandomState, np.random.SeedSequence,
-                 np.random.BitGenerator)
+def _random_objects(obj, path="est"):
+    from tests._privacy_harness import random_objects
 
-
-def _random_objects(obj, path="est", seen=None):
-    """Paths of every generator-like object reachable from ``obj``.
-
-    Follows ``__dict__``, dataclass fields, ``get_params(deep=True)``,
-    dicts, lists and tuples; arrays are leaves.
-    """
-    seen = set() if seen is None else seen
-    if id(obj) in seen or isinstance(obj, (np.ndarray, str, bytes, int, float)):
-        return []
-    seen.add(id(obj))
-    if isinstance(obj, _RANDOM_TYPES) or type(obj).__name__ == "SpendFirstGenerator":
-        return [path]
-    found = []
-    children = []
-    if isinstance(obj, dict):
-        children = [(f"{path}[{key!r}]", value) for key, value in obj.items()]
-    elif isinstance(obj, (list, tuple)):
-        children = [(f"{path}[{i}]", value) for i, value in enumerate(obj)]
-    else:
-        if hasattr(obj, "__dict__"):
-            children += [(f"{path}.{key}", value) for key, value in vars(obj).items()]
-        if hasattr(obj, "get_params") and not isinstance(obj, type):
-            children += [(f"{path}.get_params()[{key!r}]", value)
-                         for key, value in obj.get_params(deep=True).items()]
-    for child_path, child in children:
-        found += _random_objects(child, child_path, seen)
-    return found
+    return random_objects(obj, path)
 
 
 @pytest.mark.parametrize("params", [
