@@ -27,9 +27,15 @@ Reproducible noise for tests
     :class:`~skprivreg.exceptions.PrivacyLeakWarning` is emitted once on
     entry, and every estimator fitted inside records
     ``noise_reproducible_ = True`` and a ledger marked not for publication.
+    The setting is local to the thread (and :mod:`contextvars` context) that
+    entered the block: fits running in other threads at the same time keep
+    drawing from OS entropy. Whether a fit's noise is reproducible is decided
+    once, when its secret generators are created, and that same decision
+    marks the fit.
 """
 
 import contextlib
+import contextvars
 import numbers
 import secrets
 import threading
@@ -54,7 +60,10 @@ __all__ = [
 #: Bits of operating-system entropy behind every secret draw.
 ENTROPY_BITS = 256
 
-_global = {"seed": None, "calls": 0}
+#: The seed of the active reproducible_noise block of this context, or None.
+_testing_seed_var = contextvars.ContextVar("skprivreg_reproducible_noise_seed",
+                                          default=None)
+_calls = {"n": 0}
 _lock = threading.Lock()
 
 
@@ -116,12 +125,15 @@ def public_generators(random_state, purposes):
 
 
 def _testing_seed():
-    with _lock:
-        return _global["seed"]
+    return _testing_seed_var.get()
 
 
 def noise_is_reproducible():
-    """Whether the reproducible-noise testing facility is active."""
+    """Whether the reproducible-noise testing facility is active in this context.
+
+    Only the thread (and :mod:`contextvars` context) inside a
+    :func:`reproducible_noise` block sees it active.
+    """
     return _testing_seed() is not None
 
 
@@ -132,17 +144,18 @@ def _reproducible_root(seed, random_state):
         return np.random.SeedSequence([int(seed), 2,
                                        *seed_sequence(random_state).generate_state(4)])
     with _lock:
-        _global["calls"] += 1
-        calls = _global["calls"]
+        _calls["n"] += 1
+        calls = _calls["n"]
     return np.random.SeedSequence([int(seed), 3, calls])
 
 
 def secret_seed_sequence(random_state=None):
     """The root :class:`~numpy.random.SeedSequence` of one fit's secret draws.
 
-    Fresh OS entropy (256 bits) outside :func:`reproducible_noise`, whatever
-    ``random_state`` is; for code that derives its own children from a root
-    (e.g. one noise stream per chunk of outcomes).
+    Fresh OS entropy (256 bits) outside :func:`reproducible_noise` (as seen
+    from the calling thread's context), whatever ``random_state`` is; for
+    code that derives its own children from a root (e.g. one noise stream
+    per chunk of outcomes).
     """
     seed = _testing_seed()
     if seed is None:
@@ -198,9 +211,11 @@ def reproducible_noise(seed=0):
     ledger ``for_publication=False``. Use it in tests and documentation
     examples that need fixed numbers; never on data you will publish from.
 
-    The setting is process-wide while the block is active (threads included,
-    so joblib's threading backend sees it); process workers draw fresh
-    entropy.
+    The setting holds in the thread (and :mod:`contextvars` context) that
+    entered the block, until it leaves. Other threads, including worker
+    threads started inside the block (a thread pool, joblib's threading
+    backend), and process workers draw fresh OS entropy and mark their fits
+    as usual.
 
     Parameters
     ----------
@@ -225,11 +240,12 @@ def reproducible_noise(seed=0):
         PrivacyLeakWarning,
         stacklevel=3,
     )
-    with _lock:
-        previous = _global["seed"]
-        _global["seed"] = int(seed)
+    previous = _testing_seed_var.get()
+    token = _testing_seed_var.set(int(seed))
     try:
         yield
     finally:
-        with _lock:
-            _global["seed"] = previous
+        try:
+            _testing_seed_var.reset(token)
+        except ValueError:  # left in another context than the one entered
+            _testing_seed_var.set(previous)

@@ -86,13 +86,18 @@ def pure_dp_rdp(epsilon, orders=RDP_ORDERS):
 def ledger_rdp(ledger, orders=RDP_ORDERS):
     """RDP curve of a ledger whose events are Gaussian (with mu) or pure DP.
 
+    The events are taken as the ledger composes them: when their
+    neighbouring relations differ, each is first converted to replace-one
+    (an add/remove or zero-out Gaussian release of mu is a replace-one
+    release of ``2 mu``), so the curve is stated in the ledger's relation.
+
     Raises ``ValueError`` for an event with ``delta > 0`` and no mu (an
     approximate-DP release without a Renyi bound) or with infinite epsilon.
     """
     lam = np.asarray(orders, dtype=float)
     mu_squared = 0.0
     total = np.zeros_like(lam)
-    for event in ledger.events:
+    for event in ledger._converted():
         if event.mu is not None:
             mu_squared += event.mu**2
         elif event.epsilon == 0 and event.delta == 0:

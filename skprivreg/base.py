@@ -167,6 +167,7 @@ class DPEstimatorMixin:
         for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("__")]:
             delattr(self, name)
         self.__dict__.pop("_pending_spend", None)
+        self.__dict__.pop("_reproducible_draws", None)
 
     def _check_budget(self, ledger):
         """Raise ``BudgetExceededError`` if ``ledger`` does not fit; spend nothing."""
@@ -179,10 +180,16 @@ class DPEstimatorMixin:
         Called before any data value reaches a mechanism and before any noise
         is drawn, so nothing that happens afterwards (an exception, a failed
         private test) can lose the spend.
+
+        The fit is marked reproducible (``noise_reproducible_``, a ledger not
+        for publication) if :meth:`_secret_rngs` seeded any of its
+        generators from the testing facility, or if the facility is active
+        in this context now (for secret draws seeded after the spend).
         """
         if not isinstance(ledger, PrivacyLedger):
             raise TypeError("_spend expects a PrivacyLedger.")
-        ledger.for_publication = not noise_is_reproducible()
+        reproducible = self.__dict__.get("_reproducible_draws", False)
+        ledger.for_publication = not (reproducible or noise_is_reproducible())
         if self.accountant is not None:
             self.accountant.spend(ledger)
         self.privacy_spent_ = ledger
@@ -214,8 +221,21 @@ class DPEstimatorMixin:
         their first draw: data passes that release nothing (and may still
         refuse bad input) can run first, and no noise is ever drawn before
         the spend is recorded. Finish such a fit with :meth:`_settle`.
+
+        Whether the generators are seeded by the testing facility
+        (:func:`skprivreg.testing.reproducible_noise`) is decided here, and
+        that decision marks the fit in :meth:`_spend`. The setting is local
+        to this thread's context, so it reads the same here and inside
+        :func:`~skprivreg._random.secret_generators` just below.
         """
+        reproducible = noise_is_reproducible()
         rngs = secret_generators(purposes, self.random_state)
+        if reproducible:
+            self._reproducible_draws = True
+            spent = self.__dict__.get("privacy_spent_")
+            if spent is not None:  # generators seeded after the spend
+                spent.for_publication = False
+                self.noise_reproducible_ = True
         if spend is None:
             return rngs
         state = {"spent": False}

@@ -1,0 +1,269 @@
+"""Edges of the privacy accounting: deltas below the normal float range, RDP
+curves of ledgers whose relations differ, and the reproducible-noise testing
+facility seen from concurrent threads."""
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import log_ndtr
+
+import skprivreg.linear_model._ssp as ssp_module
+from skprivreg import PrivacyEvent, PrivacyLedger
+from skprivreg.accounting import (
+    BudgetAccountant,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    ledger_rdp,
+)
+from skprivreg.linear_model import SSPRegressor
+from skprivreg.testing import noise_is_reproducible, reproducible_noise
+
+TINY_DELTAS = [1e-301, 1e-310, 5e-324]
+
+
+def _log_gdp_delta(mu, epsilon):
+    """log of the (epsilon, delta) curve of mu-GDP, in log space throughout."""
+    log_a = log_ndtr(-epsilon / mu + mu / 2)
+    log_b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
+    if log_b >= log_a:
+        return -math.inf
+    return float(log_a + math.log(-math.expm1(log_b - log_a)))
+
+
+def _run(code, timeout=60):
+    """Run ``code`` in a fresh interpreter; its last stdout line as JSON.
+
+    A subprocess with a timeout, so that a conversion that never returns
+    fails the test instead of hanging the run.
+    """
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True, text=True, timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"did not return within {timeout} s")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# -- Gaussian DP conversions for deltas below the normal float range ----------
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
+def test_gdp_mu_returns_a_valid_tight_mu_for_subnormal_deltas(epsilon):
+    mus = _run(f"""
+        import json
+        from skprivreg.accounting import gdp_mu
+        print(json.dumps([gdp_mu({epsilon!r}, d) for d in {TINY_DELTAS!r}]))
+    """)
+    for delta, mu in zip(TINY_DELTAS, mus):
+        assert 0 < mu < math.inf
+        # Valid, checked in log space (gdp_delta underflows here).
+        assert _log_gdp_delta(mu, epsilon) <= math.log(delta)
+        # Tight: a slightly larger mu violates it.
+        assert _log_gdp_delta(mu * (1 + 1e-9), epsilon) > math.log(delta)
+
+
+@pytest.mark.parametrize("mu", [0.05, 1.0, 3.0])
+@pytest.mark.parametrize("delta", TINY_DELTAS)
+def test_gdp_epsilon_is_valid_and_tight_for_subnormal_deltas(mu, delta):
+    eps = gdp_epsilon(mu, delta)
+    assert _log_gdp_delta(mu, eps) <= math.log(delta)
+    assert _log_gdp_delta(mu, eps * (1 - 1e-9)) > math.log(delta)
+
+
+def test_log_delta_agrees_with_gdp_delta_in_the_normal_range():
+    for mu in (0.05, 0.3, 1.0, 4.0):
+        for eps in (0.01, 0.5, 2.0, 8.0):
+            delta = gdp_delta(mu, eps)
+            if delta > 1e-300:
+                assert math.exp(_log_gdp_delta(mu, eps)) == pytest.approx(delta, rel=1e-12)
+
+
+def test_gdp_reference_values_are_unchanged():
+    assert round(gdp_mu(1.0, 1e-5), 6) == 0.268051
+    assert round(gdp_mu(5.0, 1 / 5008**2), 6) == 0.914623
+
+
+def test_a_fit_with_a_subnormal_delta_returns_or_refuses_before_any_spend():
+    result = _run("""
+        import json, math, warnings
+        import numpy as np
+        from skprivreg.accounting import BudgetAccountant
+        from skprivreg.linear_model import SSPRegressor
+        warnings.simplefilter("ignore")
+        rng = np.random.default_rng(0)
+        X = rng.uniform(-1, 1, (500, 3)); y = np.clip(X.sum(1), -2, 2)
+        out = {}
+        for delta in (1e-310, 5e-324):
+            acc = BudgetAccountant()
+            est = SSPRegressor(epsilon=1.0, delta=delta, x_bound=2, y_bound=2,
+                               accountant=acc)
+            try:
+                est.fit(X, y)
+            except ValueError as exc:
+                out[repr(delta)] = {"error": str(exc), "n_spends": acc.n_spends}
+            else:
+                out[repr(delta)] = {
+                    "delta": est.privacy_spent_.delta, "epsilon": est.privacy_spent_.epsilon,
+                    "finite": bool(np.all(np.isfinite(est.coef_))),
+                }
+        print(json.dumps(out))
+    """, timeout=120)
+    fitted = result["1e-310"]
+    assert "error" not in fitted, fitted
+    assert fitted["delta"] <= 1e-310 and fitted["epsilon"] <= 1.0 + 1e-9
+    assert fitted["finite"]
+    tiniest = result["5e-324"]
+    if "error" in tiniest:
+        assert "delta" in tiniest["error"]
+        assert tiniest["n_spends"] == 0
+    else:
+        assert tiniest["delta"] <= 5e-324 and tiniest["epsilon"] <= 1.0 + 1e-9
+
+
+# -- RDP of a ledger whose relations differ -----------------------------------
+def test_ledger_rdp_uses_the_events_as_the_ledger_composes_them():
+    gauss = PrivacyEvent("XtX", gdp_epsilon(1.0, 1e-6), 1e-6, neighbouring="add-remove",
+                         sensitivity=1.0, sigma=1.0, mu=1.0)
+    laplace = PrivacyEvent("bound", 0.1, 0.0)  # replace-one
+    ledger = PrivacyLedger([gauss, laplace])
+    assert ledger.neighbouring == "replace-one"
+    orders = np.array([2.0, 8.0])
+    # Under replace-one the add/remove Gaussian release of mu = 1 is one of mu = 2:
+    # order 2 gives 2 * 2**2 / 2 = 4, plus min(0.1, 2 * 0.1**2 / 2) = 0.01.
+    assert ledger_rdp(ledger, orders)[0] == pytest.approx(4.01)
+    expected = PrivacyLedger(list(ledger._converted()))
+    np.testing.assert_allclose(ledger_rdp(ledger, orders), ledger_rdp(expected, orders))
+    assert ledger.mu == pytest.approx(2.0)
+
+
+def test_ledger_rdp_keeps_a_common_relation():
+    gauss = PrivacyEvent("XtX", gdp_epsilon(1.0, 1e-6), 1e-6, neighbouring="add-remove",
+                         sensitivity=1.0, sigma=1.0, mu=1.0)
+    laplace = PrivacyEvent("bound", 0.1, 0.0, neighbouring="add-remove")
+    ledger = PrivacyLedger([gauss, laplace])
+    assert ledger.neighbouring == "add-remove"
+    assert ledger_rdp(ledger, [2.0])[0] == pytest.approx(1.01)
+
+
+# -- The reproducible-noise facility and concurrent threads -------------------
+X_RACE = np.random.default_rng(0).uniform(-1, 1, (2000, 3))
+Y_RACE = np.clip(X_RACE.sum(1), -2, 2)
+
+
+def _ssp(**kwargs):
+    return SSPRegressor(epsilon=1.0, x_bound=2, y_bound=2, random_state=42, **kwargs)
+
+
+def test_a_fit_in_another_thread_keeps_os_entropy_while_a_block_is_active(monkeypatch):
+    """A fit creates its generators while another thread is inside the block,
+    and spends after that thread left it: its noise is fresh and it is
+    marked publishable (it was seeded reproducibly yet marked publishable)."""
+    seeded = threading.Event()
+    block_left = threading.Event()
+    original = ssp_module.gram_statistics
+
+    def gram_statistics(*args, **kwargs):  # runs after _secret_rngs, before any draw
+        if threading.current_thread().name == "production":
+            seeded.set()
+            assert block_left.wait(30)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ssp_module, "gram_statistics", gram_statistics)
+    result = {}
+
+    def production():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result["est"] = _ssp().fit(X_RACE, Y_RACE)
+
+    def testing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with reproducible_noise(0):
+                result["inside"] = seeded.wait(30)
+        block_left.set()
+
+    threads = [threading.Thread(target=testing),
+               threading.Thread(target=production, name="production")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert result["inside"] and "est" in result
+    monkeypatch.setattr(ssp_module, "gram_statistics", original)
+
+    est = result["est"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(0):
+            replay = _ssp().fit(X_RACE, Y_RACE)
+    assert replay.noise_reproducible_
+    assert not est.noise_reproducible_ and est.privacy_spent_.for_publication
+    # Its noise is not the one the facility's seed reproduces.
+    assert not np.allclose(est.coef_, replay.coef_)
+
+
+def test_the_mark_is_decided_when_the_generators_are_created(monkeypatch):
+    """Generators seeded inside the block, spend recorded after it was left
+    (same thread): the fit is marked reproducible."""
+    block = reproducible_noise(0)
+    original = ssp_module.gram_statistics
+
+    def gram_statistics(*args, **kwargs):  # after _secret_rngs, before the spend
+        block.__exit__(None, None, None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ssp_module, "gram_statistics", gram_statistics)
+    acc = BudgetAccountant()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        block.__enter__()
+        est = _ssp(accountant=acc).fit(X_RACE, Y_RACE)
+    assert not noise_is_reproducible()
+    assert est.noise_reproducible_ and not est.privacy_spent_.for_publication
+    monkeypatch.setattr(ssp_module, "gram_statistics", original)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(0):
+            replay = _ssp().fit(X_RACE, Y_RACE)
+    np.testing.assert_allclose(est.coef_, replay.coef_)
+
+
+def test_the_block_is_local_to_the_thread_that_entered_it():
+    seen = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(3):
+            worker = threading.Thread(target=lambda: seen.update(worker=noise_is_reproducible()))
+            worker.start()
+            worker.join()
+            seen["caller"] = noise_is_reproducible()
+    assert seen == {"caller": True, "worker": False}
+    assert not noise_is_reproducible()
+
+
+def test_fits_whose_pass_is_threaded_stay_reproducible_inside_the_block():
+    """The statistics pass of a large fit runs on pool threads; the secret
+    generators are created on the calling thread, so the block still fixes
+    the noise."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (80_000, 4))
+    y = np.clip(X.sum(1), -2, 2)
+    coefs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            with reproducible_noise(5):
+                est = _ssp().fit(X, y)
+            assert est.noise_reproducible_
+            coefs.append(est.coef_)
+    np.testing.assert_array_equal(coefs[0], coefs[1])
