@@ -145,7 +145,9 @@ class DPEstimatorMixin:
     _privacy_parameter_constraints = {
         # np.inf is the non-private test mode (with a PrivacyLeakWarning).
         "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {np.inf})],
-        "delta": [Interval(Real, 0, 1, closed="neither")],
+        # At least 1e-300: an estimator splits delta into a few parts, which
+        # must not round to 0 (at 5e-324 they did, with a confusing error).
+        "delta": [Interval(Real, 1e-300, 1, closed="left")],
         "accountant": [BudgetAccountant, None],
         "random_state": ["random_state", np.random.Generator],
     }
