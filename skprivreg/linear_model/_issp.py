@@ -55,36 +55,22 @@ def _row_source(X, y, *, fit_intercept, chunk_size, clip, check_finite):
                      fit_intercept=fit_intercept, clip=clip, check_finite=check_finite)
 
 
-def _label_shift(y, fit_intercept):
-    """A label value ``a`` subtracted from ``y`` before every pass (with an intercept).
+def _label_shift(label_center, fit_intercept):
+    """The public value ``a`` subtracted from ``y`` before every pass (with an intercept).
 
     With an intercept column, least squares, leverages, residuals and every
     score are the same functions of ``y - a`` (the intercept moves by
     ``a``), so the mechanism's output is unchanged in exact arithmetic for
-    any ``a``; ``a`` only changes rounding. Without it, a label offset large
-    against the residual scale (``|y| ~ 1e13`` sigma and more) makes the
-    float64 coefficient estimate err by far more than the noise, and one
-    replaced row could move the release deterministically.
-
-    ``a`` is the median label (on Dask, the median of the first chunk's
-    labels): one record moves it by at most one order statistic, so no
-    single label decides the rounding of every other (a shift by one
-    record's own label did: one label of 1e17 rounded every shifted label
-    to the same value and flipped the private test). The intercept is
-    released as the correctly rounded float of ``a`` plus the noisy
-    estimate on the shifted labels. Non-finite labels give ``a = 0`` (they
-    are refused by the passes).
+    any ``a``; ``a`` only changes rounding. Labels far from ``a`` against
+    their residual scale (``1e13`` residual scales and more) make the float64
+    coefficient estimate err by more than the noise, and one replaced row
+    could then move the release deterministically; a centre read from the
+    data would let one record decide the rounding of every other label (a
+    record's own label, or a median that two clusters of labels let one
+    record move across). So ``a`` is the declared ``label_center``, a public
+    fact, or 0.
     """
-    if not fit_intercept or y.shape[0] == 0:
-        return 0.0
-    if is_dask_collection(y):
-        y = np.asarray(y.blocks[0].compute()).reshape(-1)
-        if not y.size:
-            return 0.0
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        a = float(np.median(np.asarray(y).reshape(-1)))
-    return a if math.isfinite(a) else 0.0
+    return float(label_center) if fit_intercept else 0.0
 
 
 def _shift_intercept(beta, a):
@@ -113,7 +99,7 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
     plan = est._plan(X.shape[0], X.shape[1], constants=_constants)
     est._refuse_predicted_fail(plan)
     rngs = {**est._public_rngs("partition"), **est._secret_rngs("histogram", "ptr", "noise")}
-    shift = _label_shift(y, est.fit_intercept)
+    shift = _label_shift(est.label_center, est.fit_intercept)
     source = _row_source(X, y - shift if shift else y, fit_intercept=est.fit_intercept,
                          chunk_size=est.chunk_size, clip=est.feature_clip, check_finite=False)
     if isinstance(est.residual_bound, str):
@@ -242,11 +228,10 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     tolerance cut exists for one row to cross; residual filtering and the
     release sum the kept rows again instead of subtracting a removed row
     whose label could cancel; with an intercept, every pass works on labels
-    shifted by the median label (the output is unchanged in exact arithmetic;
-    one record moves the median by at most one order statistic), so a label
-    offset of 1e13 or more residual scales no longer moves the float64
-    estimate between neighbours by more than its noise, and no one label
-    decides the rounding of the others. Rows and
+    shifted by the public ``label_center`` (the output is unchanged in exact
+    arithmetic), so with a declared centre near the labels a label offset of
+    1e13 or more residual scales no longer moves the float64 estimate
+    between neighbours by more than its noise. Rows and
     labels up to 1e300 change the scores within their proven sensitivity
     (tested on every neighbouring pair of a brute-force harness). Exactly
     collinear columns (including a constant column with
@@ -272,6 +257,16 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         R0 in units of y; ``'auto'`` estimates it privately.
     fit_intercept : bool, default=True
         Append a ones column (a per-row map; data-mean centering is never used).
+    label_center : float, default=0.0
+        A public value near the labels, subtracted from them before every
+        pass (with ``fit_intercept=True``; the intercept absorbs it, so the
+        output is the same in exact arithmetic). Declare it when the labels
+        sit far from 0 against their residual scale (beyond about ``1e12``
+        residual scales, e.g. a domain figure such as a typical price):
+        there float64 rounding would move the estimate between neighbours by
+        more than its noise. It must be a public fact: a centre computed
+        from the data would let one record decide the rounding of every
+        other label. Without an intercept it must be 0.
     budget_split : 'auto', 'paper' or tuple of 3 floats, default='auto'
         Shares of eps1 for PTR, location and shape.
     r0_budget_fraction : float in (0, 0.5), default=0.05
@@ -352,6 +347,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         "leverage_bound": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="neither")],
         "residual_bound": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
+        "label_center": [Interval(Real, -1e300, 1e300, closed="both")],
         "budget_split": [StrOptions({"auto", "paper"}), tuple, list],
         "r0_budget_fraction": [Interval(Real, 0, 0.5, closed="neither")],
         "ptr_fail_prob": [Interval(Real, 0, 0.5, closed="left")],
@@ -374,6 +370,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         leverage_bound="auto",
         residual_bound="auto",
         fit_intercept=True,
+        label_center=0.0,
         budget_split="auto",
         r0_budget_fraction=0.05,
         ptr_fail_prob=0.0,
@@ -394,6 +391,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         self.leverage_bound = leverage_bound
         self.residual_bound = residual_bound
         self.fit_intercept = fit_intercept
+        self.label_center = label_center
         self.budget_split = budget_split
         self.r0_budget_fraction = r0_budget_fraction
         self.ptr_fail_prob = ptr_fail_prob
@@ -489,6 +487,11 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         X, y = self._validate_input(X, y)
         n, d = X.shape
         p = d + int(self.fit_intercept)
+        if not self.fit_intercept and self.label_center != 0:
+            raise ConfigurationError(
+                "label_center shifts the labels for the intercept to absorb: without an "
+                "intercept it must be 0."
+            )
         if n < p + 2:
             raise ConfigurationError(
                 f"ISSP needs n >= p + 2 = {p + 2} rows (p counts the intercept column); "
@@ -556,7 +559,7 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
 
     def _shifted_source(self, X, y):
         """``(a, row source of (X, y - a))``: the label shift and the rows the passes read."""
-        shift = _label_shift(y, self.fit_intercept)
+        shift = _label_shift(self.label_center, self.fit_intercept)
         source = _row_source(X, y - shift if shift else y, fit_intercept=self.fit_intercept,
                              chunk_size=self.chunk_size, clip=self.feature_clip,
                              check_finite=self._streamed(X))

@@ -623,8 +623,8 @@ def test_double_double_product_and_exact_whitening_transform():
 def test_label_offset_does_not_move_the_release_beyond_its_noise(offset):
     """A label offset of 1e13-1e15 residual scales (with an intercept).
 
-    The fit works on labels shifted by a label value (exact-arithmetic
-    output unchanged), so the float64 estimate stays accurate: between
+    The fit works on labels shifted by the declared, public label_center
+    (exact-arithmetic output unchanged), so the float64 estimate stays accurate: between
     neighbours (one label moved by 6 sigma) the shift of the estimate in the
     release's own metric, ||F^T (beta_hat - beta_hat')|| / c, stays at its
     clean-data size (0.03-0.04). Computed from unshifted labels it was 16.5
@@ -637,7 +637,8 @@ def test_label_offset_does_not_move_the_release_beyond_its_noise(offset):
     n = 1_000_000
     X = rng.standard_normal((n, 1))
     y = offset + 2 * X[:, 0] + rng.standard_normal(n)
-    params = dict(epsilon=8.0, delta=1e-5, residual_bound=6.5, random_state=0)
+    params = dict(epsilon=8.0, delta=1e-5, residual_bound=6.5, random_state=0,
+                  label_center=offset)
 
     def trace(XX, yy):
         with warnings.catch_warnings():
@@ -662,13 +663,14 @@ def test_label_offset_does_not_move_the_release_beyond_its_noise(offset):
 
 
 def test_no_one_label_decides_the_rounding_of_the_others():
-    """The label shift is a robust centre (the median), not one record's label.
+    """The label shift is a public value, never one read from the data.
 
     Shifted by the first row's own label, one label of 1e17 rounded every
     other shifted label to the same value: the scores jumped by 12 (the
     proven sensitivity is 4) and the private test failed deterministically,
-    while the same label in the second row changed the score by 1. Now the
-    row that holds the outlier does not matter.
+    while the same label in the second row changed the score by 1. A median
+    shift fails the same way on two clusters of labels, where one record
+    moves the median from one cluster to the other.
     """
     from skprivreg.linear_model._issp import _issp_trace
     from skprivreg.linear_model._issp_filters import residual_thresholds
@@ -684,16 +686,39 @@ def test_no_one_label_decides_the_rounding_of_the_others():
     for j, i in enumerate(range(8, 20)):  # residual outliers spread over the ladder
         y[i] = X[i] @ [1.0, -1.0] + ladder[2 * j + 1] * 1.01
 
-    def score(labels):
+    def score(features, labels):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trace = _issp_trace(X, labels, **params)
+            trace = _issp_trace(features, labels, **params)
         return trace.score1, trace.score
 
-    base = score(y)
+    base = score(X, y)
     for value in (1e17, 1e50):
         first, second = y.copy(), y.copy()
         first[0] = second[1] = value
-        s_first, s_second = score(first), score(second)
+        s_first, s_second = score(X, first), score(X, second)
         assert s_first == s_second
         assert abs(s_first[1] - base[1]) <= 4
+
+    # Two clusters of labels, one near 0 and one near 1e17, told apart by a public
+    # 0/1 feature; the neighbour moves one label from the first cluster to the second.
+    n2 = 100_001
+    group = (np.arange(n2) < 50_000).astype(float)
+    X2 = np.column_stack([group, rng.normal(size=n2)])
+    y2 = 1e17 * group + X2[:, 1] + rng.normal(size=n2)
+    y2_moved = y2.copy()
+    y2_moved[-1] = 1e17 + rng.normal()
+    s_d, s_moved = score(X2, y2), score(X2, y2_moved)
+    assert abs(s_d[1] - s_moved[1]) <= 4, (s_d, s_moved)
+
+
+def test_label_center_without_an_intercept_is_refused_before_any_spend():
+    from skprivreg import BudgetAccountant, ConfigurationError, ISSPRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 2))
+    y = X @ [1.0, 2.0]
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ConfigurationError, match="without an intercept"):
+        ISSPRegressor(fit_intercept=False, label_center=5.0, accountant=acc).fit(X, y)
+    assert acc.n_spends == 0
