@@ -146,7 +146,12 @@ def tnb_gamma_for_mean(eta, mean):
 
 
 def tnb_pmf(eta, gamma, k_max):
-    """``P[K = k]`` for ``k = 1..k_max`` (array of length ``k_max``).
+    """``P[K = k]`` for ``k = 1..k_max`` (length ``k_max``): ``exp`` of :func:`tnb_log_pmf`."""
+    return np.exp(tnb_log_pmf(eta, gamma, k_max))
+
+
+def tnb_log_pmf(eta, gamma, k_max):
+    """``log P[K = k]`` for ``k = 1..k_max`` (finite where ``P[K = k]`` underflows).
 
     :math:`P[K=k] = \\frac{(1-\\gamma)^k}{\\gamma^{-\\eta} - 1}\\prod_{\\ell=0}^{k-1}
     \\frac{\\ell+\\eta}{\\ell+1}` for :math:`\\eta \\neq 0`, and
@@ -160,7 +165,7 @@ def tnb_pmf(eta, gamma, k_max):
         log_prod = np.cumsum(np.log(np.abs((ell + eta) / (ell + 1.0))))
         # For -1 < eta < 0 both the product and gamma^-eta - 1 are negative.
         log_p = k * math.log1p(-gamma) + log_prod - math.log(abs(gamma ** (-eta) - 1.0))
-    return np.exp(log_p)
+    return log_p
 
 
 def private_selection_rdp(q_rdp, eta, gamma, orders=RDP_ORDERS):

@@ -18,6 +18,7 @@ from .._rdp import (
     private_selection_rdp,
     rdp_to_dp,
     tnb_gamma_for_mean,
+    tnb_log_pmf,
     tnb_pmf,
 )
 from .._rows import read_into_memory
@@ -68,30 +69,33 @@ def _take(X, rows):
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
-def _cap_and_delta(pmf_all, delta, epsilon, eta, gamma):
+def _cap_and_delta(log_pmf, delta, epsilon, eta, gamma):
     r"""Cap on K and the delta left for the RDP conversion.
 
     Running ``min(K, cap)`` instead of ``K`` changes the output distribution by
     at most ``P[K > cap]`` in total variation on each dataset, which turns an
     ``(eps, d)`` guarantee into ``(eps, d + (1 + e^eps) P[K > cap])``.
 
-    ``pmf_all[i] = P[K = i + 1]`` up to ``k_max``. The tails are summed from
-    the far end (``1 - cumsum`` cancels to 0 below about 1e-16), plus a bound
-    on the mass beyond ``k_max``: consecutive terms have the ratio
+    ``log_pmf[i] = log P[K = i + 1]`` up to ``k_max``. Everything is in log
+    space (the pmf, and ``1 + e^eps``, underflow or overflow at large
+    epsilon), and the tails are summed from the far end (``1 - cumsum``
+    cancels to 0 below about 1e-16), plus a bound on the mass beyond
+    ``k_max``: consecutive terms have the ratio
     :math:`(1-\gamma)(k+\eta)/(k+1) \le r = (1-\gamma)\max(1, (k_{max}+\eta)/(k_{max}+1))`
     for :math:`k \ge k_{max}`, so that mass is at most
     :math:`P[K = k_{max}]\, r / (1 - r)`. Raises ``ConfigurationError`` when
     no cap costs at most a tenth of ``delta``.
     """
-    pmf_all = np.asarray(pmf_all, dtype=float)
-    k_max = len(pmf_all)
+    log_pmf = np.asarray(log_pmf, dtype=float)
+    k_max = len(log_pmf)
     ratio = (1.0 - gamma) * max(1.0, (k_max + eta) / (k_max + 1.0))
-    beyond = math.inf if ratio >= 1.0 else float(pmf_all[-1]) * ratio / (1.0 - ratio)
-    # tails[i] = P[K > i + 1]; the factor covers the rounding of the sums and the pmf.
-    from_end = np.cumsum(pmf_all[::-1])[::-1]
-    tails = (np.append(from_end[1:], 0.0) + beyond) * (1.0 + 1e-9)
-    factor = 1.0 + math.exp(min(epsilon, 700.0))
-    ok = np.nonzero(factor * tails <= _CAP_DELTA_SHARE * delta)[0]
+    log_beyond = (math.inf if ratio >= 1.0
+                  else float(log_pmf[-1]) + math.log(ratio) - math.log1p(-ratio))
+    # log P[K > i + 1]; the margin covers the rounding of the sums and the pmf.
+    from_end = np.logaddexp.accumulate(log_pmf[::-1])[::-1]
+    log_tails = np.logaddexp(np.append(from_end[1:], -np.inf), log_beyond) + 1e-9
+    log_charge = np.logaddexp(0.0, epsilon) + log_tails  # log of (1 + e^eps) P[K > i + 1]
+    ok = np.nonzero(log_charge <= math.log(_CAP_DELTA_SHARE * delta))[0]
     if not ok.size:
         raise ConfigurationError(
             f"The secret number of repetitions cannot be capped at a cost of at most a tenth "
@@ -99,7 +103,7 @@ def _cap_and_delta(pmf_all, delta, epsilon, eta, gamma):
             "n_repetitions."
         )
     cap = int(ok[0]) + 1
-    return cap, delta - factor * float(tails[cap - 1])
+    return cap, delta - math.exp(float(log_charge[cap - 1]))
 
 
 def selection_plan(candidate_rdp, *, epsilon, delta, n_repetitions, eta):
@@ -109,8 +113,8 @@ def selection_plan(candidate_rdp, *, epsilon, delta, n_repetitions, eta):
     guarantee is ``(total_epsilon, delta)``-DP.
     """
     gamma = tnb_gamma_for_mean(eta, n_repetitions)
-    pmf = tnb_pmf(eta, gamma, min(_MAX_CAP, int(200 * n_repetitions) + 1000))
-    cap, conversion_delta = _cap_and_delta(pmf, delta, epsilon, eta, gamma)
+    log_pmf = tnb_log_pmf(eta, gamma, min(_MAX_CAP, int(200 * n_repetitions) + 1000))
+    cap, conversion_delta = _cap_and_delta(log_pmf, delta, epsilon, eta, gamma)
     rdp = private_selection_rdp(candidate_rdp, eta, gamma, RDP_ORDERS)
     return rdp_to_dp(rdp, conversion_delta, RDP_ORDERS), gamma, cap, conversion_delta
 
@@ -274,6 +278,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             raise ValueError("param_grid is empty: give at least one candidate.")
         prefix, step = _dp_step(self.estimator)
         for params in candidates:
+            # A candidate's parameters may replace steps: each candidate is checked
+            # as the template is (no leaking step, no private step before the last).
+            if params and _dp_step(clone(self.estimator).set_params(**params))[0] != prefix:
+                raise ConfigurationError(
+                    "param_grid may not change which step is the private final estimator."
+                )
             for key in params:
                 if key.removeprefix(prefix) in ("epsilon", "delta", "accountant"):
                     raise ValueError(
@@ -323,6 +333,25 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                     pass
             ledgers.append(final.privacy_spent_)
         return ledgers
+
+    def _check_finite_rows(self, X, candidates, prefix):
+        """Refuse NaN or infinity in the rows the private estimators would read, before
+        the spend: the data-independent head of each distinct candidate pipeline is
+        applied to all rows (releasing nothing; its warnings are not shown), and its
+        output must be finite, as every run's fit would require."""
+        seen = set()
+        for params in candidates:
+            est = self._candidate(params, prefix, 1.0)
+            head = est[:-1]
+            key = repr(head)
+            if key in seen:
+                continue
+            seen.add(key)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows = head.fit_transform(X) if len(est.steps) > 1 else X
+            check_array(rows, accept_sparse=True, dtype=None, ensure_all_finite=True,
+                        input_name="X")
 
     def _shapes(self, candidates, prefix, X, n_train, y_shape):
         """Input shape of each candidate's private estimator (public facts).
@@ -429,6 +458,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             raise ConfigurationError(
                 f"n={n} rows leave {n_train} for training and {n_val} for validation."
             )
+        if isinstance(self.estimator, Pipeline):
+            self._check_finite_rows(X, candidates, prefix)
         shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
             candidates, prefix, shapes)

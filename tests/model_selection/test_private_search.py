@@ -316,28 +316,33 @@ def test_verbose_prints_public_facts_only_and_no_line_per_run(capsys):
 
 # -- the cap on the secret number of repetitions --------------------------
 @pytest.mark.parametrize("epsilon, delta, mean_k", [(10.0, 1e-12, 10), (20.0, 1e-15, 10),
-                                                    (1.0, 1e-6, 10), (5.0, 1e-14, 100)])
+                                                    (1.0, 1e-6, 10), (5.0, 1e-14, 100),
+                                                    # the pmf underflows; 1 + e^eps overflows
+                                                    (600.0, 1e-100, 10), (400.0, 1e-200, 10),
+                                                    (750.0, 1e-5, 10)])
 def test_cap_tail_is_charged_exactly_at_small_delta(epsilon, delta, mean_k):
     # Geometric K (eta = 1): P[K > cap] = (1 - gamma)^cap exactly. Summing the tail as
     # 1 - cumsum(pmf) cancels to 0 below about 1e-16 and charged nothing for the cap.
+    from skprivreg._rdp import tnb_log_pmf
     from skprivreg.model_selection._search import _cap_and_delta
 
     gamma = tnb_gamma_for_mean(1.0, mean_k)
-    pmf = tnb_pmf(1.0, gamma, 200 * mean_k + 1000)
-    cap, conversion_delta = _cap_and_delta(pmf, delta, epsilon, 1.0, gamma)
-    charged = (1 + math.exp(epsilon)) * math.exp(cap * math.log1p(-gamma))
-    assert charged <= 0.1 * delta
-    assert conversion_delta <= delta - charged * (1 - 1e-6)
+    log_pmf = tnb_log_pmf(1.0, gamma, 100_000)  # the largest table the search uses
+    cap, conversion_delta = _cap_and_delta(log_pmf, delta, epsilon, 1.0, gamma)
+    log_charged = np.logaddexp(0.0, epsilon) + cap * math.log1p(-gamma)
+    assert log_charged <= math.log(0.1 * delta)
+    assert conversion_delta <= delta - math.exp(log_charged) * (1 - 1e-6)
 
 
 @pytest.mark.parametrize("eta", [-0.5, 0.0, 0.5, 2.0])
 def test_cap_tail_bounds_the_mass_beyond_the_table(eta):
     # The tail past the table's end is bounded by a geometric series; checked against a
     # table 20x longer, summed from its far end.
+    from skprivreg._rdp import tnb_log_pmf
     from skprivreg.model_selection._search import _cap_and_delta
 
     gamma = tnb_gamma_for_mean(eta, 10)
-    short, long_ = tnb_pmf(eta, gamma, 3000), tnb_pmf(eta, gamma, 60000)
+    short, long_ = tnb_log_pmf(eta, gamma, 3000), tnb_pmf(eta, gamma, 60000)
     epsilon, delta = 2.0, 1e-3
     cap, conversion_delta = _cap_and_delta(short, delta, epsilon, eta, gamma)
     tail = float(np.cumsum(long_[::-1])[::-1][cap])  # P[K > cap], to 1e-300
@@ -394,3 +399,39 @@ def test_a_fitted_search_is_saved_without_the_accountants_it_holds():
     assert loaded.privacy_spent_.epsilon == search.privacy_spent_.epsilon
     with pytest.raises(TypeError, match="cannot be pickled"):  # unfitted: still refused
         pickle.dumps(_search(estimator=template))
+
+
+def test_param_grid_cannot_put_leaking_or_private_steps_into_the_pipeline():
+    from sklearn.pipeline import Pipeline
+
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    X, y = _data(n=1000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    pipe = Pipeline([("scale", "passthrough"), ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))])
+    for step, match in [(PrivateStandardScaler(epsilon=1.0, x_range=(-1.0, 1.0)), "is private"),
+                        (StandardScaler(), "standardscaler|StandardScaler")]:
+        with pytest.raises(ConfigurationError, match=match):
+            _search(estimator=pipe, accountant=acc,
+                    param_grid={"scale": ["passthrough", step]}).fit(X, y)
+    assert acc.n_spends == 0
+
+
+def test_nan_reaching_a_pipelines_estimator_is_refused_before_any_spend():
+    from sklearn.impute import SimpleImputer
+
+    X, y = _data(n=1000)
+    X[5, 1] = np.nan
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    pipe = make_private_pipeline(BoundedScaler(x_range=(-1.0, 1.0)),
+                                 AdaSSPRegressor(x_bound=2.0, y_bound=6.5))
+    with pytest.raises(ValueError, match="NaN"):
+        _search(estimator=pipe, accountant=acc,
+                param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert acc.n_spends == 0
+    # A head that fills missing values with a constant makes the rows finite: the search runs.
+    imputing = make_private_pipeline(SimpleImputer(strategy="constant", fill_value=0.0),
+                                     AdaSSPRegressor(x_bound=2.0, y_bound=6.5))
+    _search(estimator=imputing, accountant=acc,
+            param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert acc.n_spends == 1
