@@ -220,12 +220,14 @@ class IndependentSSPRegressor(
         self.random_state = random_state
         self.verbose = verbose
 
-    def _events(self, n, n_outputs, x_eff, y_bound, epsilon, delta, private,
+    def _events(self, n, n_outputs, x_raw, y_bound, epsilon, delta, private,
                 bound_events=()):
         """The bound estimates, then two events, each the composition of the l
-        per-run releases of one kind."""
+        per-run releases of one kind. ``x_raw``: the row bound of X without the
+        intercept column (never rebuilt from the augmented bound, whose square
+        rounds to ``c^2`` when ``c >> x_raw``)."""
         c = float(self.intercept_scaling) if self.fit_intercept else 0.0
-        x_raw = math.sqrt(max(x_eff**2 - c**2, 0.0))
+        x_raw = float(x_raw)
         sens_cov = gram_upper_sensitivity(x_raw, c) / n
         sens_assoc = cross_sensitivity(x_raw, y_bound or 0.0, c) / n
         f = float(self.cov_budget)
@@ -305,8 +307,7 @@ class IndependentSSPRegressor(
         epsilon = float(self.epsilon) if private else math.inf
         epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))
         # The planned (epsilon, delta) does not depend on the bounds' values.
-        unit_x = math.hypot(1.0, self.intercept_scaling) if self.fit_intercept else 1.0
-        planned = self._events(n, n_outputs, unit_x, 1.0, epsilon, delta, private,
+        planned = self._events(n, n_outputs, 1.0, 1.0, epsilon, delta, private,
                                planned_bound_events(bound_eps))[3]
         check_bound_scales(self.x_bound, y_bound, n_outputs)
         self._check_budget(planned)
@@ -326,7 +327,8 @@ class IndependentSSPRegressor(
             x_eff = (math.hypot(x_bound, self.intercept_scaling)
                      if self.fit_intercept else float(x_bound))
         _, sigma_cov, sigma_assoc, ledger = self._events(
-            n, n_outputs, x_eff, y_bound, epsilon, delta, private, bound_events
+            n, n_outputs, 0.0 if x_bound is None else x_bound, y_bound, epsilon, delta,
+            private, bound_events,
         )
         # The statistics pass releases nothing and refuses NaN/inf in X and
         # y (validate_data leaves finiteness to it): it runs before the spend

@@ -473,13 +473,18 @@ class ReuseCovRegressor(
             return int(s)
         return max(2, int(math.floor(float(s) * n)))
 
-    def _raw_x_bound(self, x_bound_eff):
-        """The raw row bound behind an augmented one (a reused covariance's)."""
-        if x_bound_eff is None:
-            return None
-        if self.fit_intercept:
-            return math.sqrt(max(x_bound_eff**2 - self.intercept_scaling**2, 0.0))
-        return float(x_bound_eff)
+    def _raw_x_bound(self, covariance):
+        """The raw row bound behind a reused covariance's augmented one.
+
+        Stored with the covariance; one saved without it gives the augmented
+        bound ``sqrt(B^2 + c^2)``, an upper bound on ``B`` (``B`` is never
+        rebuilt as ``sqrt(x_bound_eff^2 - c^2)``, which rounds to 0 when
+        ``c >> B``).
+        """
+        raw = getattr(covariance, "x_bound", None)
+        if raw is not None:
+            return float(raw)
+        return None if covariance.x_bound_eff is None else float(covariance.x_bound_eff)
 
     def _intercept(self):
         """The constant column ``c`` of the augmented design (0 without intercept)."""
@@ -522,7 +527,7 @@ class ReuseCovRegressor(
         # after the budget check and the spend.
         self.x_bound_ = self.x_bound
         if self.x_bound is None and self.covariance is not None:
-            self.x_bound_ = self._raw_x_bound(self.covariance.x_bound_eff)
+            self.x_bound_ = self._raw_x_bound(self.covariance)
         self.y_bound_ = label_magnitude(self.y_bound)
         epsilon = float(self.epsilon) if private else math.inf
         epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))

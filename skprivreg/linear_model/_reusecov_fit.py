@@ -135,6 +135,7 @@ class _ReleaseMixin:
             privacy=self.privacy, mechanism=self.mechanism,
             composition=self.composition, neighbouring=self.neighbouring,
             x_scale=math.hypot(1.0, self._intercept()), y_row_scale=1.0, w_scale=1.0,
+            x_raw=None if self.privacy == "label" else 1.0,
             cov_budget=self.cov_budget, cov_rows=cov_rows,
             reused_sigma_cov=None if reused is None else reused.sigma, ridge=self.ridge,
             intercept=self._intercept(),
@@ -195,7 +196,8 @@ class _ReleaseMixin:
         x_scale, y_row, w_scale = self._scales(
             n_outputs, stats.x_max_norm, stats.y_max_norm, stats.y_abs_max
         )
-        plan_args.update(x_scale=x_scale, y_row_scale=y_row, w_scale=w_scale)
+        plan_args.update(x_scale=x_scale, y_row_scale=y_row, w_scale=w_scale,
+                         x_raw=None if self.privacy == "label" else float(self.x_bound_ or 0.0))
 
         if cov_rows is not None:
             # A secret subsample from its own seed, drawn on the driver; the
@@ -246,6 +248,7 @@ class _ReleaseMixin:
                 self.privacy, self.neighbouring, plan.sigma_cov,
                 PrivacyLedger(cov_events, composition="basic",
                               delta=sum(e.delta for e in cov_events)),
+                x_bound=None if self.x_bound_ is None else float(self.x_bound_),
             )
         cov = self.covariance_.matrix
         noisy_cov = self.covariance_.sigma > 0

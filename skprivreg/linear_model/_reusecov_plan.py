@@ -226,6 +226,22 @@ class ReleasePlan:
     joint_gain: float = 1.0
 
 
+def _raw_bound_above(x_scale, c):
+    """An upper bound on ``B`` from ``x_scale = hypot(B, c)`` (rounded), never below it.
+
+    ``sqrt((s' - c)(s' + c))`` with ``s' = x_scale (1 + 4 2^-53)`` covers the
+    rounding of ``x_scale`` (``hypot`` is within an ulp); the difference is
+    exact (Sterbenz) where it would cancel, so when ``c >> B`` the result is
+    about ``2e-8 c``, an upper bound, where ``sqrt(x_scale^2 - c^2)`` rounds to
+    0 (no sensitivity, no noise).
+    """
+    s_up = float(x_scale) * (1.0 + 4.0 * 2.0**-53)
+    c = abs(float(c))
+    if c == 0.0:
+        return float(x_scale)
+    return math.sqrt(max((s_up - c) * (s_up + c), 0.0)) * (1.0 + 2.0**-50)
+
+
 def plan_reusecov(
     *,
     n,
@@ -248,6 +264,7 @@ def plan_reusecov(
     proj_c_fro=None,
     intercept=0.0,
     joint=True,
+    x_raw=None,
 ):
     """Noise scales, budget split and ridge of a fit, from public numbers only.
 
@@ -276,10 +293,13 @@ def plan_reusecov(
         ``R`` and ``||C||_F`` of the projection (``mechanism='proj'``).
     intercept : float
         The constant column ``c`` of the augmented design (0: none); the
-        raw row bound is ``sqrt(x_scale^2 - c^2)`` when X is private, and the
         sensitivities are the tight ones of
         :func:`~skprivreg.mechanisms.gram_upper_sensitivity` and
-        :func:`~skprivreg.mechanisms.cross_sensitivity`.
+        :func:`~skprivreg.mechanisms.cross_sensitivity` at the raw row bound.
+    x_raw : float or None
+        The raw row bound of a private X (without the constant column). None:
+        an upper bound on it from ``x_scale`` (:func:`_raw_bound_above`; the
+        plain ``sqrt(x_scale^2 - c^2)`` rounds to 0 when ``c >> x_raw``).
     joint : bool
         Release the covariance and the association as one joint Gaussian
         mechanism where that applies (GDP composition, replace-one, full or
@@ -300,7 +320,7 @@ def plan_reusecov(
         sens_cov = covariance_sensitivity(x_scale, m, neighbouring)
         sens_assoc = association_sensitivity(x_scale, y_row_scale, n, neighbouring)
     else:
-        x_raw = math.sqrt(max(x_scale**2 - c**2, 0.0))
+        x_raw = _raw_bound_above(x_scale, c) if x_raw is None else float(x_raw)
         sens_cov = gram_upper_sensitivity(x_raw, c, neighbouring) / m
         sens_assoc = cross_sensitivity(x_raw, y_row_scale, c, privacy, neighbouring) / n
     no_cov = privacy == "label" or reused_sigma_cov is not None
@@ -631,6 +651,7 @@ def reusecov_plan(
         w_scale=w_scale, cov_budget=cov_budget, cov_rows=cov_subsample,
         ridge=ridge, proj_radius=proj_radius, proj_c_fro=proj_c_fro,
         intercept=float(intercept_scaling) if fit_intercept else 0.0,
+        x_raw=None if privacy == "label" else x_raw,
     )
     notions = {"x_bound": "feature" if privacy == "feature" else "full",
                "y_bound": "label" if privacy == "label" else "full"}

@@ -384,6 +384,9 @@ class NoisyCovariance:
         ``sigma_1`` (0 for the exact covariance of label DP).
     ledger : PrivacyLedger
         The covariance release (empty under label DP).
+    x_bound : float or None
+        Row-norm bound of X without the intercept column (the bound the
+        sensitivity was computed at; None under label DP).
     """
 
     matrix: np.ndarray
@@ -396,5 +399,6 @@ class NoisyCovariance:
     neighbouring: str
     sigma: float
     ledger: PrivacyLedger
+    x_bound: float | None = None
 
 

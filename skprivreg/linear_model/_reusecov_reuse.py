@@ -48,9 +48,13 @@ class _CovarianceReuseMixin:
             cov.intercept_scaling, self.intercept_scaling, rel_tol=1e-12
         ):
             raise ValueError("The reused covariance has another intercept_scaling.")
-        mine = self._x_bound_eff(self.x_bound)
+        # The raw bounds where the covariance carries its own (the augmented
+        # bounds of two raw bounds far below intercept_scaling round equal).
+        raw = getattr(cov, "x_bound", None)
+        mine, theirs = ((self.x_bound, raw) if raw is not None
+                        else (self._x_bound_eff(self.x_bound), cov.x_bound_eff))
         if mine is not None and (
-            cov.x_bound_eff is None or not math.isclose(cov.x_bound_eff, mine, rel_tol=1e-12)
+            theirs is None or not math.isclose(theirs, mine, rel_tol=1e-12)
         ):
             raise ValueError(
                 "The reused covariance was released with another x_bound: clipping "
