@@ -2,8 +2,9 @@
 
 import math
 
+import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr
+from scipy.special import erfcx, log_ndtr
 
 __all__ = ["gdp_delta", "gdp_mu", "gdp_epsilon"]
 
@@ -16,7 +17,11 @@ def gdp_delta(mu, epsilon):
             - e^{\\varepsilon}\\Phi(-\\varepsilon/\\mu - \\mu/2)
 
     computed in log space (Dong, Roth & Su 2022, Corollary 2.13; Balle &
-    Wang 2018, Theorem 8, for the analytic Gaussian mechanism).
+    Wang 2018, Theorem 8, for the analytic Gaussian mechanism). The value is
+    rounded up by a bound on its round-off, so it is not below the exact
+    delta. Where the two terms cancel (their ratio is within 1e-3 of 1, e.g.
+    small epsilon and smaller mu), delta is computed without the
+    subtraction, as an upper bound within ~1e-10 relative of the exact value.
 
     Parameters
     ----------
@@ -31,21 +36,113 @@ def gdp_delta(mu, epsilon):
     """
     mu = float(mu)
     epsilon = float(epsilon)
+    if math.isnan(mu) or math.isnan(epsilon):
+        return math.nan
     if mu <= 0:
         return 0.0
     if math.isinf(mu):
         return 1.0
     if math.isinf(epsilon):
         return 0.0
-    log_a = log_ndtr(-epsilon / mu + mu / 2)
-    log_b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
-    if log_b >= log_a:  # only through round-off; delta is >= 0
-        return 0.0
-    return float(math.exp(log_a) * -math.expm1(log_b - log_a))
+    log_a, diff, slack = _log_terms(mu, epsilon)
+    if diff <= _DIRECT_MAX:
+        return min(1.0, float(math.exp(log_a) * -math.expm1(diff) * (1 + slack)))
+    return float(math.exp(_log_delta_bound(mu, epsilon)))
+
+
+# The direct formula delta = A - B = A (1 - B / A) is used while
+# log(B / A) <= _DIRECT_MAX: there its round-off (a few units in the last place
+# of log A and log B, up to ~1e-13 absolute) is at most ~1e-9 of delta, and
+# delta is rounded up by a bound on it. Closer to 0, A and B cancel, and delta
+# comes from a cancellation-free upper bound instead.
+_DIRECT_MAX = -1e-3
+_ULPS = 8 * 2.0**-53
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_SQRT_PI_2 = math.sqrt(math.pi / 2)
+# Relative margin added to the upper bound in log space; it covers the
+# round-off of the bound (below ~1e-12 wherever delta is above the smallest
+# float), so the bound stays above the exact delta.
+_BOUND_MARGIN = 1e-10
+_CF_FROM = 4.0
+_CF_TERMS = 60
+
+
+def _log_terms(mu, epsilon):
+    """``log A``, ``log(B / A)`` and a bound on the relative round-off of
+    ``A (1 - B / A)`` for ``delta = A - B``, where
+    ``A = Phi(-epsilon/mu + mu/2)`` and ``B = e^epsilon Phi(-epsilon/mu - mu/2)``.
+    """
+    log_a = float(log_ndtr(-epsilon / mu + mu / 2))
+    log_phi_b = float(log_ndtr(-epsilon / mu - mu / 2))
+    diff = epsilon + log_phi_b - log_a
+    if log_a == -math.inf:  # A underflowed in log space: delta is 0 in range
+        return log_a, -math.inf, 0.0
+    if not diff <= _DIRECT_MAX:
+        return log_a, diff, math.inf
+    # Round-off of log A and of log(B / A), the latter amplified by the
+    # derivative of log(1 - e^diff), 1 / (e^-diff - 1). (B = 0 has none.)
+    slack = _ULPS * (abs(log_a) + 1)
+    if math.isfinite(log_phi_b):
+        err_diff = _ULPS * (abs(log_a) + abs(log_phi_b) + epsilon + 1)
+        # 1 / (e^-diff - 1) = e^diff / (1 - e^diff): no overflow at diff << 0
+        slack += err_diff * math.exp(diff) / -math.expm1(diff)
+    return log_a, diff, slack
+
+
+def _log_slope(t):
+    """``log(1 - t R(t))`` for the Mills ratio ``R(t) = Phi(-t) / phi(t)``.
+
+    ``1 - t R(t) = -R'(t)`` is positive, decreasing and convex on the whole
+    real line. Below ``_CF_FROM`` it is computed from ``erfcx`` (relative
+    error below ~1e-14); from there on, where ``1 - t R(t)`` cancels, from
+    Laplace's continued fraction ``1 - t R(t) = 1 / (1 + t s)`` with
+    ``s = t + 2 / (t + 3 / (t + 4 / ...))``, converged to the last place.
+    """
+    if t < 0:
+        log_r = float(log_ndtr(-t)) + 0.5 * t * t + _LOG_SQRT_2PI
+        return float(np.logaddexp(0.0, math.log(-t) + log_r))
+    if t < _CF_FROM:
+        return math.log1p(-t * _SQRT_PI_2 * float(erfcx(t / math.sqrt(2))))
+    s = t
+    for n in range(_CF_TERMS, 1, -1):
+        s = t + n / s
+    if t > 1e100:  # t * s would overflow; the 1 is negligible
+        return -(math.log(t) + math.log(s))
+    return -math.log1p(t * s)
+
+
+def _log_delta_bound(mu, epsilon):
+    """An upper bound on ``log gdp_delta(mu, epsilon)``, free of cancellation
+    and within ~1e-10 of it where the direct formula cancels.
+
+    With ``x = epsilon/mu - mu/2`` and the Mills ratio ``R``, the identity
+    ``e^epsilon phi(x + mu) = phi(x)`` gives
+
+    .. math::
+        \\delta = \\phi(x)\\,(R(x) - R(x + \\mu))
+            = \\phi(x) \\int_x^{x+\\mu} (1 - tR(t))\\,dt.
+
+    The integrand ``-R'(t) = int_0^inf u exp(-tu - u^2/2) du`` has a positive
+    fourth derivative, so Simpson's rule overestimates the integral (its
+    error term is ``-(mu/2)^5/90`` times that derivative). When the direct
+    formula cancels, mu is small against the scale on which the integrand
+    varies, and the rule is accurate far beyond float precision.
+    """
+    x = epsilon / mu - mu / 2
+    if not abs(x) <= 1e150:  # delta is 0 in range, or at most 1
+        return -math.inf if x > 0 else 0.0
+    logs = [_log_slope(x), _log_slope(x + mu / 2), _log_slope(x + mu)]
+    top = max(logs)
+    mean = sum(w * math.exp(v - top) for w, v in zip((1.0, 4.0, 1.0), logs)) / 6.0
+    log_phi = -0.5 * x * x - _LOG_SQRT_2PI
+    return log_phi + math.log(mu) + top + math.log(mean) + _BOUND_MARGIN
 
 
 def _log_gdp_delta(mu, epsilon):
     """``log gdp_delta(mu, epsilon)``, ``-inf`` when delta is 0.
+
+    Never below the exact value: the direct formula is rounded up by a bound
+    on its round-off, and where it cancels :func:`_log_delta_bound` is used.
 
     Finite for deltas far below the smallest positive float, where
     :func:`gdp_delta` itself underflows to 0 or to an inexact subnormal.
@@ -56,11 +153,10 @@ def _log_gdp_delta(mu, epsilon):
         return -math.inf
     if math.isinf(mu):
         return 0.0
-    log_a = float(log_ndtr(-epsilon / mu + mu / 2))
-    log_b = float(epsilon + log_ndtr(-epsilon / mu - mu / 2))
-    if log_b >= log_a:  # only through round-off or underflow; delta is >= 0
-        return -math.inf
-    return log_a + math.log(-math.expm1(log_b - log_a))
+    log_a, diff, slack = _log_terms(mu, epsilon)
+    if diff <= _DIRECT_MAX:
+        return min(0.0, log_a + math.log(-math.expm1(diff)) + slack)
+    return _log_delta_bound(mu, epsilon)
 
 
 _STEPS = 2000
@@ -171,7 +267,14 @@ def gdp_epsilon(mu, delta):
         hi *= 2.0
         if math.isinf(hi):
             return math.inf
-    eps = _root_or_below(lambda e: _log_gdp_delta(mu, e) - log_delta, 0.0, hi)
+    # Solved for epsilon / mu, which is of order 1 at the root even when mu
+    # is tiny, so that the tolerance of the solver is relative to epsilon.
+    s_hi = hi / mu
+    if math.isfinite(s_hi):
+        s = _root_or_below(lambda s: _log_gdp_delta(mu, mu * s) - log_delta, 0.0, s_hi)
+        eps = mu * s
+    else:
+        eps = _root_or_below(lambda e: _log_gdp_delta(mu, e) - log_delta, 0.0, hi)
     for _ in range(_STEPS):
         if not too_small(eps):
             return eps

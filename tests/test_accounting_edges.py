@@ -10,9 +10,9 @@ import textwrap
 import threading
 import warnings
 
+import mpmath
 import numpy as np
 import pytest
-from scipy.special import log_ndtr
 
 import skprivreg.linear_model._ssp as ssp_module
 from skprivreg import PrivacyEvent, PrivacyLedger
@@ -27,15 +27,28 @@ from skprivreg.linear_model import SSPRegressor
 from skprivreg.testing import noise_is_reproducible, reproducible_noise
 
 TINY_DELTAS = [1e-301, 1e-310, 5e-324]
+GRID_DELTAS = [1e-5, 1e-12, 1e-50, 1e-100, 1e-200, 1e-300]
 
 
-def _log_gdp_delta(mu, epsilon):
-    """log of the (epsilon, delta) curve of mu-GDP, in log space throughout."""
-    log_a = log_ndtr(-epsilon / mu + mu / 2)
-    log_b = epsilon + log_ndtr(-epsilon / mu - mu / 2)
-    if log_b >= log_a:
-        return -math.inf
-    return float(log_a + math.log(-math.expm1(log_b - log_a)))
+def _exact_log_delta(mu, epsilon):
+    """log of the (epsilon, delta) curve of mu-GDP, evaluated independently of
+    the package with 80 significant digits:
+    delta = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2).
+
+    The floats are converted exactly; 80 digits leave more than 40 after the
+    subtraction for every (mu, epsilon) checked here.
+    """
+    with mpmath.workdps(80):
+        mu, epsilon = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        delta = (mpmath.ncdf(-epsilon / mu + mu / 2)
+                 - mpmath.exp(epsilon) * mpmath.ncdf(-epsilon / mu - mu / 2))
+        return mpmath.log(delta) if delta > 0 else mpmath.mpf("-inf")
+
+
+def _log(delta):
+    """Exact log of a float delta, for comparisons with the oracle."""
+    with mpmath.workdps(80):
+        return mpmath.log(mpmath.mpf(delta))
 
 
 def _run(code, timeout=60):
@@ -66,25 +79,49 @@ def test_gdp_mu_returns_a_valid_tight_mu_for_subnormal_deltas(epsilon):
     for delta, mu in zip(TINY_DELTAS, mus):
         assert 0 < mu < math.inf
         # Valid, checked in log space (gdp_delta underflows here).
-        assert _log_gdp_delta(mu, epsilon) <= math.log(delta)
+        assert _exact_log_delta(mu, epsilon) <= _log(delta)
         # Tight: a slightly larger mu violates it.
-        assert _log_gdp_delta(mu * (1 + 1e-9), epsilon) > math.log(delta)
+        assert _exact_log_delta(mu * (1 + 1e-9), epsilon) > _log(delta)
 
 
 @pytest.mark.parametrize("mu", [0.05, 1.0, 3.0])
 @pytest.mark.parametrize("delta", TINY_DELTAS)
 def test_gdp_epsilon_is_valid_and_tight_for_subnormal_deltas(mu, delta):
     eps = gdp_epsilon(mu, delta)
-    assert _log_gdp_delta(mu, eps) <= math.log(delta)
-    assert _log_gdp_delta(mu, eps * (1 - 1e-9)) > math.log(delta)
+    assert _exact_log_delta(mu, eps) <= _log(delta)
+    assert _exact_log_delta(mu, eps * (1 - 1e-9)) > _log(delta)
 
 
-def test_log_delta_agrees_with_gdp_delta_in_the_normal_range():
-    for mu in (0.05, 0.3, 1.0, 4.0):
-        for eps in (0.01, 0.5, 2.0, 8.0):
-            delta = gdp_delta(mu, eps)
-            if delta > 1e-300:
-                assert math.exp(_log_gdp_delta(mu, eps)) == pytest.approx(delta, rel=1e-12)
+# Small epsilon with smaller mu: delta is a tiny fraction of both terms of the
+# formula, which then agree to nearly every digit.
+@pytest.mark.parametrize("epsilon", [1e-12, 1e-8, 1e-4, 0.1, 1.0, 5.0, 50.0])
+@pytest.mark.parametrize("delta", GRID_DELTAS)
+def test_gdp_mu_is_valid_and_tight_against_an_exact_oracle(epsilon, delta):
+    mu = gdp_mu(epsilon, delta)
+    assert 0 < mu < math.inf
+    assert _exact_log_delta(mu, epsilon) <= _log(delta)
+    assert _exact_log_delta(mu * (1 + 1e-6), epsilon) > _log(delta)
+
+
+@pytest.mark.parametrize("mu", [1e-10, 1e-6, 1e-3, 0.5, 3.0])
+@pytest.mark.parametrize("delta", GRID_DELTAS)
+def test_gdp_epsilon_is_valid_and_tight_against_an_exact_oracle(mu, delta):
+    eps = gdp_epsilon(mu, delta)
+    assert 0 <= eps < math.inf
+    assert _exact_log_delta(mu, eps) <= _log(delta)
+    if eps > 0:  # else (0, delta)-DP already holds
+        assert _exact_log_delta(mu, eps * (1 - 1e-6)) > _log(delta)
+
+
+@pytest.mark.parametrize("mu", [1e-12, 1e-6, 1e-3, 0.05, 0.3, 1.0, 4.0])
+@pytest.mark.parametrize("epsilon", [1e-12, 1e-8, 1e-4, 0.01, 0.5, 2.0, 8.0])
+def test_gdp_delta_is_never_below_the_exact_delta_and_close_to_it(mu, epsilon):
+    exact = _exact_log_delta(mu, epsilon)
+    if exact < _log(1e-300):  # gdp_delta underflows; covered through gdp_mu
+        return
+    delta = gdp_delta(mu, epsilon)
+    assert delta > 0
+    assert 0 <= _log(delta) - exact <= 1e-9
 
 
 def test_gdp_reference_values_are_unchanged():
