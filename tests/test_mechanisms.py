@@ -237,3 +237,58 @@ def test_above_threshold_output_frequencies_on_neighbours():
     for a, b in ((p, p2), (p2, p)):
         se = np.sqrt(np.maximum(a, b) / n_draws)
         assert np.all(a <= np.exp(eps) * b + 5 * se * (1 + np.exp(eps)))
+
+
+# ---------------------------------------------------------------------------
+# K-ary randomised response: the realised change probability on the uniform grid
+# ---------------------------------------------------------------------------
+def _exp_lower_bound(epsilon):
+    """A rational lower bound on e^epsilon (400-bit evaluation, widened)."""
+    from fractions import Fraction
+
+    import mpmath
+
+    with mpmath.workprec(400):
+        value = mpmath.exp(mpmath.mpf(epsilon))  # a float converts exactly
+        man, exp = value.man_exp
+    return Fraction(man) * Fraction(2) ** exp * (1 - Fraction(1, 2**380))
+
+
+@pytest.mark.parametrize("n_outputs", [2, 10, 1000])
+@pytest.mark.parametrize("epsilon", [1e-15, 1e-10, 1e-6, 1.0, 37.0, 40.0, 800.0])
+def test_randomized_response_realised_change_probability_is_valid(epsilon, n_outputs):
+    # With c the realised probability of a change (keep: 1 - c, each other
+    # value: c / (K - 1)), every output's probability ratio under two inputs
+    # is at most e^eps iff (K-1)/(e^eps+K-1) <= c <= (K-1)e^eps/(1+(K-1)e^eps).
+    # The draw u < q with u on the 2**-53 grid realises ceil(q 2**53) 2**-53.
+    from fractions import Fraction
+
+    from skprivreg.mechanisms import randomized_response
+    from skprivreg.mechanisms._moments import _change_probability
+
+    K = n_outputs
+    q = _change_probability(epsilon, K)
+    if q is None:
+        # The interval is too narrow for the grid: a uniform draw that
+        # ignores the input (ratio exactly 1). Only at tiny epsilon.
+        assert epsilon < 1e-9
+        outputs = [randomized_response(np.full(5000, i), K, epsilon, np.random.default_rng(7))
+                   for i in (0, K - 1)]
+        assert np.array_equal(outputs[0], outputs[1])
+        return
+    realised = Fraction(math.ceil(Fraction(q) * 2**53), 2**53)
+    e_low = _exp_lower_bound(epsilon)  # the checks below are conservative with it
+    c_star_at_most = Fraction(K - 1) / (e_low + K - 1)
+    c_max_at_least = (K - 1) * e_low / (1 + (K - 1) * e_low)
+    assert c_star_at_most <= realised <= c_max_at_least
+    # Utility: hardly above the smallest valid value.
+    assert realised <= c_star_at_most * (1 + Fraction(1, 10**13)) + Fraction(1, 2**53)
+
+
+def test_randomized_response_at_tiny_epsilon_is_uniform():
+    from skprivreg.mechanisms import randomized_response
+
+    rng = np.random.default_rng(11)
+    out = randomized_response(np.zeros(20_000, dtype=np.int64), 10, 1e-15, rng)
+    counts = np.bincount(out, minlength=10)
+    assert stats.chisquare(counts).pvalue > ALPHA

@@ -39,7 +39,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
 from scipy.stats import binom
 
-from .._random import secret_generators
+from .._random import noise_is_reproducible, secret_generators
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import quiet_floats
 from ..exceptions import PlanningWarning
@@ -579,7 +579,8 @@ def stable_mode(
     random_state : None, int or numpy.random.Generator
         Unused outside :func:`skprivreg.testing.reproducible_noise`: the
         subsample pattern and the Laplace draw are secret, from independent
-        children of fresh OS entropy in every call.
+        children of fresh OS entropy in every call (inside that facility
+        they are seeded, and the ledger is marked not for publication).
     notion : {'full', 'label', 'feature'}, default='full'
         Recorded on the privacy event.
 
@@ -605,6 +606,9 @@ def stable_mode(
         n_samples=None if X is None else _n_rows(X),
     )
     _warn_if_release_unlikely(plan, epsilon)
+    # Whether the secret draws are seeded by the testing facility is decided
+    # with the generators; such a run's ledger is not for publication.
+    reproducible = noise_is_reproducible()
     rngs = secret_generators(("subsamples", "noise"), random_state)
     if y is not None:
         y = np.asarray(y)
@@ -620,11 +624,14 @@ def stable_mode(
         noise_rng=rngs["noise"],
     )
     stable = released is not BOTTOM
+    ledger = stable_mode_ledger(epsilon, delta, notion=notion)
+    if reproducible:
+        ledger.for_publication = False
     return StableModeResult(
         value=released if stable else None,
         stable=stable,
         plan=plan,
-        privacy_spent=stable_mode_ledger(epsilon, delta, notion=notion),
+        privacy_spent=ledger,
     )
 
 

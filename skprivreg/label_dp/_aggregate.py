@@ -18,7 +18,7 @@ from functools import partial
 import numpy as np
 from sklearn.utils import check_array
 
-from .._random import public_generators, secret_generators
+from .._random import noise_is_reproducible, public_generators, secret_generators
 from .._rows import (
     check_block_finite,
     is_dask_collection,
@@ -341,7 +341,9 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
     import dask
     import dask.array as da
 
-    X, y = (v if is_dask_collection(v) else da.from_array(np.asarray(v)) for v in (X, y))
+    # A random name: Dask's default hashes the values into every task key.
+    X, y = (v if is_dask_collection(v) else da.from_array(np.asarray(v), name=False)
+            for v in (X, y))
     n = X.shape[0]
     k, m, fit_intercept = plan.bag_size, plan.n_bags, plan.fit_intercept
     lba = plan.mode == "lba"
@@ -472,7 +474,9 @@ def aggregate(
         the labels with ``bounds='data'``, not private).
     random_state : None, int or Generator
         Seeds the released bag partition only; the weights, the PTR draw and
-        the label noise come from fresh OS entropy in every call.
+        the label noise come from fresh OS entropy in every call (inside
+        :func:`skprivreg.testing.reproducible_noise` they are seeded, and
+        the ledger is marked not for publication).
 
     Returns
     -------
@@ -536,8 +540,13 @@ def aggregate(
         epsilon=epsilon, private=private, plan=make_plan,
     ))
     plan_warnings(plan, random_state)
+    # Whether the secret draws are seeded by the testing facility is decided
+    # with the generators; such a run's ledger is not for publication.
+    reproducible = noise_is_reproducible()
     rngs = aggregation_rngs(random_state)
     ledger = plan.ledger()
+    if reproducible:
+        ledger.for_publication = False
     try:
         dataset = run_aggregation(X, y, plan, rngs, feature_names=feature_names)
     except PrivacyCheckFailedError as exc:

@@ -169,6 +169,33 @@ def _raise_full_rank(k, p):
     )
 
 
+#: Safety factor on the backward error of the SVD in :func:`bag_residual_norms`.
+_SVD_ERROR_FACTOR = 8.0
+
+
+def _residual_allowances(singular_values, n_nonzero_columns, k, p, label_bound):
+    """Per-bag rounding allowance of :func:`bag_residual_norms` (public facts only).
+
+    ``s_j`` is the ``r_j``-th largest singular value, ``r_j`` the number of
+    columns of the bag's design that are not exactly zero (at most
+    ``min(k, p)``): exact zero columns add nothing to the column space.
+    ``inf`` marks a bag whose ``s_j`` is at the rounding level (its residual
+    is reported as 0).
+    """
+    eps = np.finfo(np.float64).eps
+    scale = math.sqrt(k) * label_bound  # bounds ||y_j||
+    # C k p eps sqrt(p): C times the backward error of the SVD of a k x p
+    # design with unit-norm columns (||Z_j||_2 <= sqrt(p)).
+    backward = _SVD_ERROR_FACTOR * k * p * eps * math.sqrt(p)
+    r = np.minimum(n_nonzero_columns, singular_values.shape[1])
+    s_j = np.take_along_axis(singular_values, np.maximum(r - 1, 0)[:, None], axis=1)[:, 0]
+    s_j = np.where(r > 0, s_j, 1.0)  # no column: the column space is {0}
+    well_conditioned = s_j > backward
+    angle = backward / np.where(well_conditioned, s_j, 1.0)
+    allowance = (1e-12 + angle) * scale
+    return np.where(well_conditioned, allowance, np.inf)
+
+
 def bag_residual_norms(Z, y, bags, label_bound=None):
     """Conservative (lower) ``sqrt(RSS_j)`` of each bag's own least squares fit.
 
@@ -177,26 +204,58 @@ def bag_residual_norms(Z, y, bags, label_bound=None):
     norm (the column space is unchanged, and the result does not depend on
     the units of the features) and ``y_j`` is projected off all
     ``min(k, p)`` left singular vectors of that design, whatever its
-    numerical rank: their span contains the column space up to rounding (a
-    rank-deficient design loses a few more directions and gives a smaller
-    value). A rounding allowance ``1e-12 sqrt(k) label_bound`` is
-    subtracted; it covers the rounding of the projection, of order
-    ``2.2e-16 sqrt(p k) label_bound / s``, when the smallest nonzero
-    singular value ``s`` of the column-scaled design is above about
-    ``1e-3``. The allowance is a constant (``label_bound`` bounds ``|y|``;
-    default: the data's maximum, for curator diagnostics only), so the
-    result is exactly 1-Lipschitz in each label: the projection depends on
-    the public features only.
+    numerical rank (a rank-deficient design loses a few more directions and
+    gives a smaller value).
+
+    The computed left singular vectors span the column space of a nearby
+    matrix ``Z_j + E`` only: the SVD is backward stable, with ``||E||`` of
+    order ``k p eps ||Z_j||_2`` and ``||Z_j||_2 <= sqrt(p)`` for unit-norm
+    columns (``eps = 2.2e-16``). By Wedin's sin-theta theorem the exact
+    column space then lies within an angle of about ``||E|| / s_j`` of the
+    computed span, ``s_j`` the smallest singular value of the column-scaled
+    design (not counting the columns that are exactly zero in the bag,
+    which add nothing to the column space), so the computed residual can
+    exceed the exact one by up to that angle times
+    ``||y_j|| <= sqrt(k) label_bound``. The allowance
+
+    .. math::
+        a_j = \\Bigl(10^{-12} + \\frac{8\\, k\\, p\\, \\mathrm{eps}\\,
+        \\sqrt{p}}{s_j}\\Bigr) \\sqrt{k}\\, \\mathrm{label\\_bound}
+
+    is subtracted and the result floored at 0. The factor 8 leaves room
+    above the backward-error estimate and above the change of ``s_j``
+    itself (at most ``||E||``); ``10^{-12}`` covers the rounding of the
+    projection. A bag with ``s_j <= 8 k p eps sqrt(p)`` (columns collinear
+    up to rounding) gets 0. For well-conditioned designs the allowance is
+    negligible: about ``1e-8 label_bound`` for ``k = 2000``, ``p = 10`` and
+    ``s_j = 0.5``, against a threshold ``s`` of order ``label_bound``.
+
+    Consequence: a bag design whose columns are exactly or nearly
+    collinear, such as one-hot columns of all categories with an
+    intercept, a feature constant within a bag next to the intercept, or a
+    near-copy of another column, gets a residual of (about) 0, so the
+    private residual check fails. Drop one category of a one-hot encoding,
+    and drop or combine near-duplicate columns.
+
+    The allowance depends on the public features and ``label_bound`` only
+    (``label_bound`` bounds ``|y|``; default: the data's maximum, for
+    curator diagnostics only), so the result is exactly 1-Lipschitz in each
+    label: the projection depends on the public features only.
 
     Curator-side only: the values are private and never released.
     """
-    U, _, _ = _bag_svd(Z, bags)
+    Zu = _unit_columns(Z[bags])
+    U, s, _ = np.linalg.svd(Zu, full_matrices=False)
+    n_nonzero_columns = np.sum(np.any(Zu != 0, axis=1), axis=1)
+    del Zu
     yb = y[bags]
     coords = np.einsum("jkr,jk->jr", U, yb)
     resid = yb - np.einsum("jkr,jr->jk", U, coords)
     if label_bound is None:
         label_bound = float(np.max(np.abs(yb))) if yb.size else 0.0
-    allowance = 1e-12 * math.sqrt(bags.shape[1]) * label_bound
+    k, p = bags.shape[1], Z.shape[1]
+    allowance = _residual_allowances(s, n_nonzero_columns, k, p, float(label_bound))
+    # An infinite allowance (rounding-level s_j) gives 0.
     return np.maximum(np.linalg.norm(resid, axis=1) - allowance, 0.0)
 
 

@@ -151,7 +151,12 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
       ``delta_LBA(eps_agg; c*) <= delta/2`` for the aggregation, with
       ``s = Delta / c*`` and ``c* = lba_c_star(eps_agg, delta/2)``. On
       failure :class:`PrivacyCheckFailedError` is raised after the budget is
-      recorded; nothing is released.
+      recorded; nothing is released. The check certifies each bag's
+      residual from its public design only: a bag design whose columns are
+      exactly or nearly collinear (one-hot columns of every category with an
+      intercept, a feature constant within a bag, a near-copy of another
+      column) gets a certified residual of 0 and makes the check fail: drop
+      one category, and drop or combine near-duplicate columns.
 
       Before any spend, the test's pass probability is computed from public
       facts (:func:`lba_plan`): no bag's residual sum of squares exceeds

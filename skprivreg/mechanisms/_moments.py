@@ -181,22 +181,56 @@ def randomized_response_probabilities(epsilon, n_outputs):
     return p, p * q_over_p
 
 
-def _change_probability(epsilon, n_outputs):
-    """``(K - 1) / (e^eps + K - 1)``, the probability that an entry is changed.
+# The computed (K - 1) e^-eps / (1 + (K - 1) e^-eps) is within a relative 1e-15
+# of the exact value (a few roundings) wherever it is above 2**-53; it is
+# raised by this relative margin so that it is never below the exact value.
+_CHANGE_MARGIN = 1e-14
+_GRID = 2.0**-53  # spacing of the uniforms of numpy's Generator.random
 
-    Computed as ``(K - 1) e^-eps / (1 + (K - 1) e^-eps)`` (no cancellation:
-    positive where ``p`` rounds to 1) and raised by a relative ``1e-14``,
-    above the few roundings of the formula, so the float is never below the
-    exact value. Where ``e^-eps`` underflows (epsilon above about 708) the
-    smallest positive float is returned: any value in ``(0, 2**-53]`` gives
-    the same draw ``u < q`` on the uniform grid (probability ``2**-53``, above
-    the exact value). 0 only for ``epsilon=inf`` or ``K = 1``.
+
+def _change_probability(epsilon, n_outputs):
+    """The probability ``c`` that randomised response changes an entry, or None.
+
+    With ``c`` the realised probability of a change, the ratio of any
+    output's probabilities under two inputs is at most ``e^eps`` exactly
+    when
+
+    .. math::
+        c^* = \\frac{K - 1}{e^{\\varepsilon} + K - 1} \\le c \\le
+        c_{max} = \\frac{(K - 1) e^{\\varepsilon}}{1 + (K - 1) e^{\\varepsilon}}
+
+    (keep: ``1 - c``; each other value: ``c / (K - 1)``). The draw
+    ``u < c`` with ``u`` uniform on the multiples of ``2**-53`` in
+    ``[0, 1)`` realises ``c`` rounded up to that grid, i.e. less than
+    ``c + 2**-53``. ``c*`` is computed as ``(K - 1) e^-eps / (1 + (K - 1)
+    e^-eps)`` (no cancellation), within a relative ``1e-15`` of its exact
+    value, and raised by a relative ``1e-14``: never below ``c*``. Where
+    ``e^-eps`` is tiny or underflows, the smallest positive float is the
+    floor: the realised probability is then ``2**-53``, above ``c*``.
+
+    The upper end holds when the relative width of the interval,
+    ``c_max / c* - 1 = 2 sinh(eps) / (e^-eps + K - 1)``, leaves room for
+    the margin and the grid step, checked with a factor 2 to spare. At
+    tiny ``epsilon`` (below about ``1.1e-14 K``) it does not, and None is
+    returned: the output is then a uniform draw over the ``K`` values that
+    ignores the input (ratio exactly 1). Returns 0 for ``epsilon=inf`` or
+    ``K = 1``.
     """
     if math.isinf(epsilon) or n_outputs == 1:
         return 0.0
-    ratio = (n_outputs - 1) * math.exp(-float(epsilon))
-    q_change = ratio / (1.0 + ratio) * (1.0 + 1e-14)
-    return min(max(q_change, math.ulp(0.0)), 1.0)
+    epsilon = float(epsilon)
+    ratio = (n_outputs - 1) * math.exp(-epsilon)
+    c_star = ratio / (1.0 + ratio)
+    q_change = min(max(c_star * (1.0 + _CHANGE_MARGIN), math.ulp(0.0)), 1.0)
+    if epsilon > 700.0:
+        # c* < (K - 1) e^-700 and c_max > 1/2: the realised probability,
+        # at most q_change + 2**-53, is far inside the interval.
+        return q_change
+    rel_width = 2.0 * math.sinh(epsilon) / (math.exp(-epsilon) + n_outputs - 1)
+    needed = 1.2 * _CHANGE_MARGIN * c_star + _GRID
+    if not c_star * rel_width >= 2.0 * needed:
+        return None
+    return q_change
 
 
 def randomized_response(index, n_outputs, epsilon, rng):
@@ -204,13 +238,19 @@ def randomized_response(index, n_outputs, epsilon, rng):
 
     Each entry ``i`` in ``{0, ..., K-1}`` is changed when a uniform draw
     ``u`` in ``[0, 1)`` is below the change probability
-    ``(K - 1) / (e^eps + K - 1)`` (computed without cancellation and never
-    below its exact value), and then replaced by one of the ``K - 1`` other
+    ``(K - 1) / (e^eps + K - 1)`` (computed without cancellation and
+    slightly raised), and then replaced by one of the ``K - 1`` other
     values chosen uniformly; otherwise it is kept. This is the law of
-    :func:`randomized_response_probabilities`. The uniforms lie on the grid
-    of multiples of ``2**-53``, so the realised change probability is the
-    computed one rounded up to that grid: at least the exact value, which
-    keeps the ratio of any two outputs' probabilities at most ``e^eps``.
+    :func:`randomized_response_probabilities` up to that raise and the
+    grid of the uniforms: they lie on the multiples of ``2**-53``, so the
+    realised change probability is the computed one rounded up to that
+    grid; it lies between ``(K - 1) / (e^eps + K - 1)`` and
+    ``(K - 1) e^eps / (1 + (K - 1) e^eps)``, which keeps the ratio of any
+    two inputs' probabilities of an output at most ``e^eps``. At tiny
+    epsilon (below about ``1.1e-14 K``), where that interval is too narrow
+    for the grid, every entry is drawn uniformly from the ``K`` values
+    whatever its input (ratio 1; its probabilities differ from those of
+    :func:`randomized_response_probabilities` by less than ``eps / K``).
     Every output depends on its own input only, so releasing the whole
     vector is epsilon-DP when inputs differ in one entry (replace-one), and
     row blocks can be randomised independently.
@@ -218,6 +258,8 @@ def randomized_response(index, n_outputs, epsilon, rng):
     index = np.asarray(index, dtype=np.int64)
     randomized_response_probabilities(epsilon, n_outputs)  # checks the arguments
     q_change = _change_probability(epsilon, int(n_outputs))
+    if q_change is None:
+        return rng.integers(0, n_outputs, size=index.shape)
     if q_change == 0.0:
         return index.copy()
     change = rng.random(index.shape) < q_change

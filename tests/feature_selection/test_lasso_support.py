@@ -940,3 +940,22 @@ def test_rules_never_modify_the_callers_arrays(fit_intercept, standardize):
     LassoSupportRule(noise_level=1.0, fit_intercept=fit_intercept, standardize=standardize)(X, y)
     LarsEntryRule(3, fit_intercept=fit_intercept, standardize=standardize)(X, y)
     assert np.array_equal(X, X0) and np.array_equal(y, y0)
+
+
+def test_stable_mode_ledger_is_not_for_publication_inside_reproducible_noise():
+    from skprivreg.testing import reproducible_noise
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3))
+    y = X @ [1.0, 2.0, 3.0] + rng.normal(size=4000)
+
+    def run():
+        return stable_mode(X, y, lambda X_j, y_j: 0, epsilon=1.0, delta=1e-6, random_state=0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(1):
+            inside = run()
+        outside = run()
+    assert inside.privacy_spent.for_publication is False
+    assert outside.privacy_spent.for_publication is True

@@ -149,7 +149,11 @@ def test_random_labels_give_the_same_residuals_on_ordinary_data():
     y = rng.uniform(-2, 2, n)
     bags = rng.permutation(n).reshape(n // k, k)
     got = bag_residual_norms(Z, y, bags, label_bound=2.0)
-    np.testing.assert_allclose(got, _unscaled_residual_norms(Z, y, bags, 2.0), rtol=1e-12)
+    # The allowance for the SVD's rounding (about 2e-10 here, against
+    # residual norms near 20) is the only difference.
+    unscaled = _unscaled_residual_norms(Z, y, bags, 2.0)
+    assert np.all(got <= unscaled)
+    np.testing.assert_allclose(got, unscaled, rtol=1e-10)
     exact = _exact_residual_norms(Z, y, bags)
     assert np.all(got <= exact)
     np.testing.assert_allclose(got, exact, rtol=1e-10)
