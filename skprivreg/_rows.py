@@ -620,7 +620,9 @@ def same_row_chunks(X, y):
 
     A Dask data frame becomes an array; an in-memory side becomes a Dask
     array with the other side's row chunks (float64 when it is not a float
-    array already).
+    array already), under a random name: a name hashed from the values
+    (Dask's default) would put a fingerprint of the private rows in every
+    task key the scheduler, its dashboard and its logs see.
     """
     import dask.array as da
 
@@ -628,11 +630,11 @@ def same_row_chunks(X, y):
     if not is_dask_collection(X):
         X = np.asarray(X)
         X = da.from_array(X if X.dtype.kind == "f" else X.astype(np.float64),
-                          chunks=(y.chunks[0], -1))
+                          chunks=(y.chunks[0], -1), name=False)
     if not is_dask_collection(y):
         y = np.asarray(y)
         y = da.from_array(y if y.dtype.kind == "f" else y.astype(np.float64),
-                          chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
+                          chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()), name=False)
     return X, y
 
 
