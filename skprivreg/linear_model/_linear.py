@@ -540,6 +540,11 @@ def _fit_private(source, plan, est, rngs):
         counts = count_bounds(None, None, source)
         counts_x, counts_y = counts["x_bound"], counts["y_bound"]
         bound_eps = {e.name: e.epsilon for e in plan.bound_events}
+        for name, counted in (("x_bound", counts_x), ("y_bound", counts_y)):
+            # A bound read from the data above the largest bin is refused before
+            # any release (the first noisy value records the spend).
+            if name in bound_eps and math.isinf(bound_eps[name]) and counted[-1] > 0:
+                raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
         if est.x_range is None:
             x_clip = _range_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"], bins,
                                   "x_bound", plan.private)

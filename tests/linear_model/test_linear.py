@@ -379,8 +379,9 @@ def test_ranges_too_narrow_to_scale_are_refused_before_any_spend(ranges):
     assert acc.n_spends == 0
 
 
+@pytest.mark.parametrize("x_range", [(-5.0, 5.0), None])
 @pytest.mark.parametrize("epsilon, bounds", [(np.inf, "private"), (1.0, "data")])
-def test_bounds_read_from_data_above_the_largest_bin_are_refused(epsilon, bounds):
+def test_bounds_read_from_data_above_the_largest_bin_are_refused(epsilon, bounds, x_range):
     # No bin lies above labels of 1e13: the bound was the first bin (9.5e-7), every
     # label was clipped to it, silently. SSP refuses such labels; so does this.
     rng = np.random.default_rng(0)
@@ -388,5 +389,8 @@ def test_bounds_read_from_data_above_the_largest_bin_are_refused(epsilon, bounds
     y = 1e13 * (X @ [1.0, 2.0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        acc = BudgetAccountant(epsilon=np.inf, delta=0.5)
         with pytest.raises(ValueError, match="values above .* are not supported"):
-            LinearRegression(epsilon=epsilon, bounds=bounds, x_range=(-5.0, 5.0)).fit(X, y)
+            LinearRegression(epsilon=epsilon, bounds=bounds, x_range=x_range,
+                             accountant=acc).fit(X, y)
+    assert acc.n_spends == 0  # refused before the first release
