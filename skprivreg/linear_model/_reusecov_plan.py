@@ -48,7 +48,8 @@ def optimal_cov_budget(
     This is the Theorem-1 proxy of PRIMO's excess risk. Under GDP with the
     full data, ``sigma_1 = Delta_1/(sqrt(f) mu)`` and
     ``sigma_2 = Delta_2/(sqrt(1-f) mu)`` give the closed form
-    ``f* = Delta_1 w / (Delta_1 w + Delta_2)``. Otherwise (PRIMO's constant,
+    ``f* = Delta_1 w / (Delta_1 w + Delta_2)``, kept in ``[0.01, 0.99]``
+    (each release needs some budget). Otherwise (PRIMO's constant,
     or a subsampled covariance) the proxy is minimised numerically over
     ``f in [0.01, 0.99]`` with the exact calibrations. Public: depends on
     bounds, n, l and (epsilon, delta) only.
@@ -73,7 +74,10 @@ def optimal_cov_budget(
         a = sens_cov * w_scale
         if a + sens_assoc <= 0:
             return 0.5  # no noise on either side (the non-private mode)
-        return a / (a + sens_assoc)
+        # Within [0.01, 0.99], as the numerical minimisers: a share of exactly 0 or
+        # 1 (a zero sensitivity on one side, or w_scale far from 1) leaves the other
+        # release no budget, which its calibration refuses after the spend.
+        return min(max(a / (a + sens_assoc), 0.01), 0.99)
 
     def proxy(f):
         cov, assoc = _split_events(

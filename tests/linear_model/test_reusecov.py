@@ -1074,3 +1074,23 @@ def test_sensitivities_use_the_raw_row_bound_even_when_the_intercept_dominates(x
                    for event in ind.privacy_spent_.events)
         sigmas = [s for e in ind.privacy_spent_.events for _, s in (e.components or ())]
         assert sigmas and all(s > 0 for s in sigmas)
+
+
+@pytest.mark.parametrize("kw", [dict(neighbouring="zero-out", w_bound=1e20),
+                                dict(privacy="feature", y_is_zero=True)])
+def test_an_extreme_budget_split_leaves_each_release_some_budget(kw):
+    # The closed-form split gave exactly 1.0 (w_bound far above 1, or a public Y of
+    # zeros): the association's calibration then refused mu = 0 after the spend.
+    from skprivreg import BudgetAccountant
+
+    kw = dict(kw)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(500, 3))
+    Y = np.zeros((500, 2)) if kw.pop("y_is_zero", False) else rng.normal(size=(500, 2))
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ReuseCovRegressor(epsilon=1.0, x_bound=2.0, y_bound=3.0, accountant=acc,
+                                **kw).fit(X, Y)
+    assert est.cov_budget_ == pytest.approx(0.99)
+    assert acc.n_spends == 1 and np.all(np.isfinite(est.coef_))
