@@ -142,17 +142,18 @@ class _CovarianceReuseMixin:
         index = len(self.association_releases_)
         old = self.privacy_spent_
         # _release spends the new association on the accountant before reading Y_new.
-        W, G_hat, release = self._release(
-            X, Y_new, epsilon=float(epsilon), delta=float(delta), private=private,
-            cov_rows=None, reused=reused, seed_index=2 + index,
-            association_name=f"association[{index}]",
-        )
-        new = release["ledger"]
-        self.privacy_spent_ = PrivacyLedger(
-            [*old.events, *new.events],
-            composition=old.composition if old.composition == new.composition else "basic",
-            delta=min(old.delta + new.delta, 1.0),
-        )
+        try:
+            W, G_hat, release = self._release(
+                X, Y_new, epsilon=float(epsilon), delta=float(delta), private=private,
+                cov_rows=None, reused=reused, seed_index=2 + index,
+                association_name=f"association[{index}]",
+            )
+        except BaseException:
+            if self.privacy_spent_ is not old:
+                # Spent, then failed: the ledger keeps the fit's releases and this one.
+                self.privacy_spent_ = _joined(old, self.privacy_spent_)
+            raise
+        self.privacy_spent_ = _joined(old, release["ledger"])
         if self.fit_intercept:
             coef_new, intercept_new = W[:-1].T, self.intercept_scaling * W[-1]
         else:
@@ -208,3 +209,12 @@ class _CovarianceReuseMixin:
             "proj_mu_": self.proj_mu_,
             "privacy_spent_": self.privacy_spent_,
         }
+
+
+def _joined(old, new):
+    """The ledger of the fit's releases followed by a later release's."""
+    return PrivacyLedger(
+        [*old.events, *new.events],
+        composition=old.composition if old.composition == new.composition else "basic",
+        delta=min(old.delta + new.delta, 1.0),
+    )

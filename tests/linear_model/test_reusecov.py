@@ -1094,3 +1094,28 @@ def test_an_extreme_budget_split_leaves_each_release_some_budget(kw):
                                 **kw).fit(X, Y)
     assert est.cov_budget_ == pytest.approx(0.99)
     assert acc.n_spends == 1 and np.all(np.isfinite(est.coef_))
+
+
+def test_a_failed_add_outcomes_after_its_spend_keeps_every_release_in_the_ledger():
+    # The new release records its spend, then the solve fails (a rank-deficient public X
+    # with no ridge): the ledger had lost the fit's own release.
+    from skprivreg import BudgetAccountant
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 3))
+    Y = X @ rng.normal(size=(3, 2)) + rng.normal(size=(1000, 2))
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ReuseCovRegressor(epsilon=1.0, privacy="label", y_bound=3.0, psd="none",
+                                ridge=0.0, accountant=acc).fit(X, Y)
+        before = [e.name for e in est.privacy_spent_.events]
+        before_epsilon = est.privacy_spent_.epsilon
+        X_rank_deficient = X.copy()
+        X_rank_deficient[:, 2] = X_rank_deficient[:, 1]
+        with pytest.raises(np.linalg.LinAlgError):
+            est.add_outcomes(X_rank_deficient, Y, epsilon=1.0, delta=1e-6)
+    names = [e.name for e in est.privacy_spent_.events]
+    assert names == before + ["association[1]"]
+    assert acc.n_spends == 2
+    assert est.privacy_spent_.epsilon > before_epsilon
