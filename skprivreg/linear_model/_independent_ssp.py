@@ -164,8 +164,9 @@ class IndependentSSPRegressor(
     x_bound_, y_bound_ : float or None
         The bounds used (declared, or released privately).
     privacy_spent_ : PrivacyLedger
-        The bound estimates (if any), then two events, each the composition
-        of the ``l`` per-run releases.
+        The bound estimates (if any), then the composition of the ``l``
+        per-run releases: one joint event under GDP composition (covariance
+        and association calibrated together), else two events, one per kind.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
     """

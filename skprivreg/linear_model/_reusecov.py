@@ -88,7 +88,8 @@ class ReuseCovRegressor(
 
     **Sensitivities** (replace-one; ``B`` the raw row bound ``x_bound``,
     ``c = intercept_scaling`` with an intercept, else 0): ``sqrt(2)(B^2 +
-    c^2/2) / n`` for the upper triangle of :math:`X^\\top X/n` (whose corner
+    c^2/2) / n``, or ``2 B c / n`` when ``c^2 > 2 B^2``, for the upper
+    triangle of :math:`X^\\top X/n` (whose corner
     ``c^2`` is the same for every dataset and is released without noise);
     ``2 sqrt(B^2 + c^2) sqrt(l) y_bound / n`` for :math:`X^\\top Y/n` (full);
     ``2 B max_i||y^i|| / n`` (feature: the constant column cancels);
@@ -522,6 +523,13 @@ class ReuseCovRegressor(
         _check_dask_feature_projection(Y, self.privacy, self.mechanism)
         if self.covariance is not None:
             self._check_covariance(self.covariance, n, d_eff)
+            if self.x_bound is None and not self.covariance.x_bound_eff:
+                # A covariance of a fit without a row bound (epsilon=inf): this
+                # fit's rows would be clipped to norm 0.
+                raise ValueError(
+                    "The reused covariance carries no row bound (it was released "
+                    "without one): declare x_bound."
+                )
 
         # Declared bounds now; missing ones are released inside _release,
         # after the budget check and the spend.
@@ -583,9 +591,8 @@ class ReuseCovRegressor(
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
-        tags.non_deterministic = self.random_state is None and not math.isinf(
-            self.epsilon
-        )
+        # Noise comes from fresh OS entropy whatever random_state is.
+        tags.non_deterministic = not math.isinf(self.epsilon)
         return tags
 
 

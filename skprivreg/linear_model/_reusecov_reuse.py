@@ -162,6 +162,12 @@ class _CovarianceReuseMixin:
         self.intercept_ = np.concatenate([np.atleast_1d(self.intercept_), intercept_new])
         self.n_outputs_ = self.coef_.shape[0]
         self.association_releases_.append(self._release_summary(release, W.shape[1]))
+        # The attributes that describe the last release.
+        self.ridge_ = release["ridge"]
+        self.noise_std_ = {**self.noise_std_, "association": release["sigma_assoc"]}
+        self.sensitivity_ = {**self.sensitivity_, "association": release["sens_assoc"]}
+        self.proj_mu_ = release["proj_mu"]
+        self.proj_active_ = release["proj_mu"] > 0
         if self.keep_noisy_stats:
             self.noisy_xty_ = np.hstack([self.noisy_xty_, G_hat])
         return np.ascontiguousarray(coef_new)

@@ -1119,3 +1119,34 @@ def test_a_failed_add_outcomes_after_its_spend_keeps_every_release_in_the_ledger
     assert names == before + ["association[1]"]
     assert acc.n_spends == 2
     assert est.privacy_spent_.epsilon > before_epsilon
+
+
+def test_reused_covariance_without_a_row_bound_is_refused_before_any_spend():
+    from skprivreg import BudgetAccountant
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    Y = rng.normal(size=(300, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cov = ReuseCovRegressor(epsilon=np.inf, y_bound=3.0).fit(X, Y).export_covariance()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="no row bound"):
+        ReuseCovRegressor(epsilon=1.0, y_bound=3.0, covariance=cov, accountant=acc).fit(X, Y)
+    assert acc.n_spends == 0
+
+
+def test_add_outcomes_updates_the_attributes_of_the_last_release():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 3))
+    Y = rng.normal(size=(500, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ReuseCovRegressor(epsilon=1.0, x_bound=3.0, y_bound=3.0).fit(X, Y)
+        first = dict(est.sensitivity_)
+        est.add_outcomes(X, rng.normal(size=(500, 8)), epsilon=2.0, delta=1e-6)
+    last = est.association_releases_[-1]
+    assert est.sensitivity_["association"] == last["sensitivity"] != first["association"]
+    assert est.noise_std_["association"] == last["sigma"]
+    assert est.ridge_ == last["ridge"]
+    assert est.sensitivity_["covariance"] == first["covariance"]
