@@ -3,6 +3,7 @@
 import math
 import warnings
 
+import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone
 from sklearn.model_selection import ParameterGrid
@@ -307,9 +308,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         delta = self._budgets()[1] if delta is None else delta
         est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
                           f"{prefix}accountant": None})
-        if f"{prefix}verbose" in est.get_params():
-            # Runs print nothing: a line per run would reveal their secret number.
-            est.set_params(**{f"{prefix}verbose": 0})
+        # Runs print nothing: a line per run (of any step, or of the pipeline
+        # itself) would reveal their secret number.
+        quiet = {name: False for name in est.get_params(deep=True)
+                 if name == "verbose" or name.endswith("__verbose")}
+        if quiet:
+            est.set_params(**quiet)
         return est
 
     def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
@@ -341,12 +345,17 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         output must be finite, as every run's fit would require."""
         seen = set()
         for params in candidates:
-            est = self._candidate(params, prefix, 1.0)
-            head = est[:-1]
-            key = repr(head)
+            # Candidates that set the same head parameters have the same head
+            # (a repr would not tell apart heads whose long parameters it elides).
+            try:
+                key = joblib.hash({k: v for k, v in params.items() if not k.startswith(prefix)})
+            except Exception:  # a value joblib cannot hash: checked on its own
+                key = object()
             if key in seen:
                 continue
             seen.add(key)
+            est = self._candidate(params, prefix, 1.0)
+            head = est[:-1]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rows = head.fit_transform(X) if len(est.steps) > 1 else X

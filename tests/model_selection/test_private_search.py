@@ -435,3 +435,42 @@ def test_nan_reaching_a_pipelines_estimator_is_refused_before_any_spend():
     _search(estimator=imputing, accountant=acc,
             param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
     assert acc.n_spends == 1
+
+
+def test_runs_print_nothing_whichever_step_or_pipeline_is_verbose(capsys):
+    # A verbose Pipeline printed a line per step per run: their count revealed the secret
+    # number of runs.
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = _data(n=1000)
+    pipe = Pipeline([("f", FunctionTransformer()),
+                     ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))], verbose=True)
+    _search(estimator=pipe, param_grid={"reg__x_bound": [1.0, 2.0]}).fit(X, y)
+    out = capsys.readouterr()
+    assert "[Pipeline]" not in out.out + out.err
+
+
+def test_every_distinct_head_is_checked_for_nan_before_any_spend():
+    # Two heads whose reprs are equal (numpy elides long arrays): the second, which makes
+    # NaN from negative values, was skipped by a check keyed on the repr.
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = _data(n=1000)
+    good = np.ones(2000)
+    bad = np.ones(2000)
+    bad[1000] = np.nan  # a long array: its repr is elided
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+
+    def scale(X, weights):
+        return X * weights[1000]
+
+    pipe = make_private_pipeline(FunctionTransformer(scale, kw_args={"weights": good}),
+                                 AdaSSPRegressor(x_bound=2.0, y_bound=6.5))
+    heads = [FunctionTransformer(scale, kw_args={"weights": good}),
+             FunctionTransformer(scale, kw_args={"weights": bad})]
+    assert repr(heads[0]) == repr(heads[1])
+    with pytest.raises(ValueError, match="NaN"):
+        _search(estimator=pipe, accountant=acc,
+                param_grid={"functiontransformer": heads}).fit(X, y)
+    assert acc.n_spends == 0
