@@ -243,7 +243,8 @@ def _raw_bound_above(x_scale, c):
     c = abs(float(c))
     if c == 0.0:
         return float(x_scale)
-    return math.sqrt(max((s_up - c) * (s_up + c), 0.0)) * (1.0 + 2.0**-50)
+    # Two square roots, not the root of a product that can underflow.
+    return math.sqrt(max(s_up - c, 0.0)) * math.sqrt(s_up + c) * (1.0 + 2.0**-50)
 
 
 def plan_reusecov(

@@ -1150,3 +1150,13 @@ def test_add_outcomes_updates_the_attributes_of_the_last_release():
     assert est.noise_std_["association"] == last["sigma"]
     assert est.ridge_ == last["ridge"]
     assert est.sensitivity_["covariance"] == first["covariance"]
+
+
+def test_raw_bound_from_an_augmented_one_is_never_below_it():
+    from skprivreg.linear_model._reusecov_plan import _raw_bound_above
+
+    rng = np.random.default_rng(7)
+    B = 10.0 ** rng.uniform(-300, 300, 100_000)
+    c = 10.0 ** rng.uniform(-300, 300, 100_000)
+    below = [(b, cc) for b, cc in zip(B, c) if _raw_bound_above(math.hypot(b, cc), cc) < b]
+    assert below == []
