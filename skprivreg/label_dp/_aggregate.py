@@ -39,8 +39,11 @@ from ._bags import (
     _group_full_rank,
     _group_llp_aggregates,
     _group_min_residual,
+    _group_uncertifiable,
     _raise_full_rank,
+    _raise_uncertifiable,
     bag_residual_norms,
+    check_bag_conditioning,
     check_bag_ranks,
     lba_aggregate,
     llp_noise_mask,
@@ -159,6 +162,8 @@ def run_aggregation(X, y, plan, rngs, feature_names=None):
     bags, _ = sample_bags(n, plan.bag_size, plan.n_bags, rngs["partition"])
     if plan.private and plan.mode == "lba":
         check_bag_ranks(Z, bags)
+        if plan.assumption == "ptr":
+            check_bag_conditioning(Z, bags)
     if plan.bound_pending:
         plan = _release_label_range(y, plan, rngs["bounds"])
 
@@ -367,6 +372,13 @@ def _run_aggregation_dask(X, y, plan, rngs, feature_names=None):
         )
         if any(flags):
             _raise_full_rank(k, _design_width(X.shape[1], fit_intercept))
+    if lba and plan.private and plan.assumption == "ptr":
+        flags = _compute(
+            dask.delayed(quiet_floats(_group_uncertifiable))(xb, fit_intercept, g, k)
+            for xb, g in zip(x_blocks, sizes)
+        )
+        if any(flags):
+            _raise_uncertifiable()
     if plan.bound_pending:
         plan = _release_label_range(y, plan, rngs["bounds"])
 

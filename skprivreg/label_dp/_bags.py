@@ -30,6 +30,7 @@ __all__ = [
     "lba_aggregate",
     "llp_noise_mask",
     "bag_design_ranks",
+    "check_bag_conditioning",
     "check_bag_ranks",
     "bag_residual_norms",
 ]
@@ -154,6 +155,39 @@ def check_bag_ranks(Z, bags):
         return
     if _some_bag_full_rank(Z, bags):
         _raise_full_rank(k, Z.shape[1])
+
+
+def _some_bag_uncertifiable(Z, bags):
+    """True when some bag's design is collinear up to rounding (public features only):
+    :func:`bag_residual_norms` then certifies a residual of 0 for it, whatever the labels."""
+    Zu = _unit_columns(Z[bags])
+    s = np.linalg.svd(Zu, compute_uv=False)
+    n_nonzero_columns = np.sum(np.any(Zu != 0, axis=1), axis=1)
+    allowance = _residual_allowances(s, n_nonzero_columns, bags.shape[1], Z.shape[1], 1.0)
+    return bool(np.any(np.isinf(allowance)))
+
+
+def _raise_uncertifiable():
+    raise PrivacyInfeasibleError(
+        "Some bag's design has columns that are collinear up to rounding (one-hot "
+        "columns of every category with an intercept, a feature constant within a bag, "
+        "or a near-copy of another column): the private residual check cannot certify "
+        "its residual and would fail whatever the labels. Drop one category, and drop "
+        "or combine near-duplicate columns."
+    )
+
+
+def check_bag_conditioning(Z, bags):
+    """Raise :class:`PrivacyInfeasibleError` if the residual check could not pass.
+
+    Public features only, run before any label is touched or budget spent.
+    """
+    if _some_bag_uncertifiable(Z, bags):
+        _raise_uncertifiable()
+
+
+def _group_uncertifiable(X_b, fit_intercept, n_bags, bag_size):
+    return _some_bag_uncertifiable(_design(X_b, fit_intercept), _local_bags(n_bags, bag_size))
 
 
 def _some_bag_full_rank(Z, bags):

@@ -155,8 +155,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
       residual from its public design only: a bag design whose columns are
       exactly or nearly collinear (one-hot columns of every category with an
       intercept, a feature constant within a bag, a near-copy of another
-      column) gets a certified residual of 0 and makes the check fail: drop
-      one category, and drop or combine near-duplicate columns.
+      column) gets a certified residual of 0, so the check could not pass:
+      such a design is refused with :class:`PrivacyInfeasibleError` before any
+      spend. Drop one category, and drop or combine near-duplicate columns.
 
       Before any spend, the test's pass probability is computed from public
       facts (:func:`lba_plan`): no bag's residual sum of squares exceeds

@@ -6,12 +6,14 @@ nearly collinear: the computed singular vectors span the column space only
 up to an angle of about (backward error) / (smallest singular value).
 """
 
+import warnings
+
 import dask.array as da
 import numpy as np
 import pytest
 
 import skprivreg.label_dp._aggregate as aggregate_module
-from skprivreg.exceptions import PrivacyCheckFailedError
+from skprivreg.exceptions import PrivacyCheckFailedError, PrivacyInfeasibleError
 from skprivreg.label_dp._aggregate import aggregation_rngs, run_aggregation
 from skprivreg.label_dp._bags import (
     _design,
@@ -67,9 +69,13 @@ def test_ptr_statistic_of_a_near_copy_column_is_not_overstated(monkeypatch, t, l
         return False
 
     monkeypatch.setattr(aggregate_module, "_ptr_decision", record)
-    with pytest.raises(PrivacyCheckFailedError):
+    with pytest.raises((PrivacyCheckFailedError, PrivacyInfeasibleError)) as info:
         run_aggregation(X, y, plan, aggregation_rngs(0))
-    assert len(seen) == 1 and seen[0] <= 1e-12
+    if info.type is PrivacyInfeasibleError:
+        # Collinear up to rounding: refused from the public design, before the check.
+        assert seen == [] and t >= 45
+    else:
+        assert len(seen) == 1 and seen[0] <= 1e-12
 
 
 def test_all_categories_with_an_intercept_give_a_zero_residual():
@@ -124,3 +130,30 @@ def test_allowance_is_negligible_on_well_conditioned_designs():
         Zj, yj = Z[rows], y[rows]
         exact = np.linalg.norm(yj - Zj @ np.linalg.lstsq(Zj, yj, rcond=None)[0])
         assert exact - 1e-7 <= got[j] <= exact
+
+
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_a_design_the_check_cannot_certify_is_refused_before_any_spend(backend):
+    # One-hot columns of every category with an intercept: every bag's residual is
+    # certified as 0, so the check would fail whatever the labels, after the spend.
+    from skprivreg import BudgetAccountant
+    from skprivreg.exceptions import PrivacyInfeasibleError
+    from skprivreg.label_dp import WeightedLBARegressor
+
+    rng = np.random.default_rng(0)
+    n = 200_000
+    cat = rng.integers(0, 3, n)
+    numeric = rng.normal(size=(n, 2))
+    y = np.clip(numeric @ [1.0, -1.0] + 0.5 * cat + rng.normal(0, 2.5, n), -5, 5)
+    X = np.column_stack([np.eye(3)[cat], numeric])
+    if backend == "dask":
+        import dask.array as da
+
+        X, y = da.from_array(X, chunks=(50_000, 5)), da.from_array(y, chunks=50_000)
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    est = WeightedLBARegressor(epsilon=8.0, delta=1e-5, y_bound=(-5, 5), accountant=acc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(PrivacyInfeasibleError, match="collinear"):
+            est.fit(X, y)
+    assert acc.n_spends == 0
