@@ -22,6 +22,9 @@ def gdp_delta(mu, epsilon):
     delta. Where the two terms cancel (their ratio is within 1e-3 of 1, e.g.
     small epsilon and smaller mu), delta is computed without the
     subtraction, as an upper bound within ~1e-10 relative of the exact value.
+    Below the smallest normal float (~2.2e-308) the value is rounded up to
+    the next float, so a positive delta too small for any float is returned
+    as the smallest one, 5e-324.
 
     Parameters
     ----------
@@ -46,8 +49,19 @@ def gdp_delta(mu, epsilon):
         return 0.0
     log_a, diff, slack = _log_terms(mu, epsilon)
     if diff <= _DIRECT_MAX:
-        return min(1.0, float(math.exp(log_a) * -math.expm1(diff) * (1 + slack)))
-    return float(math.exp(_log_delta_bound(mu, epsilon)))
+        delta = min(1.0, float(math.exp(log_a) * -math.expm1(diff) * (1 + slack)))
+    else:
+        delta = float(math.exp(_log_delta_bound(mu, epsilon)))
+    if delta < _TINY:
+        # Below the normal range floats are spaced 2**-1074 apart, so rounding
+        # to a float is no longer within a relative bound: exp of the upper
+        # bound on log delta is rounded up to a float (at least 2**-1074). The
+        # log of a float is within ~2e-13 of exact here (|log| < 745).
+        log_bound = _log_gdp_delta(mu, epsilon)
+        delta = math.exp(log_bound)
+        if not (delta > 0 and math.log(delta) >= log_bound + 1e-12):
+            delta = math.nextafter(delta, math.inf)
+    return delta
 
 
 # The direct formula delta = A - B = A (1 - B / A) is used while
@@ -56,13 +70,17 @@ def gdp_delta(mu, epsilon):
 # delta is rounded up by a bound on it. Closer to 0, A and B cancel, and delta
 # comes from a cancellation-free upper bound instead.
 _DIRECT_MAX = -1e-3
+_TINY = 2.2250738585072014e-308  # the smallest positive normal float
 _ULPS = 8 * 2.0**-53
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT_PI_2 = math.sqrt(math.pi / 2)
-# Relative margin added to the upper bound in log space; it covers the
-# round-off of the bound (below ~1e-12 wherever delta is above the smallest
-# float), so the bound stays above the exact delta.
+# Margin added to the upper bound in log space; it covers the round-off of
+# the bound, so that the bound stays above the exact delta. The round-off is
+# below ~1e-12 wherever delta is above the smallest float; far in the tail it
+# is dominated by that of x^2 / 2 (x = epsilon/mu - mu/2, rounded itself),
+# a few units in the last place of log delta, hence the relative part.
 _BOUND_MARGIN = 1e-10
+_BOUND_REL_MARGIN = 8 * 2.0**-52
 _CF_FROM = 4.0
 _CF_TERMS = 60
 
@@ -135,7 +153,8 @@ def _log_delta_bound(mu, epsilon):
     top = max(logs)
     mean = sum(w * math.exp(v - top) for w, v in zip((1.0, 4.0, 1.0), logs)) / 6.0
     log_phi = -0.5 * x * x - _LOG_SQRT_2PI
-    return log_phi + math.log(mu) + top + math.log(mean) + _BOUND_MARGIN
+    value = log_phi + math.log(mu) + top + math.log(mean)
+    return value + (_BOUND_MARGIN + _BOUND_REL_MARGIN * abs(value))
 
 
 def _log_gdp_delta(mu, epsilon):
@@ -157,6 +176,80 @@ def _log_gdp_delta(mu, epsilon):
     if diff <= _DIRECT_MAX:
         return min(0.0, log_a + math.log(-math.expm1(diff)) + slack)
     return _log_delta_bound(mu, epsilon)
+
+
+def _log_slope_array(t):
+    """:func:`_log_slope` elementwise, for a 1-d array ``t``."""
+    out = np.empty_like(t)
+    neg = t < 0
+    mid = (t >= 0) & (t < _CF_FROM)
+    far = t >= _CF_FROM
+    tn = t[neg]
+    log_r = log_ndtr(-tn) + 0.5 * tn * tn + _LOG_SQRT_2PI
+    out[neg] = np.logaddexp(0.0, np.log(-tn) + log_r)
+    tm = t[mid]
+    out[mid] = np.log1p(-tm * _SQRT_PI_2 * erfcx(tm / math.sqrt(2)))
+    tf = t[far]
+    s = tf.copy()
+    for n in range(_CF_TERMS, 1, -1):  # s = t + n / s, in place
+        np.divide(n, s, out=s)
+        s += tf
+    huge = tf > 1e100  # t * s would overflow; the 1 is negligible
+    out[far] = np.where(huge, -(np.log(tf) + np.log(s)),
+                        -np.log1p(np.where(huge, 0.0, tf * s)))
+    return out
+
+
+def _log_delta_bound_array(mu, epsilon):
+    """:func:`_log_delta_bound` elementwise, for 1-d arrays of positive
+    finite ``mu`` and finite ``epsilon``."""
+    x = epsilon / mu - mu / 2
+    out = np.where(x > 0, -math.inf, 0.0)  # |x| > 1e150: delta is 0 in range, or at most 1
+    keep = np.abs(x) <= 1e150
+    x, mu = x[keep], mu[keep]
+    logs = np.split(_log_slope_array(np.concatenate([x, x + mu / 2, x + mu])), 3)
+    top = np.maximum(np.maximum(logs[0], logs[1]), logs[2])
+    mean = (np.exp(logs[0] - top) + 4.0 * np.exp(logs[1] - top) + np.exp(logs[2] - top)) / 6.0
+    log_phi = -0.5 * x * x - _LOG_SQRT_2PI
+    value = log_phi + np.log(mu) + top + np.log(mean)
+    out[keep] = value + (_BOUND_MARGIN + _BOUND_REL_MARGIN * np.abs(value))
+    return out
+
+
+def _log_gdp_delta_array(mu, epsilon):
+    """:func:`_log_gdp_delta` elementwise over broadcast arrays ``mu`` and
+    ``epsilon``: the same computation, in numpy, and equally never below the
+    exact value.
+
+    Returns an array of the broadcast shape (0-d for scalar inputs).
+    """
+    mu, epsilon = np.broadcast_arrays(np.asarray(mu, dtype=np.float64),
+                                      np.asarray(epsilon, dtype=np.float64))
+    if np.isnan(mu).any() or np.isnan(epsilon).any():
+        raise ValueError("mu and epsilon must be numbers, not NaN.")
+    out = np.full(mu.shape, -math.inf)
+    out[np.isinf(mu) & (mu > 0) & np.isfinite(epsilon)] = 0.0
+    todo = (mu > 0) & np.isfinite(mu) & np.isfinite(epsilon)
+    m, e = (mu.ravel(), epsilon.ravel()) if todo.all() else (mu[todo], epsilon[todo])
+    res = np.full(m.shape, -math.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_a = log_ndtr(-e / m + m / 2)
+        log_phi_b = log_ndtr(-e / m - m / 2)
+        diff = e + log_phi_b - log_a
+        alive = log_a > -math.inf  # else A underflowed in log space: delta is 0 in range
+        direct = alive & (diff <= _DIRECT_MAX)
+        la, d, lb, ed = log_a[direct], diff[direct], log_phi_b[direct], e[direct]
+        # The round-off bound of _log_terms.
+        slack = _ULPS * (np.abs(la) + 1)
+        err_diff = _ULPS * (np.abs(la) + np.abs(lb) + ed + 1)
+        slack = slack + np.where(np.isfinite(lb),
+                                 err_diff * np.exp(d) / -np.expm1(d), 0.0)
+        res[direct] = np.minimum(0.0, la + np.log(-np.expm1(d)) + slack)
+        bound = alive & ~direct
+        if bound.any():
+            res[bound] = _log_delta_bound_array(m[bound], e[bound])
+    out[todo] = res
+    return out
 
 
 _STEPS = 2000
@@ -269,7 +362,11 @@ def gdp_epsilon(mu, delta):
             return math.inf
     # Solved for epsilon / mu, which is of order 1 at the root even when mu
     # is tiny, so that the tolerance of the solver is relative to epsilon.
-    s_hi = hi / mu
+    # delta <= Phi(-epsilon/mu + mu/2) and Phi(-t) < exp(-t^2 / 2) for t >= 0,
+    # so epsilon/mu = mu/2 + sqrt(-2 log delta) (+ 10, for the round-off of
+    # the bound) is large enough: a bracket of that size keeps the solver's
+    # iterations few even where hi / mu is astronomically large.
+    s_hi = min(hi / mu, mu / 2 + math.sqrt(-2.0 * log_delta) + 10.0)
     if math.isfinite(s_hi):
         s = _root_or_below(lambda s: _log_gdp_delta(mu, mu * s) - log_delta, 0.0, s_hi)
         eps = mu * s

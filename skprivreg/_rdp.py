@@ -126,23 +126,71 @@ def rdp_to_dp(rdp, delta, orders=RDP_ORDERS):
 # ---------------------------------------------------------------------------
 # Truncated negative binomial repetitions
 # ---------------------------------------------------------------------------
+def _log_ratio_expm1(r):
+    """``log(r / (e^r - 1))``, 0 at ``r = 0`` and accurate near it."""
+    if r == 0:
+        return 0.0
+    if r > 700.0:  # e^r would overflow
+        return math.log(r) - r - math.log1p(-math.exp(-r))
+    return math.log(r / math.expm1(r))
+
+
+def _tnb_log_mean(eta, t):
+    """``log E[K]`` for :math:`\\mathcal{D}_{\\eta,\\gamma}` at ``gamma = exp(-t)``, ``t > 0``.
+
+    With ``h(r) = log(r / (e^r - 1))``, ``E[K] = exp(h(-eta t) - h(t))``:
+    written with ``expm1``, it is accurate for small ``|eta|`` and
+    continuous across ``eta = 0``.
+    """
+    return _log_ratio_expm1(-eta * t) - _log_ratio_expm1(t)
+
+
 def tnb_mean(eta, gamma):
     """``E[K]`` for the truncated negative binomial :math:`\\mathcal{D}_{\\eta,\\gamma}`.
 
     :math:`\\eta(1-\\gamma)/(\\gamma(1-\\gamma^\\eta))`, and
-    :math:`(1/\\gamma - 1)/\\log(1/\\gamma)` for :math:`\\eta = 0` (Papernot & Steinke 2022).
+    :math:`(1/\\gamma - 1)/\\log(1/\\gamma)` for :math:`\\eta = 0` (Papernot & Steinke 2022),
+    its limit as :math:`\\eta \\to 0`. Computed with ``expm1`` of
+    :math:`\\eta\\log\\gamma`, so that it is accurate and continuous for
+    :math:`\\eta` near 0.
     """
-    if eta == 0:
-        return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
-    return eta * (1.0 - gamma) / (gamma * (1.0 - gamma**eta))
+    return math.exp(_tnb_log_mean(float(eta), -math.log(gamma)))
+
+
+# gamma is searched down to the smallest normal float, exp(-708).
+_TNB_MAX_LOG_INV_GAMMA = 708.0
 
 
 def tnb_gamma_for_mean(eta, mean):
-    """The ``gamma`` that gives ``E[K] = mean`` (``E[K]`` decreases in gamma)."""
+    """The ``gamma`` that gives ``E[K] = mean`` (``E[K]`` decreases in gamma).
+
+    Solved for ``log log(1/gamma)``, so that gamma is found to relative
+    precision however small it is. For ``eta < 0``, ``E[K]`` grows only as
+    :math:`\\gamma^{-(1+\\eta)}` as gamma tends to 0: a mean that no gamma
+    down to the smallest normal float gives raises ``ValueError``.
+    """
+    eta = float(eta)
+    mean = float(mean)
     if not mean > 1:
         raise ValueError("The expected number of repetitions must be > 1.")
-    lo, hi = 1e-12, 1.0 - 1e-12
-    return brentq(lambda g: tnb_mean(eta, g) - mean, lo, hi, xtol=1e-15, rtol=1e-13)
+    if math.isinf(mean):
+        raise ValueError("The expected number of repetitions must be finite.")
+    log_mean = math.log(mean)
+
+    def excess(log_t):  # increases with t = log(1 / gamma)
+        return _tnb_log_mean(eta, math.exp(log_t)) - log_mean
+
+    lo, hi = math.log(1e-300), math.log(_TNB_MAX_LOG_INV_GAMMA)
+    if excess(hi) < 0:
+        largest = math.exp(_tnb_log_mean(eta, _TNB_MAX_LOG_INV_GAMMA))
+        raise ValueError(
+            f"No gamma in (0, 1) gives an expected number of repetitions "
+            f"(n_repetitions) of {mean:g} with eta={eta:g}: for this eta it is at most "
+            f"about {largest:.4g}. Raise eta or lower n_repetitions."
+        )
+    log_t = brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15)
+    # gamma rounds to 1 only for a mean within rounding of 1
+    return min(math.exp(-math.exp(log_t)), math.nextafter(1.0, 0.0))
 
 
 def tnb_pmf(eta, gamma, k_max):

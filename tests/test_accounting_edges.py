@@ -16,12 +16,15 @@ import pytest
 
 import skprivreg.linear_model._ssp as ssp_module
 from skprivreg import PrivacyEvent, PrivacyLedger
+from skprivreg._gdp import _log_gdp_delta
 from skprivreg.accounting import (
     BudgetAccountant,
     gdp_delta,
     gdp_epsilon,
     gdp_mu,
     ledger_rdp,
+    tnb_gamma_for_mean,
+    tnb_mean,
 )
 from skprivreg.linear_model import SSPRegressor
 from skprivreg.testing import noise_is_reproducible, reproducible_noise
@@ -32,13 +35,14 @@ GRID_DELTAS = [1e-5, 1e-12, 1e-50, 1e-100, 1e-200, 1e-300]
 
 def _exact_log_delta(mu, epsilon):
     """log of the (epsilon, delta) curve of mu-GDP, evaluated independently of
-    the package with 80 significant digits:
+    the package with 80 significant digits beyond those the subtraction cancels:
     delta = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2).
 
-    The floats are converted exactly; 80 digits leave more than 40 after the
+    The floats are converted exactly. The two terms agree to about
+    -log10(mu) digits (plus a few), so 80 more leave over 40 after the
     subtraction for every (mu, epsilon) checked here.
     """
-    with mpmath.workdps(80):
+    with mpmath.workdps(80 + max(0, math.ceil(-math.log10(mu)))):
         mu, epsilon = mpmath.mpf(mu), mpmath.mpf(epsilon)
         delta = (mpmath.ncdf(-epsilon / mu + mu / 2)
                  - mpmath.exp(epsilon) * mpmath.ncdf(-epsilon / mu - mu / 2))
@@ -122,6 +126,61 @@ def test_gdp_delta_is_never_below_the_exact_delta_and_close_to_it(mu, epsilon):
     delta = gdp_delta(mu, epsilon)
     assert delta > 0
     assert 0 <= _log(delta) - exact <= 1e-9
+
+
+# Tiny mu: epsilon / mu is of order 1 at the root, and the solver's bracket
+# in epsilon / mu must stay of that order too.
+@pytest.mark.parametrize("mu", [1e-300, 1e-299, 1e-222, 1e-150, 1e-99, 1e-50])
+@pytest.mark.parametrize("delta", [1e-300, 1e-100, 1e-10])
+def test_gdp_epsilon_is_valid_and_tight_for_tiny_mu(mu, delta):
+    eps = gdp_epsilon(mu, delta)
+    assert 0 <= eps < math.inf
+    assert _exact_log_delta(mu, eps) <= _log(delta)
+    if eps > 0:  # else (0, delta)-DP already holds
+        assert _exact_log_delta(mu, eps * (1 - 1e-9)) > _log(delta)
+
+
+def _subnormal_points():
+    """(mu, epsilon) whose delta lies below the smallest normal float."""
+    points = [(0.0007472360136175462, 0.02838973590248597)]
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        mu = float(10 ** rng.uniform(-8, 1.5))
+        target = float(10 ** rng.uniform(-323, -308))
+        points.append((mu, gdp_epsilon(mu, target) * float(1 + rng.uniform(-1e-3, 1e-3))))
+    return points
+
+
+def test_gdp_delta_is_never_below_the_exact_delta_among_subnormals():
+    for mu, epsilon in _subnormal_points():
+        delta = gdp_delta(mu, epsilon)
+        with mpmath.workdps(100):
+            exact = mpmath.exp(_exact_log_delta(mu, epsilon))
+            assert exact < 2.2250738585072014e-308
+            assert delta >= exact, (mu, epsilon)
+            # Tight: within the bound's relative margin and two float steps.
+            assert delta - exact <= 1e-9 * exact + 2 * 5e-324, (mu, epsilon)
+
+
+def test_gdp_delta_of_a_delta_below_every_float_is_the_smallest_float():
+    assert gdp_delta(1.0, 100.0) == 5e-324  # exact delta ~ exp(-5000) > 0
+    assert gdp_delta(1.0, math.inf) == 0.0
+
+
+# Far in the tail (log delta ~ -x^2 / 2 with x = epsilon/mu - mu/2 up to 1e6),
+# the round-off of log delta grows with its size; no float delta is this small,
+# but gdp_mu and gdp_epsilon solve in log space.
+@pytest.mark.parametrize("mu", [1e-8, 1e-6, 1e-4])
+@pytest.mark.parametrize("x", [1e3, 1e4, 1e5, 1e6])
+def test_log_gdp_delta_is_never_below_the_exact_value_far_in_the_tail(mu, x):
+    points = [(mu, mu * (x + mu / 2))]
+    if mu == 1e-8 and x == 1e3:
+        points.append((1e-8, 0.004641588833612773))
+    for m, epsilon in points:
+        exact = _exact_log_delta(m, epsilon)
+        value = _log_gdp_delta(m, epsilon)
+        assert value >= exact, (m, epsilon, value, exact)
+        assert value - exact <= 1e-9 + 1e-13 * abs(exact)
 
 
 def test_gdp_reference_values_are_unchanged():
@@ -301,3 +360,37 @@ def test_fits_whose_pass_is_threaded_stay_reproducible_inside_the_block():
             assert est.noise_reproducible_
             coefs.append(est.coef_)
     np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
+# -- Truncated negative binomial repetitions ----------------------------------
+def _exact_tnb_mean(eta, gamma):
+    with mpmath.workdps(60):
+        eta, gamma = mpmath.mpf(eta), mpmath.mpf(gamma)
+        if eta == 0:
+            return (1 / gamma - 1) / mpmath.log(1 / gamma)
+        return eta * (1 - gamma) / (gamma * (1 - gamma**eta))
+
+
+@pytest.mark.parametrize("gamma", [1e-10, 0.1, 0.5, 1 - 1e-6])
+def test_tnb_mean_is_accurate_and_continuous_across_eta_zero(gamma):
+    for eta in [-1e-8, 0.0, 1e-8, -1e-4, 1e-4, 1.0]:
+        assert tnb_mean(eta, gamma) == pytest.approx(float(_exact_tnb_mean(eta, gamma)),
+                                                     rel=1e-13)
+    # E[K] moves by about |eta| log(1/gamma) / 2 relative to eta = 0.
+    at_zero = tnb_mean(0.0, gamma)
+    for eta in [-1e-8, 1e-8, 1e-4]:
+        assert abs(tnb_mean(eta, gamma) / at_zero - 1) <= abs(eta) * math.log(1 / gamma)
+
+
+@pytest.mark.parametrize("eta", [-0.9, -0.5, -1e-6, 0.0, 1e-6, 1e-4, 1.0, 3.0])
+@pytest.mark.parametrize("mean", [1.5, 10.0, 100.0, 1e11])
+def test_tnb_gamma_for_mean_gives_the_mean(eta, mean):
+    gamma = tnb_gamma_for_mean(eta, mean)
+    assert 0 < gamma < 1
+    assert float(_exact_tnb_mean(eta, gamma)) == pytest.approx(mean, rel=1e-12)
+
+
+def test_tnb_gamma_for_mean_refuses_a_mean_no_gamma_gives():
+    # For eta < 0, E[K] grows only as gamma^-(1 + eta) as gamma tends to 0.
+    with pytest.raises(ValueError, match=r"n_repetitions.*eta=-0\.999"):
+        tnb_gamma_for_mean(-0.999, 100)

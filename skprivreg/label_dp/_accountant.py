@@ -29,6 +29,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from .._gdp import _log_gdp_delta_array
 from ..mechanisms import ptr_calibration
 
 __all__ = [
@@ -376,14 +377,14 @@ def lba_ptr_bag_size(
 # Noisy weighted LLP: expectation of the Gaussian profile over a random ratio
 # ---------------------------------------------------------------------------
 def _log_gdp_delta(mu, epsilon):
-    """Vectorised log of ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``."""
-    mu = np.asarray(mu, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_a = special.log_ndtr(-epsilon / mu + mu / 2.0)
-        log_b = epsilon + special.log_ndtr(-epsilon / mu - mu / 2.0)
-        out = log_a + np.log(-np.expm1(np.minimum(log_b - log_a, 0.0)))
-    out = np.where(log_b < log_a, out, -np.inf)
-    return np.where(mu > 0, out, -np.inf)
+    """Vectorised log of ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``,
+    never below the exact value (``-inf`` where ``mu <= 0``).
+
+    The two terms cancel when mu and epsilon are small; this is the
+    computation of :func:`skprivreg.accounting.gdp_delta`, which bounds its
+    round-off and avoids the subtraction there.
+    """
+    return _log_gdp_delta_array(mu, epsilon)
 
 
 def _log_integral(log_f, lo, hi, coarse=2001, fine=4001, drop=60.0):

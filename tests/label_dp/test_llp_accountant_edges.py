@@ -1,0 +1,76 @@
+"""The Gaussian profile inside the noisy-LLP accountant is never below the
+exact one, where its two terms cancel (small mu and epsilon) as elsewhere."""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import skprivreg.label_dp._accountant as accountant
+from skprivreg._gdp import _log_gdp_delta as scalar_log_gdp_delta
+
+
+def _exact_log_delta(mu, epsilon):
+    """log(Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)) with 80
+    significant digits beyond the ~-log10(mu) that the subtraction cancels."""
+    with mpmath.workdps(80 + max(0, math.ceil(-math.log10(mu)))):
+        mu, epsilon = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        delta = (mpmath.ncdf(-epsilon / mu + mu / 2)
+                 - mpmath.exp(epsilon) * mpmath.ncdf(-epsilon / mu - mu / 2))
+        return mpmath.log(delta) if delta > 0 else mpmath.mpf("-inf")
+
+
+@pytest.mark.parametrize("mu, epsilon", [(1e-14, 2e-13), (1e-12, 1e-11)])
+def test_log_gdp_delta_where_the_terms_cancel(mu, epsilon):
+    value = float(accountant._log_gdp_delta(mu, epsilon))
+    exact = _exact_log_delta(mu, epsilon)
+    assert value >= exact
+    assert value - exact <= 1e-9
+
+
+@pytest.mark.parametrize("ratio", [5.0, 10.0, 20.0, 30.0, 37.0])
+def test_log_gdp_delta_is_never_below_the_exact_value_on_a_grid(ratio):
+    mus = np.logspace(-14, -1, 27)
+    values = accountant._log_gdp_delta(mus, ratio * mus)
+    for mu, value in zip(mus, values):
+        exact = _exact_log_delta(float(mu), float(ratio * mu))
+        assert value >= exact, (mu, value, float(exact))
+        assert value - exact <= 1e-9
+
+
+def test_log_gdp_delta_is_the_computation_of_gdp_delta():
+    """Elementwise, the vectorised profile agrees with the scalar one of
+    skprivreg.accounting (up to the last place of numpy's log and exp)."""
+    rng = np.random.default_rng(0)
+    mu = np.concatenate([10 ** rng.uniform(-300, 3, 3000), 10 ** rng.uniform(-14, 0, 3000),
+                         [0.0, -1.0, 5e-324, np.inf]])
+    epsilon = np.concatenate([10 ** rng.uniform(-300, 4, 3000),
+                              mu[3000:6000] * rng.uniform(0, 40, 3000), [1.0, 1.0, 1.0, 1.0]])
+    values = accountant._log_gdp_delta(mu, epsilon)
+    expected = np.array([scalar_log_gdp_delta(float(m), float(e)) for m, e in zip(mu, epsilon)])
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(values[~finite], expected[~finite])
+    np.testing.assert_allclose(values[finite], expected[finite], rtol=1e-14, atol=1e-14)
+
+
+def _certified(mu, epsilon):
+    return np.vectorize(lambda m: scalar_log_gdp_delta(float(m), float(epsilon)),
+                        otypes=[float])(np.asarray(mu, dtype=float))
+
+
+@pytest.mark.parametrize("args, allocation", [
+    ((1e-11, 10, 0.5, 1e-12), "per_bag"),
+    ((1e-12, 10, 0.5, 1e-11), "per_bag"),
+    ((2e-13, 10, 0.5, 1e-14), "per_bag"),
+    ((1e-11, 4, 0.3, 1e-12), "global"),
+])
+def test_llp_profile_is_not_below_the_profile_of_the_certified_delta(
+        args, allocation, monkeypatch):
+    """With label_range and epsilon tiny, every mu of the integrands is tiny:
+    the profile equals the one computed with the scalar gdp profile."""
+    value = accountant.llp_log_privacy_profile(*args, allocation=allocation)
+    monkeypatch.setattr(accountant, "_log_gdp_delta", _certified)
+    reference = accountant.llp_log_privacy_profile(*args, allocation=allocation)
+    assert value >= reference - 1e-12 * abs(reference)
+    assert value - reference <= 1e-9
