@@ -524,6 +524,7 @@ class BudgetAccountant:
         self.neighbouring = neighbouring
         self.processes = bool(processes)
         self._spent = []
+        self._reserved = []  # ledgers checked by fits in this process, not yet spent
         self._lock = threading.Lock()
         self._store = FileBudgetStore() if self.processes else None
 
@@ -576,7 +577,8 @@ class BudgetAccountant:
         return total
 
     def _raise_if_over(self, ledger):
-        total = self._total([ledger])
+        # Reserved ledgers count: a fit whose check passed may spend them.
+        total = self._total([*(held.ledger for held in self._reserved), ledger])
         eps_over = total.epsilon > self.epsilon * (1 + _BUDGET_RTOL)
         delta_over = total.delta > self.delta * (1 + _BUDGET_RTOL)
         if eps_over or delta_over:
@@ -594,6 +596,7 @@ class BudgetAccountant:
 
         ``spend`` is a :class:`PrivacyLedger`, or an epsilon with ``delta``
         (diffprivlib style, recorded as a full-DP replace-one spend).
+        Budget held by fits in progress (:meth:`reserve`) counts as spent.
         Returns ``True`` when the spend fits.
         """
         ledger = self._as_ledger(spend, delta)
@@ -601,12 +604,44 @@ class BudgetAccountant:
             self._raise_if_over(ledger)
         return True
 
-    def spend(self, spend, delta=None):
-        """Check, then record ``spend`` (a ledger, or epsilon and delta) atomically."""
+    def spend(self, spend, delta=None, *, reservation=None):
+        """Check, then record ``spend`` (a ledger, or epsilon and delta) atomically.
+
+        ``reservation``: the token of :meth:`reserve` this spend takes the
+        place of (released first, so its budget is available to it).
+        """
         ledger = self._as_ledger(spend, delta)
         with self._locked() as handle:
+            self._drop_reservation(reservation)
             self._raise_if_over(ledger)
             self._record(handle, ledger)
+
+    def reserve(self, spend, delta=None):
+        """Check ``spend`` and hold its budget for the caller; returns a token.
+
+        Until the token is passed to :meth:`spend` or :meth:`release`, every
+        other check and spend counts the reserved budget as spent, so two
+        fits that share this accountant cannot both pass their checks, read
+        the data, and then have one refused. Reservations are held in this
+        process (with ``processes=True`` other processes see spends only).
+        """
+        ledger = self._as_ledger(spend, delta)
+        with self._locked():
+            self._raise_if_over(ledger)
+            token = _Reservation(ledger)
+            self._reserved.append(token)
+        return token
+
+    def release(self, reservation):
+        """Give back the budget held by a :meth:`reserve` token (no spend)."""
+        with self._locked():
+            self._drop_reservation(reservation)
+
+    def _drop_reservation(self, reservation):
+        for index, held in enumerate(self._reserved):
+            if held is reservation:
+                del self._reserved[index]
+                return
 
     def _amend(self, planned, final):
         """Replace a recorded ``planned`` ledger by its ``final`` form.
@@ -693,12 +728,22 @@ class BudgetAccountant:
         )
 
 
+class _Reservation:
+    """Token of :meth:`BudgetAccountant.reserve`: the ledger whose budget is held."""
+
+    __slots__ = ("ledger",)
+
+    def __init__(self, ledger):
+        self.ledger = ledger
+
+
 def _attach_accountant(path, epsilon, delta, composition, notion, neighbouring):
     """A copy of a ``processes=True`` accountant, attached to its store ``path``."""
     acc = BudgetAccountant.__new__(BudgetAccountant)
     acc.epsilon, acc.delta, acc.composition = epsilon, delta, composition
     acc.notion, acc.neighbouring, acc.processes = notion, neighbouring, True
     acc._spent = []
+    acc._reserved = []
     acc._lock = threading.Lock()
     acc._store = FileBudgetStore(path)
     return acc

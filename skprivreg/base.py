@@ -91,8 +91,23 @@ def _refuse_sample_weight(fit):
     def wrapper(self, *args, **kwargs):
         if kwargs.get("sample_weight") is not None or "sample_weight" in kwargs:
             raise TypeError(SAMPLE_WEIGHT_MESSAGE.format(name=type(self).__name__))
-        return quiet_fit(self, *args, **kwargs)
+        return _releasing_budget(quiet_fit)(self, *args, **kwargs)
 
+    return wrapper
+
+
+def _releasing_budget(method):
+    """Wrap a method that may check the budget so that budget it held but did not
+    spend is given back when it ends, whether it returns or raises."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._release_budget()
+
+    wrapper._releases_budget = True
     return wrapper
 
 
@@ -141,6 +156,9 @@ class DPEstimatorMixin:
             cls.__init__ = _keyword_only_init(cls, cls.__dict__["__init__"])
         if "fit" in cls.__dict__:
             cls.fit = _refuse_sample_weight(cls.__dict__["fit"])
+        outcomes = getattr(cls, "add_outcomes", None)  # from a mixin, too
+        if outcomes is not None and not getattr(outcomes, "_releases_budget", False):
+            cls.add_outcomes = _releasing_budget(outcomes)
 
     _privacy_parameter_constraints = {
         # np.inf is the non-private test mode (with a PrivacyLeakWarning).
@@ -170,11 +188,25 @@ class DPEstimatorMixin:
             delattr(self, name)
         self.__dict__.pop("_pending_spend", None)
         self.__dict__.pop("_reproducible_draws", None)
+        self._release_budget()
 
     def _check_budget(self, ledger):
-        """Raise ``BudgetExceededError`` if ``ledger`` does not fit; spend nothing."""
+        """Raise ``BudgetExceededError`` if ``ledger`` does not fit; spend nothing.
+
+        The budget is held for this fit (:meth:`BudgetAccountant.reserve`)
+        until it spends or ends: a fit on another thread sharing the
+        accountant cannot pass its own check in between, read the data, and
+        then be refused.
+        """
         if self.accountant is not None:
-            self.accountant.check(ledger)
+            self._release_budget()
+            self._reservation = self.accountant.reserve(ledger)
+
+    def _release_budget(self):
+        """Give back budget held by :meth:`_check_budget` and not spent."""
+        held = self.__dict__.pop("_reservation", None)
+        if held is not None and self.accountant is not None:
+            self.accountant.release(held)
 
     def _spend(self, ledger):
         """Record ``ledger`` on the accountant and on ``privacy_spent_``.
@@ -193,7 +225,7 @@ class DPEstimatorMixin:
         reproducible = self.__dict__.get("_reproducible_draws", False)
         ledger.for_publication = not (reproducible or noise_is_reproducible())
         if self.accountant is not None:
-            self.accountant.spend(ledger)
+            self.accountant.spend(ledger, reservation=self.__dict__.pop("_reservation", None))
         self.privacy_spent_ = ledger
         self.noise_reproducible_ = not ledger.for_publication
 
@@ -256,6 +288,7 @@ class DPEstimatorMixin:
 
     def __getstate__(self):
         state = super().__getstate__()
+        state.pop("_reservation", None)  # a hold on a live budget, of this process only
         if "privacy_spent_" in state and state.get("accountant") is not None:
             # A fitted estimator is saved without its accountant (a handle to a
             # live budget); its privacy_spent_ stays.

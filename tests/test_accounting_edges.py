@@ -394,3 +394,68 @@ def test_tnb_gamma_for_mean_refuses_a_mean_no_gamma_gives():
     # For eta < 0, E[K] grows only as gamma^-(1 + eta) as gamma tends to 0.
     with pytest.raises(ValueError, match=r"n_repetitions.*eta=-0\.999"):
         tnb_gamma_for_mean(-0.999, 100)
+
+
+# -- the budget check holds the budget for the fit ------------------------------
+def test_a_fit_whose_check_passed_holds_its_budget_against_a_concurrent_fit(monkeypatch):
+    # Two fits share an accountant that fits one. The first passes its check and
+    # reads the data; the second, checked meanwhile, is refused before reading.
+    import threading
+
+    import skprivreg.linear_model._ssp as ssp_module
+    from skprivreg import BudgetAccountant, BudgetExceededError, SSPRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = X.sum(axis=1)
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-3)
+    inside, second_done = threading.Event(), threading.Event()
+    original, reads = ssp_module.gram_statistics, []
+
+    def reading(*args, **kwargs):
+        reads.append(threading.current_thread().name)
+        inside.set()
+        second_done.wait(30)  # the second fit checks while the first holds its budget
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ssp_module, "gram_statistics", reading)
+    outcome = {}
+
+    def first():
+        SSPRegressor(epsilon=1.0, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+        outcome["first"] = "ok"
+
+    thread = threading.Thread(target=first, name="first")
+    thread.start()
+    assert inside.wait(30)
+    with pytest.raises(BudgetExceededError):
+        SSPRegressor(epsilon=1.0, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+    second_done.set()
+    thread.join(30)
+    assert outcome == {"first": "ok"} and reads == ["first"] and acc.n_spends == 1
+
+
+def test_a_fit_refused_after_its_check_gives_its_budget_back():
+    from skprivreg import BudgetAccountant, ReuseCovRegressor, SSPRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 3))
+    y = X.sum(axis=1)
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-3)
+    X_nan = X.copy()
+    X_nan[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SSPRegressor(epsilon=1.0, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X_nan, y)
+    assert acc.n_spends == 0
+    SSPRegressor(epsilon=1.0, x_bound=3.0, y_bound=5.0, accountant=acc).fit(X, y)
+    assert acc.n_spends == 1
+    # add_outcomes too: a refused batch gives back what its check held
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-3)
+    est = ReuseCovRegressor(epsilon=1.0, x_bound=3.0, y_bound=5.0, accountant=acc)
+    est.fit(X, np.column_stack([y, y]))
+    Y_nan = np.column_stack([y, y])
+    Y_nan[3, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.add_outcomes(X, Y_nan, epsilon=1.0, delta=1e-6)
+    est.add_outcomes(X, np.column_stack([y, y]), epsilon=1.0, delta=1e-6)
+    assert acc.n_spends == 2
