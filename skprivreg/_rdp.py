@@ -212,7 +212,10 @@ def tnb_log_pmf(eta, gamma, k_max):
         ell = k - 1.0
         log_prod = np.cumsum(np.log(np.abs((ell + eta) / (ell + 1.0))))
         # For -1 < eta < 0 both the product and gamma^-eta - 1 are negative.
-        log_p = k * math.log1p(-gamma) + log_prod - math.log(abs(gamma ** (-eta) - 1.0))
+        # gamma^-eta - 1 as expm1: it cancels for small |eta|, and a pmf that does
+        # not sum to 1 would put the missing mass on the search's cap.
+        log_p = k * math.log1p(-gamma) + log_prod - math.log(
+            abs(math.expm1(-eta * math.log(gamma))))
     return log_p
 
 

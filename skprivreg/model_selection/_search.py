@@ -310,10 +310,20 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                           f"{prefix}accountant": None})
         # Runs print nothing: a line per run (of any step, or of the pipeline
         # itself) would reveal their secret number.
-        quiet = {name: False for name in est.get_params(deep=True)
+        # Nor does anything else that acts once per run: a pipeline's cache
+        # (one entry per run, and its lines print rows) or fit callbacks (called
+        # with each run's rows).
+        params = est.get_params(deep=True)
+        quiet = {name: False for name in params
                  if name == "verbose" or name.endswith("__verbose")}
+        quiet.update({name: None for name in params
+                      if (name == "memory" or name.endswith("__memory"))
+                      and params[name] is not None})
         if quiet:
             est.set_params(**quiet)
+        for step in [est, *(v for v in params.values() if hasattr(v, "get_params"))]:
+            if getattr(step, "_skl_callbacks", None):
+                step._skl_callbacks = []
         return est
 
     def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
