@@ -47,8 +47,10 @@ __all__ = [
     "LOG_DELTA_FLOOR",
 ]
 
-#: Values of delta below exp(LOG_DELTA_FLOOR) are reported as 0.0.
+#: Values of delta below exp(LOG_DELTA_FLOOR) are reported as the smallest
+#: positive float (never 0, which would accept any target).
 LOG_DELTA_FLOOR = -740.0
+_LOG_SMALLEST_FLOAT = math.log(math.ulp(0.0))  # about -744.44
 
 _LOG2 = math.log(2.0)
 
@@ -151,10 +153,7 @@ def lba_privacy_profile(epsilon, c):
     -------
     delta : float in [0, 1]
     """
-    log_delta = lba_log_privacy_profile(epsilon, c)
-    if log_delta < LOG_DELTA_FLOOR:
-        return 0.0
-    return math.exp(log_delta)
+    return _delta_from_log(lba_log_privacy_profile(epsilon, c))
 
 
 def lba_c_star(epsilon, delta):
@@ -560,7 +559,24 @@ def llp_privacy_profile(
     log_delta = llp_log_privacy_profile(
         epsilon, bag_size, noise_fraction, label_range, noise_scale, n_samples, allocation
     )
-    return 0.0 if log_delta < LOG_DELTA_FLOOR else math.exp(log_delta)
+    return _delta_from_log(log_delta)
+
+
+def _delta_from_log(log_delta):
+    """``exp(log_delta)``, never rounded down to 0 or below a subnormal's value.
+
+    A positive delta too small for a float is returned as the smallest
+    positive float; a subnormal result is stepped up one float (its rounding
+    is coarse). ``-inf`` (delta exactly 0) gives 0.
+    """
+    if log_delta == -math.inf:
+        return 0.0
+    if log_delta < _LOG_SMALLEST_FLOAT:
+        return math.ulp(0.0)
+    value = math.exp(log_delta)
+    if value < 2.2250738585072014e-308:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def llp_min_bag_size(

@@ -74,3 +74,20 @@ def test_llp_profile_is_not_below_the_profile_of_the_certified_delta(
     reference = accountant.llp_log_privacy_profile(*args, allocation=allocation)
     assert value >= reference - 1e-12 * abs(reference)
     assert value - reference <= 1e-9
+
+
+def test_profiles_never_round_a_positive_delta_down_to_zero():
+    # A log profile of -740.7 (delta ~2e-322) was reported as 0, which accepts any target.
+    from scipy.optimize import brentq
+
+    from skprivreg.label_dp._accountant import (
+        lba_log_privacy_profile,
+        lba_privacy_profile,
+    )
+
+    c = brentq(lambda c: lba_log_privacy_profile(1.0, c) + 740.7, 1e-4, 0.5)
+    assert lba_privacy_profile(1.0, c) >= math.exp(lba_log_privacy_profile(1.0, c)) > 0
+    assert accountant._delta_from_log(-800.0) == math.ulp(0.0)
+    assert accountant._delta_from_log(-math.inf) == 0.0
+    for log_delta in (-744.0, -742.3, -709.5):  # never below exp(log_delta)
+        assert accountant._delta_from_log(log_delta) >= float(mpmath.exp(log_delta))
