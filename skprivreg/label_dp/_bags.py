@@ -119,9 +119,28 @@ def _unit_columns(Zb):
     return scaled / np.where(norms > 0, norms, 1.0)
 
 
+def _without_repeated_constants(Zb):
+    """Every bag's design with each exactly constant column after the first zeroed.
+
+    Within a bag, two nonzero columns that are both constant are exact
+    multiples of each other (one is the intercept column when there is one):
+    zeroing the later ones leaves the column space exactly as it was, so the
+    residual is unchanged, while a feature that happens to be constant in
+    one bag (a rare binary flag) no longer makes that bag's design singular.
+    Public features only.
+    """
+    Zb = np.asarray(Zb, dtype=np.float64)
+    constant = (np.max(Zb, axis=-2) == np.min(Zb, axis=-2)) & (Zb[..., 0, :] != 0)
+    if not np.any(constant.sum(axis=-1) > 1):
+        return Zb
+    repeated = constant & (np.cumsum(constant, axis=-1) > 1)
+    return np.where(repeated[..., None, :], 0.0, Zb)
+
+
 def _bag_svd(Z, bags, compute_uv=True):
     """SVD of every bag's design with unit-norm columns (public features only)."""
-    return np.linalg.svd(_unit_columns(Z[bags]), full_matrices=False, compute_uv=compute_uv)
+    return np.linalg.svd(_unit_columns(_without_repeated_constants(Z[bags])),
+                         full_matrices=False, compute_uv=compute_uv)
 
 
 def _rank_tolerance(singular_values):
@@ -160,7 +179,7 @@ def check_bag_ranks(Z, bags):
 def _some_bag_uncertifiable(Z, bags):
     """True when some bag's design is collinear up to rounding (public features only):
     :func:`bag_residual_norms` then certifies a residual of 0 for it, whatever the labels."""
-    Zu = _unit_columns(Z[bags])
+    Zu = _unit_columns(_without_repeated_constants(Z[bags]))
     s = np.linalg.svd(Zu, compute_uv=False)
     n_nonzero_columns = np.sum(np.any(Zu != 0, axis=1), axis=1)
     allowance = _residual_allowances(s, n_nonzero_columns, bags.shape[1], Z.shape[1], 1.0)
@@ -170,10 +189,11 @@ def _some_bag_uncertifiable(Z, bags):
 def _raise_uncertifiable():
     raise PrivacyInfeasibleError(
         "Some bag's design has columns that are collinear up to rounding (one-hot "
-        "columns of every category with an intercept, a feature constant within a bag, "
-        "or a near-copy of another column): the private residual check cannot certify "
-        "its residual and would fail whatever the labels. Drop one category, and drop "
-        "or combine near-duplicate columns."
+        "columns of every category with an intercept, one-hot columns of a category "
+        "absent from a bag, or a near-copy of another column): the private residual "
+        "check cannot certify its residual and would fail whatever the labels. Drop one "
+        "category, merge rare categories, drop or combine near-duplicate columns, or "
+        "use larger bags."
     )
 
 
@@ -278,7 +298,7 @@ def bag_residual_norms(Z, y, bags, label_bound=None):
 
     Curator-side only: the values are private and never released.
     """
-    Zu = _unit_columns(Z[bags])
+    Zu = _unit_columns(_without_repeated_constants(Z[bags]))
     U, s, _ = np.linalg.svd(Zu, full_matrices=False)
     n_nonzero_columns = np.sum(np.any(Zu != 0, axis=1), axis=1)
     del Zu

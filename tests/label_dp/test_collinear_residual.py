@@ -157,3 +157,26 @@ def test_a_design_the_check_cannot_certify_is_refused_before_any_spend(backend):
         with pytest.raises(PrivacyInfeasibleError, match="collinear"):
             est.fit(X, y)
     assert acc.n_spends == 0
+
+
+def test_a_feature_constant_within_a_bag_is_not_refused_and_changes_no_residual():
+    # A rare binary flag that is 1 in every row of some bag is an exact multiple of the
+    # intercept there: the column space is the same without it, so the bag's residual is
+    # certified as without the flag (it was refused as collinear).
+    from skprivreg.label_dp._bags import _some_bag_uncertifiable
+
+    rng = np.random.default_rng(5)
+    k, m = 500, 4
+    numeric = rng.normal(size=(k * m, 2))
+    flag = np.ones(k * m)
+    flag[k:] = rng.random(k * (m - 1)) < 0.5  # constant in the first bag only
+    y = rng.uniform(-1, 1, k * m)
+    bags = _local_bags(m, k)
+    with_flag = _design(np.column_stack([numeric, flag]), True)
+    assert not _some_bag_uncertifiable(with_flag, bags)
+    got = bag_residual_norms(with_flag, y, bags, label_bound=1.0)
+    # the first bag: at most the residual without the flag (the zeroed column's extra
+    # singular direction removes a little more), and close to it; the others positive
+    without = bag_residual_norms(_design(numeric, True), y, bags, label_bound=1.0)
+    assert 0.99 * without[0] <= got[0] <= without[0] + 1e-9
+    assert np.all(got[1:] > 0)
