@@ -241,7 +241,9 @@ def _raw_bound_above(x_scale, c):
     """
     s_up = float(x_scale) * (1.0 + 4.0 * 2.0**-53)
     c = abs(float(c))
-    if c == 0.0:
+    if c == 0.0 or not math.isfinite(s_up) or x_scale < 2.0**-900:
+        # x_scale itself bounds B (hypot(B, c) >= B, and rounding is monotone):
+        # used where the computation below would overflow or lose its digits.
         return float(x_scale)
     # Two square roots, not the root of a product that can underflow.
     return math.sqrt(max(s_up - c, 0.0)) * math.sqrt(s_up + c) * (1.0 + 2.0**-50)

@@ -1158,5 +1158,9 @@ def test_raw_bound_from_an_augmented_one_is_never_below_it():
     rng = np.random.default_rng(7)
     B = 10.0 ** rng.uniform(-300, 300, 100_000)
     c = 10.0 ** rng.uniform(-300, 300, 100_000)
-    below = [(b, cc) for b, cc in zip(B, c) if _raw_bound_above(math.hypot(b, cc), cc) < b]
+    # subnormal bounds, and augmented bounds near the largest float
+    B = np.concatenate([B, 10.0 ** rng.uniform(-323, -300, 20_000), [1.7e308, 1e308]])
+    c = np.concatenate([c, 10.0 ** rng.uniform(-323, -300, 20_000), [1e308, 1.7e308]])
+    below = [(b, cc) for b, cc in zip(B, c)
+             if not _raw_bound_above(math.hypot(b, cc), cc) >= b]
     assert below == []
