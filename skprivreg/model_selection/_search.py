@@ -26,7 +26,7 @@ from .._rows import read_into_memory
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_y_bound
-from ..exceptions import ConfigurationError, PrivateTestFailed
+from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
 from ..mechanisms import private_neg_mse
 
 __all__ = ["PrivateGridSearchCV", "selection_plan"]
@@ -510,8 +510,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                 warnings.simplefilter("ignore")
                 try:
                     est.fit(_take(X, train), y[train])
-                except PrivateTestFailed:
-                    continue  # a released failure: the worst outcome of this run
+                except (PrivateTestFailed, PrivacyInfeasibleError):
+                    # A released failure, or a run whose (secret) training part the
+                    # candidate refuses from public facts: the worst outcome of this
+                    # run. Raised after the spend, it would escape with a chance that
+                    # grows with the secret number of runs.
+                    continue
                 fitted = est[-1] if isinstance(est, Pipeline) else est
                 self._check_run(fitted.privacy_spent_, q_rdp)
                 score = private_neg_mse(y[val], est.predict(_take(X, val)), y_low=y_low,

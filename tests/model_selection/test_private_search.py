@@ -513,3 +513,29 @@ def test_runs_leave_no_cache_entries_and_call_no_callbacks(tmp_path):
     _search(estimator=pipe, param_grid={"reg__x_bound": [1.0, 2.0]}).fit(X, y)
     cached = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert cached == [] and calls == []
+
+
+def test_a_run_refused_as_infeasible_is_a_failed_run_not_an_escape(monkeypatch):
+    # A candidate can refuse a run's training part from public facts (a label-DP bag
+    # design): raised after the spend, the refusal escaped the search with a chance
+    # that grows with the secret number of runs.
+    from skprivreg.exceptions import PrivacyInfeasibleError, PrivateTestFailed
+
+    X, y = _data(n=1000)
+    original, calls = AdaSSPRegressor.fit, []
+
+    def first_run_infeasible(self, X_run, y_run):
+        if np.abs(X_run).max() <= 1.0:  # a run on the real rows (dry runs are Gaussian)
+            calls.append(1)
+            if len(calls) == 1:
+                raise PrivacyInfeasibleError("refused from public facts")
+        return original(self, X_run, y_run)
+
+    monkeypatch.setattr(AdaSSPRegressor, "fit", first_run_infeasible)
+    for _ in range(3):
+        calls.clear()
+        try:
+            _search(n_repetitions=4).fit(X, y)
+        except PrivateTestFailed:
+            assert calls == [1]  # one run, and it failed: the documented outcome
+        assert calls
