@@ -107,8 +107,27 @@ def _log_terms(mu, epsilon):
     return log_a, diff, slack
 
 
-def _log_slope(t):
-    """``log(1 - t R(t))`` for the Mills ratio ``R(t) = Phi(-t) / phi(t)``.
+def _log_delta_bound(mu, epsilon):
+    """:func:`_log_delta_bound_array` of one ``mu`` and ``epsilon``."""
+    return float(_log_delta_bound_array(np.array([float(mu)]), np.array([float(epsilon)]))[0])
+
+
+def _log_gdp_delta(mu, epsilon):
+    """``log gdp_delta(mu, epsilon)``, ``-inf`` when delta is 0.
+
+    Never below the exact value: the direct formula is rounded up by a bound
+    on its round-off, and where it cancels :func:`_log_delta_bound_array` is
+    used (one computation with :func:`_log_gdp_delta_array`).
+
+    Finite for deltas far below the smallest positive float, where
+    :func:`gdp_delta` itself underflows to 0 or to an inexact subnormal.
+    """
+    return float(_log_gdp_delta_array(float(mu), float(epsilon)))
+
+
+def _log_slope_array(t):
+    """``log(1 - t R(t))`` elementwise over a 1-d array ``t``, for the Mills
+    ratio ``R(t) = Phi(-t) / phi(t)``.
 
     ``1 - t R(t) = -R'(t)`` is positive, decreasing and convex on the whole
     real line. Below ``_CF_FROM`` it is computed from ``erfcx`` (relative
@@ -116,70 +135,6 @@ def _log_slope(t):
     Laplace's continued fraction ``1 - t R(t) = 1 / (1 + t s)`` with
     ``s = t + 2 / (t + 3 / (t + 4 / ...))``, converged to the last place.
     """
-    if t < 0:
-        log_r = float(log_ndtr(-t)) + 0.5 * t * t + _LOG_SQRT_2PI
-        return float(np.logaddexp(0.0, math.log(-t) + log_r))
-    if t < _CF_FROM:
-        return math.log1p(-t * _SQRT_PI_2 * float(erfcx(t / math.sqrt(2))))
-    s = t
-    for n in range(_CF_TERMS, 1, -1):
-        s = t + n / s
-    if t > 1e100:  # t * s would overflow; the 1 is negligible
-        return -(math.log(t) + math.log(s))
-    return -math.log1p(t * s)
-
-
-def _log_delta_bound(mu, epsilon):
-    """An upper bound on ``log gdp_delta(mu, epsilon)``, free of cancellation
-    and within ~1e-10 of it where the direct formula cancels.
-
-    With ``x = epsilon/mu - mu/2`` and the Mills ratio ``R``, the identity
-    ``e^epsilon phi(x + mu) = phi(x)`` gives
-
-    .. math::
-        \\delta = \\phi(x)\\,(R(x) - R(x + \\mu))
-            = \\phi(x) \\int_x^{x+\\mu} (1 - tR(t))\\,dt.
-
-    The integrand ``-R'(t) = int_0^inf u exp(-tu - u^2/2) du`` has a positive
-    fourth derivative, so Simpson's rule overestimates the integral (its
-    error term is ``-(mu/2)^5/90`` times that derivative). When the direct
-    formula cancels, mu is small against the scale on which the integrand
-    varies, and the rule is accurate far beyond float precision.
-    """
-    x = epsilon / mu - mu / 2
-    if not abs(x) <= 1e150:  # delta is 0 in range, or at most 1
-        return -math.inf if x > 0 else 0.0
-    logs = [_log_slope(x), _log_slope(x + mu / 2), _log_slope(x + mu)]
-    top = max(logs)
-    mean = sum(w * math.exp(v - top) for w, v in zip((1.0, 4.0, 1.0), logs)) / 6.0
-    log_phi = -0.5 * x * x - _LOG_SQRT_2PI
-    value = log_phi + math.log(mu) + top + math.log(mean)
-    return value + (_BOUND_MARGIN + _BOUND_REL_MARGIN * abs(value))
-
-
-def _log_gdp_delta(mu, epsilon):
-    """``log gdp_delta(mu, epsilon)``, ``-inf`` when delta is 0.
-
-    Never below the exact value: the direct formula is rounded up by a bound
-    on its round-off, and where it cancels :func:`_log_delta_bound` is used.
-
-    Finite for deltas far below the smallest positive float, where
-    :func:`gdp_delta` itself underflows to 0 or to an inexact subnormal.
-    """
-    if math.isnan(mu) or math.isnan(epsilon):
-        raise ValueError("mu and epsilon must be numbers, not NaN.")
-    if mu <= 0 or math.isinf(epsilon):
-        return -math.inf
-    if math.isinf(mu):
-        return 0.0
-    log_a, diff, slack = _log_terms(mu, epsilon)
-    if diff <= _DIRECT_MAX:
-        return min(0.0, log_a + math.log(-math.expm1(diff)) + slack)
-    return _log_delta_bound(mu, epsilon)
-
-
-def _log_slope_array(t):
-    """:func:`_log_slope` elementwise, for a 1-d array ``t``."""
     out = np.empty_like(t)
     neg = t < 0
     mid = (t >= 0) & (t < _CF_FROM)
@@ -201,8 +156,23 @@ def _log_slope_array(t):
 
 
 def _log_delta_bound_array(mu, epsilon):
-    """:func:`_log_delta_bound` elementwise, for 1-d arrays of positive
-    finite ``mu`` and finite ``epsilon``."""
+    """An upper bound on ``log gdp_delta(mu, epsilon)`` (1-d arrays of positive
+    finite ``mu`` and finite ``epsilon``), free of cancellation
+    and within ~1e-10 of it where the direct formula cancels.
+
+    With ``x = epsilon/mu - mu/2`` and the Mills ratio ``R``, the identity
+    ``e^epsilon phi(x + mu) = phi(x)`` gives
+
+    .. math::
+        \\delta = \\phi(x)\\,(R(x) - R(x + \\mu))
+            = \\phi(x) \\int_x^{x+\\mu} (1 - tR(t))\\,dt.
+
+    The integrand ``-R'(t) = int_0^inf u exp(-tu - u^2/2) du`` has a positive
+    fourth derivative, so Simpson's rule overestimates the integral (its
+    error term is ``-(mu/2)^5/90`` times that derivative). When the direct
+    formula cancels, mu is small against the scale on which the integrand
+    varies, and the rule is accurate far beyond float precision.
+    """
     x = epsilon / mu - mu / 2
     out = np.where(x > 0, -math.inf, 0.0)  # |x| > 1e150: delta is 0 in range, or at most 1
     keep = np.abs(x) <= 1e150
