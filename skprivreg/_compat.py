@@ -40,6 +40,17 @@ except ImportError:  # pragma: no cover - fallback for a release that moves it
         return decorator
 
 
+def without_fit_callbacks(estimator):
+    """Detach the fit callbacks (scikit-learn >= 1.9) set on ``estimator`` itself.
+
+    ``clone`` shares them by reference; a fresh empty list on the clone leaves
+    the original's untouched. A no-op where callbacks do not exist.
+    """
+    if getattr(estimator, "_skl_callbacks", None):
+        estimator._skl_callbacks = []
+    return estimator
+
+
 __all__ = [
     "HasMethods",
     "Integral",
@@ -50,4 +61,5 @@ __all__ = [
     "check_is_fitted",
     "fit_context",
     "validate_data",
+    "without_fit_callbacks",
 ]

@@ -10,7 +10,14 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
 from sklearn.utils import check_array, check_consistent_length
 
-from .._compat import Interval, Real, check_is_fitted, fit_context, validate_data
+from .._compat import (
+    Interval,
+    Real,
+    check_is_fitted,
+    fit_context,
+    validate_data,
+    without_fit_callbacks,
+)
 from .._pipeline import leaking_steps, private_steps
 from .._rdp import (
     RDP_ORDERS,
@@ -322,8 +329,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         if quiet:
             est.set_params(**quiet)
         for step in [est, *(v for v in params.values() if hasattr(v, "get_params"))]:
-            if getattr(step, "_skl_callbacks", None):
-                step._skl_callbacks = []
+            without_fit_callbacks(step)
         return est
 
     def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
