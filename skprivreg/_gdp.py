@@ -53,15 +53,26 @@ def gdp_delta(mu, epsilon):
     else:
         delta = float(math.exp(_log_delta_bound(mu, epsilon)))
     if delta < _TINY:
-        # Below the normal range floats are spaced 2**-1074 apart, so rounding
-        # to a float is no longer within a relative bound: exp of the upper
-        # bound on log delta is rounded up to a float (at least 2**-1074). The
-        # log of a float is within ~2e-13 of exact here (|log| < 745).
-        log_bound = _log_gdp_delta(mu, epsilon)
-        delta = math.exp(log_bound)
-        if not (delta > 0 and math.log(delta) >= log_bound + 1e-12):
-            delta = math.nextafter(delta, math.inf)
+        delta = float_at_least(_log_gdp_delta(mu, epsilon))
     return delta
+
+
+def float_at_least(log_value):
+    """``exp(log_value)`` as a float, never below it in the subnormal range.
+
+    Below the normal range floats are spaced 2**-1074 apart, so rounding to
+    a float is no longer within a relative bound: the value is stepped up
+    to the next float unless its log is already at or above ``log_value``
+    (the log of a float is within ~2e-13 of exact there, ``|log| < 745``).
+    A positive value too small for any float gives the smallest one, 5e-324;
+    ``-inf`` gives 0.
+    """
+    if log_value == -math.inf:
+        return 0.0
+    value = math.exp(log_value)
+    if value < _TINY and not (value > 0 and math.log(value) >= log_value + 1e-12):
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 # The direct formula delta = A - B = A (1 - B / A) is used while

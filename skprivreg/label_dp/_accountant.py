@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import special, stats
 
-from .._gdp import _log_gdp_delta_array
+from .._gdp import _log_gdp_delta_array, float_at_least
 from ..mechanisms import ptr_calibration
 
 __all__ = [
@@ -44,13 +44,8 @@ __all__ = [
     "llp_min_bag_size",
     "delta_for",
     "bag_size_for",
-    "LOG_DELTA_FLOOR",
 ]
 
-#: Values of delta below exp(LOG_DELTA_FLOOR) are reported as the smallest
-#: positive float (never 0, which would accept any target).
-LOG_DELTA_FLOOR = -740.0
-_LOG_SMALLEST_FLOAT = math.log(math.ulp(0.0))  # about -744.44
 
 _LOG2 = math.log(2.0)
 
@@ -563,20 +558,8 @@ def llp_privacy_profile(
 
 
 def _delta_from_log(log_delta):
-    """``exp(log_delta)``, never rounded down to 0 or below a subnormal's value.
-
-    A positive delta too small for a float is returned as the smallest
-    positive float; a subnormal result is stepped up one float (its rounding
-    is coarse). ``-inf`` (delta exactly 0) gives 0.
-    """
-    if log_delta == -math.inf:
-        return 0.0
-    if log_delta < _LOG_SMALLEST_FLOAT:
-        return math.ulp(0.0)
-    value = math.exp(log_delta)
-    if value < 2.2250738585072014e-308:
-        value = math.nextafter(value, math.inf)
-    return value
+    """``exp(log_delta)``, never rounded down to 0 or below a subnormal's value."""
+    return float_at_least(log_delta)
 
 
 def llp_min_bag_size(
