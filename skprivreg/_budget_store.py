@@ -106,14 +106,27 @@ class FileBudgetStore:
     @contextlib.contextmanager
     def locked(self):
         """Hold the file lock and bring the records up to date; yields the handle."""
-        if not os.path.exists(self.path):
-            raise FileNotFoundError(
-                f"The budget store {self.path!r} no longer exists: the BudgetAccountant "
-                "that created it was garbage collected. Nothing was spent."
-            )
-        with open(self.path, "a+", encoding="utf-8") as handle:
+        gone = FileNotFoundError(
+            f"The budget store {self.path!r} no longer exists: the BudgetAccountant "
+            "that created it was garbage collected. Nothing was spent."
+        )
+        try:  # never created here: a removed log must not come back empty
+            fd = os.open(self.path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            raise gone from None
+        with open(fd, "a+", encoding="utf-8") as handle:
             _lock(handle)
             try:
+                # Removed or cut short between the open and the lock: its
+                # records (other processes' spends) are lost, so refuse.
+                stat = os.fstat(handle.fileno())
+                if stat.st_nlink == 0:
+                    raise gone
+                if stat.st_size < self._offset:
+                    raise RuntimeError(
+                        f"The budget store {self.path!r} was cut short: spends recorded "
+                        "in it are lost. Nothing was spent."
+                    )
                 self._sync(handle)
                 yield handle
             finally:

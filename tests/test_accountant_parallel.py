@@ -206,3 +206,26 @@ def test_a_spend_waits_while_another_holder_has_the_file_lock():
         assert not done.wait(0.5)  # blocked: check-and-spend is one atomic step
     worker.join(5.0)
     assert done.is_set() and acc.n_spends == 1
+
+
+def test_a_log_removed_after_the_check_is_not_recreated_empty(monkeypatch):
+    # Another process's spend is in the log; the log is removed just before a
+    # spend opens it. Opening must not create an empty log that forgets it.
+    acc = BudgetAccountant(epsilon=2.0, processes=True)
+    other = pickle.loads(pickle.dumps(acc))
+    other.spend(1.5, 0.0)
+    path = acc._store.path
+    os.remove(path)
+    monkeypatch.setattr(os.path, "exists", lambda p: True)
+    with pytest.raises(FileNotFoundError, match="no longer exists"):
+        acc.spend(1.0, 0.0)
+    assert not os.path.lexists(path)
+
+
+def test_a_log_cut_short_is_refused():
+    acc = BudgetAccountant(epsilon=2.0, processes=True)
+    acc.spend(0.5, 0.0)
+    with open(acc._store.path, "w"):
+        pass  # truncated: the record of the spend is gone
+    with pytest.raises(RuntimeError, match="cut short"):
+        acc.spend(1.0, 0.0)
