@@ -95,10 +95,22 @@ def clipped_squared_error_sensitivity(y_low, y_high, n_validation):
     each row's loss (averaged over outputs) lies in :math:`[0, (h-l)^2]`;
     replacing one of the ``n`` (public) validation rows moves the mean by at
     most :math:`(h-l)^2/n`.
+
+    Raises ``ValueError`` when :math:`(h-l)^2` overflows or the sensitivity
+    falls below the normal floating-point range: the loss could not be
+    computed, or the noise scale would round to zero (no noise at all).
     """
     if not y_high > y_low:
         raise ValueError("y_high must exceed y_low.")
-    return (float(y_high) - float(y_low)) ** 2 / int(n_validation)
+    width = float(y_high) - float(y_low)
+    sensitivity = width * width / int(n_validation)  # inf on overflow, never an error
+    if not np.finfo(np.float64).tiny <= sensitivity < np.inf:
+        raise ValueError(
+            f"The label range [{float(y_low):g}, {float(y_high):g}] cannot be scored in "
+            f"float64 over {int(n_validation)} rows: its squared width over the rows "
+            "overflows or underflows. Rescale the labels."
+        )
+    return sensitivity
 
 
 def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
@@ -111,9 +123,15 @@ def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
 
     (Dwork & Roth 2014, Thm. 3.6, with the sensitivity of
     :func:`clipped_squared_error_sensitivity`). Returns the noisy score.
+
+    A NaN prediction (a finite row can make one, when its product with the
+    coefficients overflows to infinities of both signs) counts as ``h``:
+    every row's loss stays in :math:`[0, (h-l)^2]` whatever the model
+    predicts.
     """
     y_true = np.clip(np.asarray(y_true, dtype=np.float64), y_low, y_high)
-    y_pred = np.clip(np.asarray(y_pred, dtype=np.float64).reshape(y_true.shape), y_low, y_high)
+    y_pred = np.asarray(y_pred, dtype=np.float64).reshape(y_true.shape)
+    y_pred = np.clip(np.where(np.isnan(y_pred), y_high, y_pred), y_low, y_high)
     losses = np.square(y_true - y_pred)
     if losses.ndim == 2:
         losses = losses.mean(axis=1)

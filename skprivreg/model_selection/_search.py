@@ -34,7 +34,7 @@ from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
-from ..mechanisms import private_neg_mse
+from ..mechanisms import clipped_squared_error_sensitivity, private_neg_mse
 
 __all__ = ["PrivateGridSearchCV", "selection_plan"]
 
@@ -483,6 +483,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             raise ConfigurationError(
                 f"n={n} rows leave {n_train} for training and {n_val} for validation."
             )
+        # The score's scale must be representable (public facts), before the spend.
+        clipped_squared_error_sensitivity(y_low, y_high, n_val)
         if isinstance(self.estimator, Pipeline):
             self._check_finite_rows(X, candidates, prefix)
         shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])

@@ -250,6 +250,32 @@ def test_validation_score_noise_matches_its_sensitivity():
     assert np.mean(np.abs(draws)) == pytest.approx(scale, rel=0.08)
 
 
+def test_a_nan_prediction_scores_as_the_top_of_the_range():
+    # A finite validation row can make a prediction NaN (its product with the
+    # coefficients overflows to infinities of both signs). Its loss must stay in
+    # [0, (h - l)^2], as the score's sensitivity assumes: it counts as h.
+    from skprivreg.mechanisms import private_neg_mse
+
+    y = np.array([0.5, -1.0, 2.0])
+    pred = np.array([np.nan, 0.0, np.inf])
+    kw = dict(y_low=-3.0, y_high=3.0, epsilon=1.0)
+    got = private_neg_mse(y, pred, rng=np.random.default_rng(3), **kw)
+    want = private_neg_mse(y, [3.0, 0.0, 3.0], rng=np.random.default_rng(3), **kw)
+    assert np.isfinite(got) and got == want
+
+
+@pytest.mark.parametrize("y_bound", [(0.0, 3e-162), (-1e200, 1e200)])
+def test_a_label_range_the_score_cannot_represent_is_refused_before_the_spend(y_bound):
+    # (h - l)^2 / n below the normal range rounds the noise scale towards 0
+    # (no noise); above it, the loss overflows. Both are public facts.
+    X, y = _data(n=400)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = _search(accountant=acc, y_bound=y_bound)
+    with pytest.raises(ValueError, match="cannot be scored"):
+        search.fit(X, np.clip(y, *y_bound))
+    assert acc.n_spends == 0
+
+
 def test_privacy_spent_of_a_search_is_its_own_ledger():
     from skprivreg import privacy_spent
 
