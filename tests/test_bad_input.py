@@ -177,6 +177,25 @@ def test_bounds_too_large_for_the_calibration_are_refused_before_any_spend(Estim
     assert acc.n_spends == 1
 
 
+@pytest.mark.parametrize("Estimator", [ReuseCovRegressor, IndependentSSPRegressor,
+                                       SSPRegressor, AdaSSPRegressor])
+@pytest.mark.parametrize("bound", ["x_bound", "y_bound"])
+def test_bounds_too_small_for_the_calibration_are_refused_before_any_spend(Estimator, bound):
+    """Sensitivities are products of up to four bound-sized factors: with a bound of
+    2.2e-162 a sensitivity rounded to 5e-324 and its noise scale to 0, so a statistic
+    was released exactly under a finite epsilon."""
+    X, y = _data()
+    for value in (9e-61, 2.2e-162, 1e-300):
+        acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+        params = {**DECLARED, bound: value}
+        with pytest.raises(ValueError, match="too small"):
+            _fit(Estimator(accountant=acc, **params), X, y)
+        assert acc.n_spends == 0
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    _fit(Estimator(accountant=acc, **{**DECLARED, bound: 1e-60}), X, y)  # the smallest taken
+    assert acc.n_spends == 1
+
+
 @pytest.mark.parametrize("declared", [
     dict(x_range=(-1e61, 1e61)),
     dict(y_bound=1e61),

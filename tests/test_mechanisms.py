@@ -292,3 +292,17 @@ def test_randomized_response_at_tiny_epsilon_is_uniform():
     out = randomized_response(np.zeros(20_000, dtype=np.int64), 10, 1e-15, rng)
     counts = np.bincount(out, minlength=10)
     assert stats.chisquare(counts).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("sensitivity", [5e-324, 1e-310, 2e-308])
+def test_a_noise_scale_below_the_normal_range_is_refused(sensitivity):
+    # sigma = sensitivity / mu rounds towards 0 below float64's normal range:
+    # the release would carry less noise than its ledger states, or none.
+    from skprivreg.mechanisms import gaussian_event_from_mu, gaussian_sigma
+
+    with pytest.raises(ValueError, match="too small to calibrate"):
+        gaussian_sigma(sensitivity, 50.0, 1e-5)
+    with pytest.raises(ValueError, match="too small to calibrate"):
+        gaussian_event_from_mu("x", sensitivity, 10.0, 1e-5)
+    # The smallest scale taken keeps its relative precision.
+    assert gaussian_event_from_mu("x", 1e-300, 10.0, 1e-5).sigma == pytest.approx(1e-301)

@@ -50,14 +50,22 @@ BOUND_NAMES = ("x_bound", "y_bound")
 #: the calibration takes: it multiplies up to four such scales (the joint
 #: Gram-cross bound has ``x_bound^4``), which must stay finite in float64.
 LARGEST_BOUND_SCALE = 1e60
+#: Smallest declared scale (``x_bound``, ``y_bound``) the calibration takes: a
+#: product of four such scales must stay in float64's normal range, where
+#: rounding is relative; below it a sensitivity, and the noise scale made from
+#: it, round towards 0 (no noise) while the ledger states a finite epsilon.
+SMALLEST_BOUND_SCALE = 1e-60
 
 
 def check_bound_scales(x_bound, y_bound, n_outputs):
-    """Refuse declared bounds whose calibration would overflow float64 (before any spend).
+    """Refuse declared bounds whose calibration would leave float64 (before any spend).
 
     ``x_bound`` and ``sqrt(n_outputs) y_bound`` (``None``: not declared) must
-    be at most :data:`LARGEST_BOUND_SCALE`; larger bounds would give noise
-    beyond any float anyway.
+    be at most :data:`LARGEST_BOUND_SCALE`: larger bounds would give noise
+    beyond any float anyway. ``x_bound`` and ``y_bound`` must be at least
+    :data:`SMALLEST_BOUND_SCALE` (0 excepted, a statistic that is released
+    exactly because it is constant): smaller bounds make sensitivities round
+    towards 0. Data in such units should be rescaled.
     """
     root = math.sqrt(max(int(n_outputs), 1))
     for name, scale, value in (("x_bound", x_bound, x_bound),
@@ -68,6 +76,13 @@ def check_bound_scales(x_bound, y_bound, n_outputs):
                 f"four bound-sized factors, which overflow float64; x_bound and "
                 f"sqrt(n_outputs) * y_bound must be at most {LARGEST_BOUND_SCALE:g} "
                 f"(n_outputs={int(n_outputs)})."
+            )
+        if value is not None and 0 < value < SMALLEST_BOUND_SCALE:
+            raise ValueError(
+                f"{name}={value:g} is too small: the noise calibration multiplies up to "
+                "four bound-sized factors, which would round towards 0 in float64 (and "
+                f"the noise with them); it must be at least {SMALLEST_BOUND_SCALE:g}. "
+                "Rescale the data."
             )
 
 

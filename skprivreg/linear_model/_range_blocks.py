@@ -65,6 +65,11 @@ _RAW_OFFSET_LIMIT = 16.0
 # Wider ranges are mapped first (|z| <= 1), so no sum of any n overflows:
 # a raw Gram matrix that one row could make infinite failed after the spend.
 _RAW_MAGNITUDE_LIMIT = 1e100
+# Smallest half-width of a map whose statistics come from the raw rows: a
+# product of two entries stays in the normal range (rounding relative), so
+# rescaling the raw sums by 1 / half^2 moves no entry by more than the
+# mapped sums' rounding.
+_RAW_HALF_FLOOR = 1e-150
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,10 @@ class RangeMap:
         d = self.center.shape[0]
         if (not self.clip_coordinates or self.row_bound < math.sqrt(d)
                 or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)
-                or not np.all(np.abs(self.center) + self.half <= _RAW_MAGNITUDE_LIMIT)):
+                or not np.all(np.abs(self.center) + self.half <= _RAW_MAGNITUDE_LIMIT)
+                # Raw products of tiny ranges round in the subnormal range, where
+                # rounding is not relative: such ranges are mapped first.
+                or not np.all(self.half >= _RAW_HALF_FLOOR)):
             return None
         inv = 1.0 / self.half
         low, high = self.center - self.half, self.center + self.half

@@ -39,7 +39,9 @@ def gaussian_sigma(sensitivity, epsilon, delta, method="analytic"):
     ``sigma = sensitivity * sqrt(2 ln(1.25/delta)) / epsilon``, valid only
     for epsilon < 1; raises ``ValueError`` otherwise. Kept for comparisons.
 
-    ``epsilon=np.inf`` gives ``sigma = 0`` (no noise).
+    ``epsilon=np.inf`` gives ``sigma = 0`` (no noise). A positive sensitivity
+    whose sigma falls below float64's normal range (about 2.2e-308) raises
+    ``ValueError``: the noise would round towards 0.
     """
     if sensitivity < 0:
         raise ValueError("sensitivity must be >= 0.")
@@ -50,15 +52,28 @@ def gaussian_sigma(sensitivity, epsilon, delta, method="analytic"):
     if math.isinf(epsilon) or sensitivity == 0:
         return 0.0
     if method == "analytic":
-        return sensitivity / gdp_mu(epsilon, delta)
+        return _normal_sigma(sensitivity / gdp_mu(epsilon, delta), sensitivity)
     if method == "classical":
         if epsilon >= 1:
             raise ValueError(
                 "The classical Gaussian mechanism is valid only for epsilon < 1; "
                 "use method='analytic'."
             )
-        return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+        return _normal_sigma(sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon,
+                             sensitivity)
     raise ValueError("method must be 'analytic' or 'classical'.")
+
+
+def _normal_sigma(sigma, sensitivity):
+    """``sigma``, refused below float64's normal range (it rounds towards 0 there:
+    the release would carry less noise than calibrated, or none)."""
+    if not sigma >= np.finfo(np.float64).tiny:
+        raise ValueError(
+            f"A sensitivity of {float(sensitivity):g} is too small to calibrate in float64: "
+            "the noise scale falls below the normal range and rounds towards 0. Rescale "
+            "the data (or its declared bounds)."
+        )
+    return sigma
 
 
 def gaussian_event(
@@ -106,7 +121,8 @@ def gaussian_event_from_mu(
     among releases as ``mu_k`` with ``sum mu_k**2 = mu**2``. The event's own
     ``epsilon`` is the exact GDP conversion of ``mu`` at ``delta`` (its share
     of the ledger's delta); the ledger composes the ``mu``'s, not these.
-    ``mu=np.inf`` means no noise.
+    ``mu=np.inf`` means no noise. A noise scale below float64's normal range
+    is refused (``ValueError``), as in :func:`gaussian_sigma`.
     """
     if not mu > 0:
         raise ValueError("mu must be > 0.")
@@ -128,7 +144,7 @@ def gaussian_event_from_mu(
         notion=notion,
         neighbouring=neighbouring,
         sensitivity=float(sensitivity),
-        sigma=float(sensitivity) / mu,
+        sigma=_normal_sigma(float(sensitivity) / mu, sensitivity),
         mu=float(mu),
     )
 

@@ -186,3 +186,24 @@ def test_vast_ranges_use_the_mapped_copy_so_no_sum_overflows():
         est = LinearRegression(epsilon=1.0, x_range=(-B, B), y_bound=1.0, accountant=acc)
         est.fit(X, np.clip(y, -1.0, 1.0))
     assert np.all(np.isfinite(est.coef_)) and acc.n_spends == 1
+
+
+def test_tiny_ranges_use_the_mapped_copy_so_one_row_moves_the_gram_within_its_bound():
+    """A half-width whose square is subnormal: the raw X^T X rounds to multiples of the
+    smallest subnormal before its 1 / h^2 rescaling, and one row moved the mapped Gram
+    matrix by about twice its stated sensitivity. Mapped first, |z| <= 1 holds."""
+    h = np.sqrt(0.51) * np.sqrt(5e-324)  # h * h is 0.51 of the smallest subnormal
+    d = 2
+    rmap = range_map((-h, h), (-1.0, 1.0), d, fit_intercept=False)
+    assert not rb.raw_space(rmap, None)
+
+    def gram(X):
+        stats = rb.first_pass_block(X, np.zeros(len(X)), rmap=rmap, fit_intercept=False)
+        return rb.first_pass_stats(*stats, False, rmap)[0]
+
+    X = np.zeros((10, d))
+    X2 = X.copy()
+    X2[0] = [h, h]
+    change = (gram(X2) - gram(X))[np.triu_indices(d)]
+    # The mapped row is (1, 1) up to rounding: each upper entry moves by 1.
+    np.testing.assert_allclose(change, 1.0, rtol=1e-12)
