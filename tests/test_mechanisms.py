@@ -306,3 +306,13 @@ def test_a_noise_scale_below_the_normal_range_is_refused(sensitivity):
         gaussian_event_from_mu("x", sensitivity, 10.0, 1e-5)
     # The smallest scale taken keeps its relative precision.
     assert gaussian_event_from_mu("x", 1e-300, 10.0, 1e-5).sigma == pytest.approx(1e-301)
+
+
+def test_laplace_and_gumbel_scales_below_the_normal_range_are_refused():
+    from skprivreg.mechanisms import gumbel_top_k, laplace_distance_test
+
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="too small to calibrate"):
+        laplace_distance_test(0.0, 50.0, 1e-6, rng, sensitivity=5e-324)
+    with pytest.raises(ValueError, match="too small to calibrate"):
+        gumbel_top_k([0.0, 1e-320], 1, 5e-324, 50.0, rng)

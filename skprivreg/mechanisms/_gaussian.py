@@ -52,21 +52,23 @@ def gaussian_sigma(sensitivity, epsilon, delta, method="analytic"):
     if math.isinf(epsilon) or sensitivity == 0:
         return 0.0
     if method == "analytic":
-        return _normal_sigma(sensitivity / gdp_mu(epsilon, delta), sensitivity)
+        return normal_noise_scale(sensitivity / gdp_mu(epsilon, delta), sensitivity)
     if method == "classical":
         if epsilon >= 1:
             raise ValueError(
                 "The classical Gaussian mechanism is valid only for epsilon < 1; "
                 "use method='analytic'."
             )
-        return _normal_sigma(sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon,
+        return normal_noise_scale(sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon,
                              sensitivity)
     raise ValueError("method must be 'analytic' or 'classical'.")
 
 
-def _normal_sigma(sigma, sensitivity):
-    """``sigma``, refused below float64's normal range (it rounds towards 0 there:
-    the release would carry less noise than calibrated, or none)."""
+def normal_noise_scale(sigma, sensitivity):
+    """A noise scale ``sigma`` of a positive sensitivity, refused below float64's
+    normal range (it rounds towards 0 there: the release would carry less noise
+    than calibrated, or none). Every calibration of this package passes
+    through it."""
     if not sigma >= np.finfo(np.float64).tiny:
         raise ValueError(
             f"A sensitivity of {float(sensitivity):g} is too small to calibrate in float64: "
@@ -144,7 +146,7 @@ def gaussian_event_from_mu(
         notion=notion,
         neighbouring=neighbouring,
         sensitivity=float(sensitivity),
-        sigma=_normal_sigma(float(sensitivity) / mu, sensitivity),
+        sigma=normal_noise_scale(float(sensitivity) / mu, sensitivity),
         mu=float(mu),
     )
 

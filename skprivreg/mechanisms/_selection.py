@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from ._gaussian import normal_noise_scale
+
 __all__ = [
     "exponential_mechanism",
     "above_threshold",
@@ -156,7 +158,8 @@ def laplace_distance_test(distance, epsilon, delta, rng, sensitivity=1.0, offset
     ``distance = -inf`` (a deterministic failure) never passes.
     """
     threshold = laplace_distance_threshold(epsilon, delta, sensitivity, offset)
-    noisy = float(distance) + float(rng.laplace(0.0, float(sensitivity) / float(epsilon)))
+    scale = normal_noise_scale(float(sensitivity) / float(epsilon), sensitivity)
+    noisy = float(distance) + float(rng.laplace(0.0, scale))
     return bool(noisy > threshold), noisy, threshold
 
 
@@ -195,7 +198,7 @@ def gumbel_top_k(utilities, k, sensitivity, epsilon, rng):
         raise ValueError("gumbel_top_k needs a finite epsilon > 0.")
     if not sensitivity > 0:
         raise ValueError("sensitivity must be > 0.")
-    scale = 2.0 * k * float(sensitivity) / float(epsilon)
+    scale = normal_noise_scale(2.0 * k * float(sensitivity) / float(epsilon), sensitivity)
     noisy = utilities + rng.gumbel(0.0, scale, size=utilities.shape)
     order = np.argsort(-noisy, kind="stable")
     return order[:k]
