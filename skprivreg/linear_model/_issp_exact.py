@@ -90,24 +90,39 @@ def _exact_gram_add(a, b):
     return {key: _exact_add(a[key], b[key]) for key in a}
 
 
+def _bareiss(A, p):
+    """Fraction-free elimination of the integer symmetric matrix ``A`` (rows of ints).
+
+    Returns ``(columns, minors)``: ``minors[k]`` is the k-th leading principal
+    minor (``minors[0] = 1``), all exact; ``columns[i][r]`` (``r > i``) is the
+    eliminated column at pivot ``i``, so the unit lower factor of
+    ``A = L D L^T`` is ``L[r, i] = columns[i][r] / minors[i + 1]`` and
+    ``D[i] = minors[i + 1] / minors[i]`` exactly (Bareiss 1968: each entry is
+    the Gaussian-elimination entry times ``minors[i]``). Stops at the first
+    pivot that is not positive (``A`` is then not PD); fewer than ``p``
+    columns come back.
+    """
+    A = [row[:] for row in A]
+    minors, columns = [1], []
+    for i in range(p):
+        pivot = A[i][i]
+        if pivot <= 0:
+            break
+        minors.append(pivot)
+        columns.append([A[r][i] for r in range(p)])
+        for r in range(i + 1, p):
+            for c in range(i + 1, p):
+                A[r][c] = (A[r][c] * pivot - A[r][i] * A[i][c]) // minors[-2]
+    return columns, minors
+
+
 def exact_gram_is_pd(gram, p):
     """True iff the exact symmetric matrix ``gram`` (from :func:`exact_gram`) is PD.
 
     Bareiss fraction-free elimination on the integer matrix ``2^-e_min G``:
     the k-th pivot is the k-th leading principal minor, all positive iff PD.
     """
-    A, _ = _exact_matrix(gram, p)
-    prev = 1
-    for i in range(p):
-        if A[i][i] <= 0:
-            return False
-        for r in range(i + 1, p):
-            for c in range(i + 1, p):
-                A[r][c] = (A[r][c] * A[i][i] - A[r][i] * A[i][c]) // prev
-        prev = A[i][i]
-    return True
-
-
+    return len(_bareiss(_exact_matrix(gram, p)[0], p)[0]) == p
 
 
 def _exact_matrix(gram, p):
@@ -122,9 +137,10 @@ def _exact_matrix(gram, p):
 def exact_whitening_transform(gram, p):
     """Upper-triangular ``T = T_hi + T_lo`` (double-double) with ``T^T S T ~ I``.
 
-    ``S = L D L^T`` computed from the exact Gram matrix of :func:`exact_gram`
-    (which must be PD) in 120-digit decimal arithmetic (relative error about
-    ``1e-120 cond(S)``, far below double-double's ``2^-106`` for every
+    ``S = L D L^T`` from the exact leading minors of the exact Gram matrix of
+    :func:`exact_gram` (which must be PD; ``D`` exactly positive), rounded to
+    120 digits, ``L^{-1}`` in 120-digit decimal arithmetic (relative error
+    about ``1e-120 cond(S)``, far below double-double's ``2^-106`` for every
     ``cond(S)`` double-double can resolve), and
     ``T = L^{-T} diag(2^{-f_j})`` with powers of two ``2^{f_j} ~ sqrt(D_j)``, so
     ``T^T S T = diag(D_j 2^{-2 f_j})`` has entries in ``[1/4, 4]`` up to the
@@ -134,20 +150,19 @@ def exact_whitening_transform(gram, p):
     float64 cannot certify).
     """
     A, e_min = _exact_matrix(gram, p)
+    # L and D from exact minors: D is exactly positive for every PD matrix, however
+    # close to singular (a factorisation in rounded arithmetic could make a pivot
+    # <= 0 for a rank gap below its precision, and fail on some PD designs only).
+    columns, minors = _bareiss(A, p)
+    if len(columns) < p:
+        raise ValueError("the Gram matrix is not positive definite")
     with decimal.localcontext() as ctx:
         ctx.prec = 120
         ctx.Emax, ctx.Emin = decimal.MAX_EMAX, decimal.MIN_EMIN
-        S = [[decimal.Decimal(v) for v in row] for row in A]  # S / 2^e_min, rounded
-        L = [[decimal.Decimal(int(i == j)) for j in range(p)] for i in range(p)]
-        D = []
-        for j in range(p):
-            dj = S[j][j] - sum((L[j][m] * L[j][m] * D[m] for m in range(j)), decimal.Decimal(0))
-            if dj <= 0:
-                raise ValueError("the Gram matrix is not positive definite")
-            D.append(dj)
-            for i in range(j + 1, p):
-                L[i][j] = (S[i][j] - sum((L[i][m] * L[j][m] * D[m] for m in range(j)),
-                                         decimal.Decimal(0))) / dj
+        big = [decimal.Decimal(m) for m in minors]
+        D = [big[j + 1] / big[j] for j in range(p)]  # in units of 2^e_min
+        L = [[decimal.Decimal(int(i == j)) if i <= j else decimal.Decimal(columns[j][i])
+              / big[j + 1] for j in range(p)] for i in range(p)]
         # Linv = L^{-1} (unit lower triangular), by forward substitution.
         Linv = [[decimal.Decimal(int(i == j)) for j in range(p)] for i in range(p)]
         for i in range(p):
