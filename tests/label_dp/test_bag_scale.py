@@ -177,3 +177,20 @@ def test_residual_norms_are_lower_bounds_under_random_column_units():
         exact = _exact_residual_norms(Z, y, bags)[0]
         assert got <= exact + 1e-12
         assert got == pytest.approx(exact, rel=1e-6, abs=1e-10)
+
+
+def test_residual_norms_of_labels_near_the_float_limit_are_finite():
+    # Rows in pairs with equal x and labels +B / -B: every bag's residual is the label
+    # vector itself, of norm sqrt(k) B, while its sum of squares k B^2 overflows. An
+    # infinite norm passed the residual test whatever its noise; the neighbour with one
+    # label set to 0 (sum of squares just below the limit) passed about half the time.
+    k, m = 150, 4
+    B = np.sqrt(np.finfo(float).max / k) * (1 + 1e-9)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (m, k // 2))
+    X = np.repeat(a.reshape(-1), 2)[:, None]
+    y = np.tile([B, -B], m * k // 2)
+    bags = np.arange(m * k).reshape(m, k)
+    got = bag_residual_norms(_design(X, True), y, bags, label_bound=B)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, np.sqrt(k) * B, rtol=1e-9)
