@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context
+from .._random import secret_generators
 from .._rows import (
     RowSource,
     add_tuples,
@@ -95,7 +96,7 @@ def score_sensitivity(y_magnitude, neighbouring="replace-one"):
 
 
 def private_top_s_correlations(
-    X, y, s, *, epsilon, x_range, y_bound, rng, neighbouring="replace-one"
+    X, y, s, *, epsilon, x_range, y_bound, neighbouring="replace-one", random_state=None
 ):
     """Private top-``s`` marginal screening: ``(indices, event)``.
 
@@ -112,6 +113,11 @@ def private_top_s_correlations(
         Declared per-column range (:func:`~skprivreg.bounds.check_x_range`).
     y_bound : float or pair
         Declared label range (:func:`~skprivreg.bounds.check_y_bound`).
+    neighbouring : {'replace-one', 'add-remove'}, default='replace-one'
+    random_state : None or int, default=None
+        Ignored outside :func:`skprivreg.testing.reproducible_noise`: the
+        Gumbel noise is secret and drawn from fresh OS entropy on every call
+        (inside the facility, an int gives the same noise on every call).
 
     Returns
     -------
@@ -125,6 +131,7 @@ def private_top_s_correlations(
     if x_range is None or y_range is None:
         raise ValueError("private_top_s_correlations needs a declared x_range and y_bound.")
     _check_score_scales(x_range, y_range)
+    rng = secret_generators(("selection",), random_state)["selection"]
     return _top_s_release(marginal_scores(X, y, x_range, y_range), s, epsilon, y_range, rng,
                           neighbouring)
 

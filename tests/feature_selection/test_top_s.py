@@ -101,3 +101,29 @@ def test_add_remove_reads_no_row_count_before_the_spend():
         est.fit(X, y)
         outcomes.append(est.support_.sum())
     assert outcomes == [1, 1]
+
+
+def test_the_function_draws_its_secret_noise_from_fresh_entropy():
+    # A caller's seeded generator made the epsilon-DP selection deterministic; the
+    # noise is now drawn afresh on every call, and reproducible only in the testing
+    # facility (which warns).
+    import warnings
+
+    from skprivreg.exceptions import PrivacyLeakWarning
+    from skprivreg.feature_selection import private_top_s_correlations
+    from skprivreg.testing import reproducible_noise
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (200, 10))
+    y = X @ rng.normal(size=10)
+    kw = dict(epsilon=0.1, x_range=(-1.0, 1.0), y_bound=5.0, random_state=42)
+    # At epsilon 0.1 the noise dominates: 20 equal selections of 3 of 10 would have
+    # probability below (1/2)^19 even if one set had half the mass.
+    picks = {tuple(private_top_s_correlations(X, y, 3, **kw)[0]) for _ in range(20)}
+    assert len(picks) > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with reproducible_noise(1):
+            one = private_top_s_correlations(X, y, 3, **kw)[0]
+            two = private_top_s_correlations(X, y, 3, **kw)[0]
+    np.testing.assert_array_equal(one, two)
