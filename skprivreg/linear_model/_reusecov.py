@@ -554,6 +554,10 @@ class ReuseCovRegressor(
                 composition=release["ledger"].composition,
                 delta=min(self.covariance.ledger.delta + release["ledger"].delta, 1.0),
             )
+            # A covariance released with the testing facility's noise marks this fit.
+            self.privacy_spent_.for_publication = (
+                self.covariance.ledger.for_publication and release["ledger"].for_publication)
+            self.noise_reproducible_ = not self.privacy_spent_.for_publication
 
         self._set_coefficients(W, single_output)
         self.n_outputs_ = Y.shape[1]

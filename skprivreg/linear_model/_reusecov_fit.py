@@ -243,11 +243,14 @@ class _ReleaseMixin:
                 exact_corner=self.fit_intercept and self.neighbouring == "replace-one",
             )
             cov_events = [] if plan.cov_event is None else [plan.cov_event]
+            cov_ledger = PrivacyLedger(cov_events, composition="basic",
+                                       delta=sum(e.delta for e in cov_events))
+            # Its noise is the fit's: reproducible (not for publication) with it.
+            spent = self.__dict__.get("privacy_spent_")
+            cov_ledger.for_publication = spent is None or spent.for_publication
             self.covariance_ = NoisyCovariance(
                 matrix, n, d_eff, x_scale, self.fit_intercept, self.intercept_scaling,
-                self.privacy, self.neighbouring, plan.sigma_cov,
-                PrivacyLedger(cov_events, composition="basic",
-                              delta=sum(e.delta for e in cov_events)),
+                self.privacy, self.neighbouring, plan.sigma_cov, cov_ledger,
                 x_bound=None if self.x_bound_ is None else float(self.x_bound_),
             )
         cov = self.covariance_.matrix

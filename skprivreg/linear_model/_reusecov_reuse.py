@@ -152,8 +152,11 @@ class _CovarianceReuseMixin:
             if self.privacy_spent_ is not old:
                 # Spent, then failed: the ledger keeps the fit's releases and this one.
                 self.privacy_spent_ = _joined(old, self.privacy_spent_)
+                self.noise_reproducible_ = not self.privacy_spent_.for_publication
             raise
         self.privacy_spent_ = _joined(old, release["ledger"])
+        # Reproducible noise anywhere in the fit or a later release marks the whole.
+        self.noise_reproducible_ = not self.privacy_spent_.for_publication
         if self.fit_intercept:
             coef_new, intercept_new = W[:-1].T, self.intercept_scaling * W[-1]
         else:
@@ -218,9 +221,14 @@ class _CovarianceReuseMixin:
 
 
 def _joined(old, new):
-    """The ledger of the fit's releases followed by a later release's."""
-    return PrivacyLedger(
+    """The ledger of the fit's releases followed by a later release's.
+
+    Not for publication if either is not (noise of the testing facility).
+    """
+    joined = PrivacyLedger(
         [*old.events, *new.events],
         composition=old.composition if old.composition == new.composition else "basic",
         delta=min(old.delta + new.delta, 1.0),
     )
+    joined.for_publication = old.for_publication and new.for_publication
+    return joined

@@ -1164,3 +1164,26 @@ def test_raw_bound_from_an_augmented_one_is_never_below_it():
     below = [(b, cc) for b, cc in zip(B, c)
              if not _raw_bound_above(math.hypot(b, cc), cc) >= b]
     assert below == []
+
+
+def test_reproducible_noise_marks_every_release_that_carries_it():
+    # The testing facility's noise makes a ledger not for publication; add_outcomes, a
+    # reused covariance and the exported covariance dropped the mark.
+    from skprivreg.testing import reproducible_noise
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (2000, 3))
+    Y = np.clip(X @ rng.normal(size=(3, 2)), -3, 3)
+    kw = dict(epsilon=1.0, x_bound=math.sqrt(3), y_bound=3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(0):
+            inside = ReuseCovRegressor(random_state=1, **kw).fit(X, Y)
+            assert not inside.covariance_.ledger.for_publication
+            reused = ReuseCovRegressor(covariance=inside.export_covariance(), **kw).fit(X, -Y)
+        inside.add_outcomes(X, -Y[:, :1], epsilon=0.5, delta=1e-6)  # outside the block
+        outside = ReuseCovRegressor(covariance=inside.export_covariance(), **kw).fit(X, -Y)
+        fresh = ReuseCovRegressor(**kw).fit(X, Y)
+    for est in (inside, reused, outside):
+        assert not est.privacy_spent_.for_publication and est.noise_reproducible_
+    assert fresh.privacy_spent_.for_publication and fresh.covariance_.ledger.for_publication
