@@ -119,12 +119,16 @@ class Guarantee:
 
     Iterating gives ``(epsilon, delta)``, so ``eps, delta = accountant.total()``
     works as in diffprivlib; the notion and relation stay readable.
+    ``for_publication`` is False when any part was fitted with the testing
+    facility's reproducible noise (:func:`skprivreg.testing.reproducible_noise`):
+    the numbers then hold for the mechanism, not for those outputs.
     """
 
     epsilon: float
     delta: float
     notion: str = "full"
     neighbouring: str = "replace-one"
+    for_publication: bool = True
 
     def __iter__(self):
         return iter((self.epsilon, self.delta))
@@ -136,10 +140,13 @@ class Guarantee:
         return 2
 
     def __str__(self):
-        return (
+        text = (
             f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.notion} notion, "
             f"{self.neighbouring} neighbours"
         )
+        if not self.for_publication:
+            text += " (NOT for publication: reproducible test noise)"
+        return text
 
 
 def group_privacy(epsilon, delta):
@@ -326,7 +333,7 @@ class PrivacyLedger:
     def guarantee(self):
         """The composed total as a :class:`Guarantee`."""
         eps, delta = self._compose()
-        return Guarantee(eps, delta, self.notion, self.neighbouring)
+        return Guarantee(eps, delta, self.notion, self.neighbouring, self.for_publication)
 
     @property
     def mu(self):
@@ -430,7 +437,8 @@ def compose_ledgers(ledgers, composition="basic"):
         combined = PrivacyLedger.concatenate(ledgers, composition="gdp")
         if combined.delta <= delta * (1 + _BUDGET_RTOL):
             basic_eps = min(combined.epsilon, basic_eps)
-    return Guarantee(basic_eps, delta, notion, neighbouring)
+    publishable = all(ledger.for_publication for ledger in ledgers)
+    return Guarantee(basic_eps, delta, notion, neighbouring, publishable)
 
 
 # ---------------------------------------------------------------------------
@@ -573,7 +581,7 @@ class BudgetAccountant:
                     f"neighbours; the spends compose under {total.neighbouring} only."
                 )
             eps, delta = group_privacy(total.epsilon, total.delta)
-            total = Guarantee(eps, delta, total.notion, "replace-one")
+            total = Guarantee(eps, delta, total.notion, "replace-one", total.for_publication)
         return total
 
     def _raise_if_over(self, ledger):

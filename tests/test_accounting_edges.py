@@ -459,3 +459,24 @@ def test_a_fit_refused_after_its_check_gives_its_budget_back():
         est.add_outcomes(X, Y_nan, epsilon=1.0, delta=1e-6)
     est.add_outcomes(X, np.column_stack([y, y]), epsilon=1.0, delta=1e-6)
     assert acc.n_spends == 2
+
+
+def test_composed_totals_keep_the_reproducible_noise_mark():
+    # A pipeline's or an accountant's total of a ledger fitted with the testing
+    # facility's noise must not read as publishable.
+    from skprivreg.accounting import BudgetAccountant, PrivacyEvent, PrivacyLedger, compose_ledgers
+
+    marked = PrivacyLedger([PrivacyEvent("a", 1.0, 1e-6)])
+    marked.for_publication = False
+    plain = PrivacyLedger([PrivacyEvent("b", 0.5, 1e-6)])
+    assert compose_ledgers([plain]).for_publication
+    total = compose_ledgers([plain, marked])
+    assert not total.for_publication and "NOT for publication" in str(total)
+    assert not marked.guarantee.for_publication
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
+    acc.spend(plain)
+    assert acc.total().for_publication
+    acc.spend(marked)
+    assert not acc.total().for_publication
+    eps, delta = acc.total()  # still unpacks as (epsilon, delta)
+    assert eps == 1.5
