@@ -25,13 +25,12 @@ from ._accountant import (
     lba_privacy_profile,
     lba_ptr_bag_size,
     lba_ptr_pass_probability,
-    llp_min_bag_size,
-    llp_privacy_profile,
 )
 from ._aggregate import aggregate, diagnose_lba_assumption
 from ._baseline import GaussianLabelNoiseRegressor
 from ._datasets import AggregatedDataset, LLPDataset
 from ._lba import WeightedLBARegressor
+from ._llp_accountant import llp_min_bag_size, llp_privacy_profile
 from ._planner import LBAPlan, lba_plan
 from ._rr_bins import RROnBinsRegressor
 

@@ -1,4 +1,4 @@
-"""Exact privacy accountants of weighted LBA and noisy weighted LLP (pure accounting).
+"""Exact privacy accountant of weighted LBA, and the planners of both aggregations.
 
 Everything here is a function of public quantities only (epsilon, delta,
 bag size, label range, declared variance floors); nothing touches data.
@@ -15,22 +15,21 @@ every bag has ``RSS >= s^2`` the worst case is the pure variance change
 ``N(0, 1)`` vs ``N(0, (1 - c)^2)`` with ``c = Delta / s``, whose privacy
 profile has the closed form of :func:`lba_privacy_profile`.
 
-Noisy weighted LLP
-------------------
-Bags and weights are released; given them, a bag's aggregate is a Gaussian
-mechanism with a random sensitivity ratio: Student-t for a target outside
-the noise set, ``sqrt(Beta(1/2, q/2))`` for a target inside it. The
-expectation over that ratio of the tight Gaussian profile is computed in log
-space on an adaptive grid (:func:`llp_privacy_profile`).
+The profile of noisy weighted LLP is in :mod:`._llp_accountant`;
+:func:`delta_for` and :func:`bag_size_for` serve both.
+
+Both profiles are certified upper bounds: never below the exact delta,
+round-off included, and within ~1e-7 (LLP) or ~1e-9 (LBA, c >= 1e-4)
+relative of it.
 """
 
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
-from .._gdp import _log_gdp_delta_array, float_at_least
 from ..mechanisms import ptr_calibration
+from ._llp_accountant import _delta_from_log, llp_min_bag_size, llp_privacy_profile
 
 __all__ = [
     "lba_privacy_profile",
@@ -40,65 +39,199 @@ __all__ = [
     "lba_ptr_margin",
     "lba_ptr_bag_size",
     "lba_ptr_pass_probability",
-    "llp_privacy_profile",
-    "llp_min_bag_size",
     "delta_for",
     "bag_size_for",
 ]
 
 
 _LOG2 = math.log(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_U = 2.0**-53  # unit round-off
 
 
 # ---------------------------------------------------------------------------
 # Weighted LBA: the closed-form per-bag privacy profile
 # ---------------------------------------------------------------------------
-def _log_sf(x):
-    """log(1 - Phi(x)), accurate in the far tail."""
-    return float(special.log_ndtr(-x))
+# Each of the four terms of lba_privacy_profile is written as a function of
+# the threshold of its optimal set, u (in units of the standard deviation of
+# P), and of the ratio r < 1 of the two standard deviations. With the Mills
+# ratio R(w) = Phi(-w) / phi(w) and K(w) = (Phi(w) - 1/2) / phi(w), the
+# identity p = e^eps q at the threshold turns the terms into
+#
+#   outer (A, B):   F(u) = 2 phi(u) (R(u) - r R(u/r)),
+#   central (C, D): G(v) = 2 phi(v) (K(v) - K(r v) / r),
+#
+# with F decreasing in u and G increasing in v (F'(u) = -2 (r^-2 - 1) u r
+# phi(u) R(u/r), G'(v) = 2 (1 - r^2) v phi(v) K(r v) / r), so a threshold
+# rounded down (F) or up (G) gives an upper bound. The differences cancel
+# when 1 - r is small; there they are bounded without a subtraction:
+#
+#   R(u) - r R(u/r) = int_r^1 psi(u/l) dl <= (1 - r) psi(u),
+#       psi(w) = R(w) + w S(w), S(w) = 1 - w R(w),
+#   K(v) - K(r v)/r = int_r^1 chi(l v) / l^2 dl <= (1 - r) chi(v),
+#       chi(w) = w + (w^2 - 1) K(w) = sum_{m>=1} 2m w^{2m+1} / (2m+1)!!,
+#
+# as psi is decreasing (psi' = w S', S = -R' is decreasing) and chi(w)/w^2
+# is increasing (its derivative has the sign of w^3 - 2w + K(w)(w^4 - w^2 + 2)
+# >= w^5, using K(w) >= w).
+_SQRT2 = math.sqrt(2.0)
+_SQRT_PI_2 = math.sqrt(math.pi / 2.0)
+_LOG_SQRT_PI_2 = 0.5 * math.log(math.pi / 2.0)
+# Assumed relative accuracies of scipy.special.erfcx and erf (within ~1e-15
+# of high-precision values) and of S in _psi (~1e-14);
+# the margins below add a few units of round-off per operation on top.
+_ERF_REL = 1e-14
+_SLOPE_REL = 1e-13
+# Where the subtraction form's relative error bound is below this, it is used
+# alone: the bound without subtraction overestimates by a relative ~(1 - r),
+# better only for 1 - r below ~1e-7.
+_CANCEL_OK = 1e-8
 
 
-def _log_diff(log_a, log_b):
-    """log(exp(log_a) - exp(log_b)), or -inf when the difference is <= 0."""
-    if not log_a > log_b:
+def _log_mills(w):
+    """``log R(w)``, ``R(w) = Phi(-w) / phi(w)`` (``w >= 0``), from ``erfcx``."""
+    return math.log(_SQRT_PI_2 * float(special.erfcx(w / _SQRT2)))
+
+
+def _psi(w):
+    """``psi(w) = R(w) + w S(w)``, ``S(w) = 1 - w R(w)`` (``w >= 0``).
+
+    ``S`` comes from ``erfcx`` below 4 and from Laplace's continued fraction
+    ``S = 1 / (1 + w s)``, ``s = w + 2 / (w + 3 / (w + ...))``, above (where
+    the subtraction cancels), as in :func:`skprivreg._gdp._log_slope_array`.
+    """
+    mills = _SQRT_PI_2 * float(special.erfcx(w / _SQRT2))
+    if w < 4.0:
+        return mills + w * (1.0 - w * mills)
+    s = w
+    for n in range(60, 1, -1):
+        s = w + n / s
+    return mills + (w / (1.0 + w * s) if w < 1e150 else 1.0 / s)
+
+
+def _log_outer(u2, one_minus_r, log_r, inv_r):
+    """Upper bound on ``log F(u)``, ``F(u) = 2 phi(u) (R(u) - r R(u/r))``, at
+    ``u = sqrt(u2)`` (see the comment above :func:`_log_mills`).
+
+    ``r`` enters as ``1 - r``, ``log r`` and ``1 / r``, each computed
+    without cancellation by the caller.
+    """
+    if not math.isfinite(u2):
+        return -math.inf  # below the smallest float's log
+    u = math.sqrt(u2)
+    log_r_u = _log_mills(u)
+    log_r_w = _log_mills(u * inv_r)
+    # J = R(u) - r R(u/r) = R(u) (1 - e^d); d is rounded (d log R / d log w is
+    # in [-1, 0], so a relative error in w moves log R by at most as much).
+    d = log_r + log_r_w - log_r_u
+    err_d = 2.0 * _ERF_REL + 8.0 * _U * (abs(log_r) + abs(log_r_u) + abs(log_r_w) + 4.0)
+    log_j = math.inf
+    if d - err_d < 0:
+        log_term = math.log(-math.expm1(d - err_d))
+        log_j = log_r_u + log_term + _ERF_REL + 8.0 * _U * (abs(log_r_u) + abs(log_term) + 2.0)
+    if not (d < 0 and err_d <= _CANCEL_OK * -d):
+        log_bound = math.log(one_minus_r) + math.log(_psi(u))
+        log_bound += _ERF_REL + _SLOPE_REL + 8.0 * _U * (abs(log_bound) + 4.0)
+        log_j = min(log_j, log_bound)
+    value = _LOG2 - 0.5 * u2 - _LOG_SQRT_2PI + log_j
+    return value + 8.0 * _U * (0.5 * u2 + abs(log_j) + 2.0)
+
+
+def _log_chi(v):
+    """``log chi(v)``, ``chi(v) = v + (v^2 - 1) K(v)`` (``v > 0``), rounded up."""
+    if v < 2.0:
+        # chi(v) / v^3 = sum_{m>=1} 2m v^{2m-2} / (2m+1)!!, positive terms; the
+        # ratio of consecutive terms falls below 1/2 before the sum stops.
+        v2 = v * v
+        term = total = 2.0 / 3.0
+        m = 1
+        while term > 1e-17 * total:
+            term *= (m + 1) / (m * (2 * m + 3)) * v2
+            total += term
+            m += 1
+        return 3.0 * math.log(v) + math.log(total) + 64.0 * _U
+    log_k = _LOG_SQRT_PI_2 + math.log(float(special.erf(v / _SQRT2))) + 0.5 * v * v
+    value = log_k + math.log(v * v - 1.0 + v * math.exp(-log_k))
+    return value + _ERF_REL + 16.0 * _U * (abs(value) + 2.0)
+
+
+def _log_central(v2, one_minus_r, log_r, r, one_minus_r2):
+    """Upper bound on ``log G(v)``, ``G(v) = 2 phi(v) (K(v) - K(r v) / r)``, at
+    ``v = sqrt(v2)`` (see the comment above :func:`_log_mills`).
+
+    ``r`` enters as ``1 - r``, ``log r``, ``r`` and ``1 - r^2``, each
+    computed without cancellation by the caller.
+    """
+    if v2 <= 0:
         return -math.inf
-    return log_a + math.log(-math.expm1(log_b - log_a))
+    v = math.sqrt(v2)
+    # 2 phi(v) K(v) = erf(v / sqrt 2); K(r v) / (r K(v)) = e^d.
+    log_erf_v = math.log(float(special.erf(v / _SQRT2)))
+    log_erf_w = math.log(float(special.erf(r * v / _SQRT2)))
+    d = -0.5 * one_minus_r2 * v2 - log_r + log_erf_w - log_erf_v
+    err_d = 2.0 * _ERF_REL + 8.0 * _U * (
+        0.5 * one_minus_r2 * v2 + abs(log_r) + abs(log_erf_w) + abs(log_erf_v) + 4.0)
+    value = math.inf
+    if d - err_d < 0:
+        log_term = math.log(-math.expm1(d - err_d))
+        value = log_erf_v + log_term + _ERF_REL + 8.0 * _U * (
+            abs(log_erf_v) + abs(log_term) + 2.0)
+    if not (d < 0 and err_d <= _CANCEL_OK * -d):
+        # chi(v) moves by at most (3 + v^2) times a relative change of v.
+        log_bound = (_LOG2 - 0.5 * v2 - _LOG_SQRT_2PI + math.log(one_minus_r)
+                     + _log_chi(v))
+        log_bound += 8.0 * _U * (abs(log_bound) + v2 + 8.0)
+        value = min(value, log_bound)
+    return value
 
 
-def _log_delta_shrink(epsilon, lo):
-    """HS_eps(N(0,1) || N(0, lo^2)), lo < 1: the larger-variance output is P (term A)."""
-    a = math.sqrt(2.0 * (epsilon - math.log(lo)) / (lo**-2 - 1.0))
-    return _LOG2 + _log_diff(_log_sf(a), epsilon + _log_sf(a / lo))
+def _log_delta_shrink(epsilon, c):
+    """Upper bound on log HS_eps(N(0,1) || N(0, lo^2)), lo = 1 - c (term A)."""
+    log_lo = math.log1p(-c)
+    # a^2 = 2 (eps - ln lo) / (lo^-2 - 1), lo^-2 - 1 = c (2 - c) / lo^2; rounded down.
+    u2 = 2.0 * (epsilon - log_lo) * (1.0 - c) ** 2 / (c * (2.0 - c)) * (1.0 - 32.0 * _U)
+    return _log_outer(u2, c, log_lo, 1.0 / (1.0 - c))
 
 
-def _log_delta_grow(epsilon, hi):
-    """HS_eps(N(0, hi^2) || N(0,1)), hi > 1 (term B)."""
-    b = math.sqrt(2.0 * (epsilon + math.log(hi)) / (1.0 - hi**-2))
-    return _LOG2 + _log_diff(_log_sf(b / hi), epsilon + _log_sf(b))
+def _log_delta_grow(epsilon, c):
+    """Upper bound on log HS_eps(N(0, hi^2) || N(0,1)), hi = 1 + c (term B)."""
+    log_hi = math.log1p(c)
+    # (b / hi)^2 = 2 (eps + ln hi) / (hi^2 - 1), hi^2 - 1 = c (2 + c); r = 1 / hi.
+    u2 = 2.0 * (epsilon + log_hi) / (c * (2.0 + c)) * (1.0 - 32.0 * _U)
+    return _log_outer(u2, c / (1.0 + c), -log_hi, 1.0 + c)
 
 
-def _delta_shrink_reverse(epsilon, lo):
-    """HS_eps(N(0, lo^2) || N(0,1)) (term C); non-zero only if -ln lo > eps."""
-    if not -math.log(lo) > epsilon:
-        return 0.0
-    x1 = math.sqrt(2.0 * (-math.log(lo) - epsilon) / (lo**-2 - 1.0))
-    return (2.0 * special.ndtr(x1 / lo) - 1.0) - math.exp(epsilon) * (
-        2.0 * special.ndtr(x1) - 1.0
-    )
+def _log_delta_shrink_reverse(epsilon, c):
+    """Upper bound on log HS_eps(N(0, lo^2) || N(0,1)), lo = 1 - c (term C);
+    ``-inf`` (0) unless ``-ln lo > eps``."""
+    log_lo = math.log1p(-c)
+    # (x1 / lo)^2 = 2 (-ln lo - eps) / (1 - lo^2), 1 - lo^2 = c (2 - c); the
+    # numerator cancels, so it is rounded up by a bound on its error.
+    num = -log_lo - epsilon
+    num += 4.0 * _U * (abs(log_lo) + epsilon)
+    if not num > 0:
+        return -math.inf
+    v2 = 2.0 * num / (c * (2.0 - c)) * (1.0 + 32.0 * _U)
+    return _log_central(v2, c, log_lo, 1.0 - c, c * (2.0 - c))
 
 
-def _delta_grow_reverse(epsilon, hi):
-    """HS_eps(N(0,1) || N(0, hi^2)) (term D); non-zero only if ln hi > eps."""
-    if not math.log(hi) > epsilon:
-        return 0.0
-    x3 = math.sqrt(2.0 * (math.log(hi) - epsilon) / (1.0 - hi**-2))
-    return (2.0 * special.ndtr(x3) - 1.0) - math.exp(epsilon) * (
-        2.0 * special.ndtr(x3 / hi) - 1.0
-    )
+def _log_delta_grow_reverse(epsilon, c):
+    """Upper bound on log HS_eps(N(0,1) || N(0, hi^2)), hi = 1 + c (term D);
+    ``-inf`` (0) unless ``ln hi > eps``."""
+    log_hi = math.log1p(c)
+    # x3^2 = 2 (ln hi - eps) hi^2 / (hi^2 - 1); r = 1 / hi, 1 - r^2 = c (2 + c) / hi^2.
+    num = log_hi - epsilon
+    num += 4.0 * _U * (log_hi + epsilon)
+    if not num > 0:
+        return -math.inf
+    hi2 = (1.0 + c) ** 2
+    v2 = 2.0 * num * hi2 / (c * (2.0 + c)) * (1.0 + 32.0 * _U)
+    return _log_central(v2, c / (1.0 + c), -log_hi, 1.0 / (1.0 + c), c * (2.0 + c) / hi2)
 
 
 def lba_log_privacy_profile(epsilon, c):
-    """Natural log of :func:`lba_privacy_profile` (``-inf`` for 0)."""
+    """Natural log of :func:`lba_privacy_profile` (``-inf`` for 0), never below
+    the log of the exact value."""
     epsilon = float(epsilon)
     c = float(c)
     if not epsilon >= 0:
@@ -109,11 +242,8 @@ def lba_log_privacy_profile(epsilon, c):
         return 0.0
     if c == 0.0 or math.isinf(epsilon):
         return -math.inf
-    lo, hi = 1.0 - c, 1.0 + c
-    logs = [_log_delta_shrink(epsilon, lo), _log_delta_grow(epsilon, hi)]
-    for value in (_delta_shrink_reverse(epsilon, lo), _delta_grow_reverse(epsilon, hi)):
-        if value > 0:
-            logs.append(math.log(value))
+    logs = [_log_delta_shrink(epsilon, c), _log_delta_grow(epsilon, c),
+            _log_delta_shrink_reverse(epsilon, c), _log_delta_grow_reverse(epsilon, c)]
     return min(max(logs), 0.0)
 
 
@@ -131,8 +261,19 @@ def lba_privacy_profile(epsilon, c):
     :math:`\\delta_D = HS_\\varepsilon(N(0,1)\\|N(0,hi^2))`, each in closed form
     through the normal CDF (e.g.
     :math:`\\delta_A = 2\\bar\\Phi(a) - 2e^\\varepsilon\\bar\\Phi(a/lo)` with
-    :math:`a = \\sqrt{2(\\varepsilon - \\ln lo)/(lo^{-2} - 1)}`), computed in log
-    space with :func:`scipy.special.log_ndtr`. ``delta = 1`` for ``c >= 1``.
+    :math:`a = \\sqrt{2(\\varepsilon - \\ln lo)/(lo^{-2} - 1)}`). ``delta = 1``
+    for ``c >= 1``.
+
+    The value is an upper bound, never below the exact delta. Each term is
+    computed in log space as a function of its threshold (rounded in the
+    direction that increases the term) and cancellation-free forms of
+    ``ln lo``, ``ln hi``, ``lo^{-2} - 1`` and ``hi^2 - 1`` (``log1p(-c)``,
+    ``c (2 - c) / (1 - c)^2``, ...); where the two normal tails cancel (small
+    ``c``: their relative difference is about ``2c``), the difference is
+    bounded by an integral without subtraction, and the remaining round-off
+    is bounded and added. The bound exceeds the exact value by at most ~1e-9
+    relative for ``c >= 1e-4``; below, by ~1e-7 relative or ~1e-14 times
+    ``|ln delta|``, whichever is larger (delta is then far below 1e-300).
 
     Valid for every epsilon > 0 (the paper's lemmas assume epsilon < 1).
     Rule of thumb: ``delta ~ exp(-epsilon / (2c))`` up to polynomial factors.
@@ -365,240 +506,6 @@ def lba_ptr_bag_size(
         shrink = max(1.0 - n_columns / max(k, 1), 1e-3)
         k = math.ceil(factor / (alpha_exp * shrink))
     return int(max(k, 2 * n_columns))
-
-
-# ---------------------------------------------------------------------------
-# Noisy weighted LLP: expectation of the Gaussian profile over a random ratio
-# ---------------------------------------------------------------------------
-def _log_gdp_delta(mu, epsilon):
-    """Vectorised log of ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``,
-    never below the exact value (``-inf`` where ``mu <= 0``).
-
-    The two terms cancel when mu and epsilon are small; this is the
-    computation of :func:`skprivreg.accounting.gdp_delta`, which bounds its
-    round-off and avoids the subtraction there.
-    """
-    return _log_gdp_delta_array(mu, epsilon)
-
-
-def _log_integral(log_f, lo, hi, coarse=2001, fine=4001, drop=60.0):
-    """log of the integral of exp(log_f) over [lo, hi], on an adaptive grid.
-
-    A coarse grid locates where the integrand is within ``drop`` nats of its
-    maximum; a fine trapezoid grid integrates there (the integrands here are
-    smooth and unimodal in the chosen variables).
-    """
-    grid = np.linspace(lo, hi, coarse)
-    values = log_f(grid)
-    peak = np.max(values)
-    if not np.isfinite(peak):
-        return -math.inf
-    keep = np.nonzero(values >= peak - drop)[0]
-    step = grid[1] - grid[0]
-    a = grid[max(keep[0] - 1, 0)] - step
-    b = grid[min(keep[-1] + 1, coarse - 1)] + step
-    a, b = max(a, lo), min(b, hi)
-    fine_grid = np.linspace(a, b, fine)
-    fine_values = log_f(fine_grid)
-    peak = np.max(fine_values)
-    weights = np.exp(fine_values - peak)
-    integral = np.trapezoid(weights, fine_grid)
-    return float(peak + math.log(integral)) if integral > 0 else -math.inf
-
-
-def _log_delta_inside(epsilon, ratio, q):
-    """log E_B[delta_G(eps; ratio sqrt(B))], B ~ Beta(1/2, q/2) (target in the noise set)."""
-    if q == 0:
-        return _log_gdp_delta(ratio, epsilon).item()
-    log_beta = special.betaln(0.5, 0.5 * q)
-
-    # b = expit(z): log b = log_expit(z), log(1 - b) = log_expit(-z), db = b(1-b) dz.
-    def log_f(z):
-        log_b = special.log_expit(z)
-        log_1mb = special.log_expit(-z)
-        mu = ratio * np.exp(0.5 * log_b)
-        return _log_gdp_delta(mu, epsilon) + 0.5 * log_b + 0.5 * q * log_1mb - log_beta
-
-    return _log_integral(log_f, -120.0, 120.0 + 1600.0 / max(q, 1))
-
-
-def _log_delta_outside(epsilon, ratio, q):
-    """log E_T[delta_G(eps; ratio |T| / sqrt(q))], T ~ Student-t_q (target outside)."""
-    if q == 0:
-        return 0.0
-    scale = ratio / math.sqrt(q)
-    dist = stats.t(q)
-
-    # |T| = exp(u): density 2 f_t(e^u) e^u du.
-    def log_f(u):
-        t = np.exp(u)
-        return _LOG2 + _log_gdp_delta(scale * t, epsilon) + dist.logpdf(t) + u
-
-    return _log_integral(log_f, -60.0, 60.0)
-
-
-def _q_distribution(bag_size, noise_fraction, n_samples, allocation, inside):
-    """``(q_values, log_pmf, log_excluded_mass)`` of the number of noisy bag-mates."""
-    k = int(bag_size)
-    if allocation == "per_bag":
-        q0 = math.ceil(noise_fraction * k)
-        q = q0 - 1 if inside else q0
-        return np.array([q]), np.array([0.0]), -math.inf
-    support = np.arange(k)
-    if n_samples is None:
-        log_pmf = stats.binom.logpmf(support, k - 1, noise_fraction)
-    else:
-        n = int(n_samples)
-        n_noisy = math.floor(noise_fraction * n)
-        log_pmf = stats.hypergeom.logpmf(
-            support, n - 1, n_noisy - 1 if inside else n_noisy, k - 1
-        )
-    keep = log_pmf > math.log(1e-60)
-    excluded = log_pmf[~keep & np.isfinite(log_pmf)]
-    log_excluded = float(special.logsumexp(excluded)) if excluded.size else -math.inf
-    return support[keep], log_pmf[keep], log_excluded
-
-
-def _log_llp_side(epsilon, bag_size, noise_fraction, ratio, n_samples, allocation, inside):
-    qs, log_pmf, log_excluded = _q_distribution(
-        bag_size, noise_fraction, n_samples, allocation, inside
-    )
-    side = _log_delta_inside if inside else _log_delta_outside
-    terms = [lp + side(epsilon, ratio, int(q)) for q, lp in zip(qs, log_pmf)]
-    # q values of negligible probability are bounded by delta <= 1 (conservative).
-    terms.append(log_excluded)
-    return float(special.logsumexp(terms))
-
-
-def llp_log_privacy_profile(
-    epsilon,
-    bag_size,
-    noise_fraction,
-    label_range,
-    noise_scale=1.0,
-    n_samples=None,
-    allocation="per_bag",
-):
-    """Natural log of :func:`llp_privacy_profile`."""
-    if allocation not in ("per_bag", "global"):
-        raise ValueError("allocation must be 'per_bag' or 'global'.")
-    if not 0 <= noise_fraction <= 1:
-        raise ValueError("noise_fraction must lie in [0, 1].")
-    if not noise_scale > 0 or not label_range > 0:
-        raise ValueError("noise_scale and label_range must be > 0.")
-    k = int(bag_size)
-    if k < 1:
-        raise ValueError("bag_size must be >= 1.")
-    if noise_fraction == 0:
-        return 0.0
-    ratio = label_range / noise_scale
-    args = (epsilon, k, noise_fraction, ratio, n_samples, allocation)
-    logs = []
-    per_bag_all_noisy = allocation == "per_bag" and math.ceil(noise_fraction * k) >= k
-    if noise_fraction < 1 and not per_bag_all_noisy:
-        logs.append(_log_llp_side(*args, inside=False))
-    logs.append(_log_llp_side(*args, inside=True))
-    return min(max(logs), 0.0)
-
-
-def llp_privacy_profile(
-    epsilon,
-    bag_size,
-    noise_fraction,
-    label_range,
-    noise_scale=1.0,
-    n_samples=None,
-    allocation="per_bag",
-):
-    """Exact delta of noisy weighted LLP at ``epsilon``.
-
-    Given the released bags and weights, a bag's aggregate is
-    ``N(sum_r w_r y_r, sigma_g^2 sum_{r in N} w_r^2)``; one label change by
-    at most ``Delta`` shifts only the mean, so with the tight Gaussian profile
-    :math:`\\delta_G(\\varepsilon;\\mu)` (:func:`skprivreg.accounting.gdp_delta`):
-
-    - target outside the noise set with ``q`` noisy bag-mates:
-      :math:`\\mu = (\\Delta/\\sigma_g)|T|/\\sqrt q`, ``T ~ Student-t_q``
-      (``delta = 1`` when ``q = 0``);
-    - target inside with ``q`` noisy mates:
-      :math:`\\mu = (\\Delta/\\sigma_g)\\sqrt B`, ``B ~ Beta(1/2, q/2)``;
-
-    and ``delta = max(E[delta_out], E[delta_in])`` over the law of ``q``:
-    ``'per_bag'`` (exactly ``ceil(rho k)`` noisy members per bag) or
-    ``'global'`` (a uniformly random ``floor(rho n)``-subset: hypergeometric,
-    binomial when ``n_samples`` is None). q values of probability below
-    1e-60 are counted with delta 1 (an upper bound).
-
-    The expectations are integrals over ``log|T|`` and ``logit B`` on an
-    adaptive grid in log space (plain quadrature underestimates the Beta
-    integral by orders of magnitude near the origin of ``B``).
-
-    Parameters
-    ----------
-    epsilon : float > 0
-    bag_size : int
-    noise_fraction : float in [0, 1]
-        rho; ``0`` gives delta = 1 (weighted LLP without noise is not private).
-    label_range : float
-        Delta = b - a.
-    noise_scale : float
-        sigma_g, the label noise standard deviation in label units.
-    n_samples : int or None
-        n for the ``'global'`` hypergeometric law; None means n -> infinity.
-    allocation : {'per_bag', 'global'}
-
-    Returns
-    -------
-    delta : float
-    """
-    log_delta = llp_log_privacy_profile(
-        epsilon, bag_size, noise_fraction, label_range, noise_scale, n_samples, allocation
-    )
-    return _delta_from_log(log_delta)
-
-
-def _delta_from_log(log_delta):
-    """``exp(log_delta)``, never rounded down to 0 or below a subnormal's value."""
-    return float_at_least(log_delta)
-
-
-def llp_min_bag_size(
-    epsilon,
-    delta,
-    noise_fraction,
-    label_range,
-    noise_scale=1.0,
-    n_samples=None,
-    allocation="per_bag",
-    k_max=10**7,
-):
-    """Smallest bag size with ``llp_privacy_profile(...) <= delta`` (bisection on integer k).
-
-    Returns ``inf`` when no ``k <= k_max`` is enough.
-    """
-    def ok(k):
-        return (
-            llp_privacy_profile(
-                epsilon, k, noise_fraction, label_range, noise_scale, n_samples, allocation
-            )
-            <= delta
-        )
-
-    hi = 2
-    while not ok(hi):
-        hi *= 2
-        if hi > k_max:
-            return math.inf
-    lo = hi // 2
-    if lo >= 1 and ok(lo):
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 # ---------------------------------------------------------------------------

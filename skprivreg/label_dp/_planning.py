@@ -22,9 +22,8 @@ from ._accountant import (
     lba_ptr_pass_probability,
     lba_ptr_split,
     lba_ratio,
-    llp_min_bag_size,
-    llp_privacy_profile,
 )
+from ._llp_accountant import llp_min_bag_size, llp_privacy_profile
 
 __all__ = [
     "AggregationPlan",

@@ -7,7 +7,7 @@ import mpmath
 import numpy as np
 import pytest
 
-import skprivreg.label_dp._accountant as accountant
+import skprivreg.label_dp._llp_accountant as accountant
 from skprivreg._gdp import _log_gdp_delta as scalar_log_gdp_delta
 
 
