@@ -267,6 +267,9 @@ def _raise_if_ptr_failed(ptr_passed, plan):
 def _release_report(plan, ptr_passed, label_bounds):
     report = plan.privacy_report(ptr_passed=ptr_passed)
     report["label_bounds"] = list(label_bounds) if plan.label_bounds is not None else None
+    # The released dataset says whether its secret draws were the testing
+    # facility's (decided in this context, as for the generators of the run).
+    report["for_publication"] = not noise_is_reproducible()
     return report
 
 

@@ -501,7 +501,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self : object
             ``epsilon_``, ``delta_`` and ``privacy_report_`` are copied from
             ``dataset.privacy``; nothing is spent (post-processing), so
-            ``privacy_spent_`` is an empty ledger.
+            ``privacy_spent_`` is an empty ledger, not for publication (and
+            ``noise_reproducible_`` set) when the dataset was released with
+            the testing facility's noise (``dataset.privacy['for_publication']``).
         """
         self._reset()
         self._validate_params()
@@ -530,6 +532,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         if isinstance(dataset, AggregatedDataset) and _is_mlp(self.estimator):
             raise ValueError("An MLP cannot be fitted on aggregated features (LBA).")
         self.privacy_spent_ = PrivacyLedger([])
+        # A dataset released with the testing facility's noise marks its fits.
+        self.privacy_spent_.for_publication = bool(dataset.privacy.get("for_publication", True))
+        self.noise_reproducible_ = not self.privacy_spent_.for_publication
         self._fit_dataset(dataset, X, self._public_rngs("postprocess")["postprocess"])
         return self
 

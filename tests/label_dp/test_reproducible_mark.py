@@ -50,3 +50,25 @@ def test_failed_check_ledger_is_not_for_publication_inside_reproducible_noise(mo
             aggregate(X, y, epsilon=8.0, y_bound=10.0, random_state=0)
     assert inside.value.ledger.for_publication is False
     assert outside.value.ledger.for_publication is True
+
+
+def test_the_released_dataset_carries_the_mark_through_save_and_fit(tmp_path):
+    # The dataset is what is shared: it must say so itself, through save/load, and a
+    # model fitted on it must inherit the mark.
+    from skprivreg.label_dp import LLPDataset, WeightedLBARegressor
+
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(1):
+            marked, _ = _llp(X, y)
+        plain, _ = _llp(X, y)
+        assert marked.privacy["for_publication"] is False
+        assert plain.privacy["for_publication"] is True
+        marked.save(tmp_path / "marked.npz")
+        loaded = LLPDataset.load(tmp_path / "marked.npz")
+        assert loaded.privacy["for_publication"] is False
+        est = WeightedLBARegressor(mode="llp").fit_aggregated(loaded, X)
+        assert not est.privacy_spent_.for_publication and est.noise_reproducible_
+        est = WeightedLBARegressor(mode="llp").fit_aggregated(plain, X)
+        assert est.privacy_spent_.for_publication and not est.noise_reproducible_
