@@ -117,6 +117,9 @@ class IndependentSSPRegressor(
         Total delta, in (0, 1). Choose it well below ``1/n_samples``.
     x_bound : float or None, default=None
         Bound on the L2 norm of a raw row of X (rows above are scaled down).
+        Declared bounds must lie in ``[1e-60, 1e60]`` (rescale the data
+        otherwise): the calibration multiplies up to four bound-sized
+        factors, which must stay in float64's normal range.
     y_bound : float, (low, high) or None, default=None
         Label range: a float ``B`` (labels in ``[-B, B]``) or a pair
         ``(low, high)``; entries are clipped to ``[-B, B]`` with

@@ -187,6 +187,9 @@ class ReuseCovRegressor(
         ``'proj'`` needs ``privacy`` in {'feature', 'label'}.
     x_bound : float or None, default=None
         Declared bound on the L2 norm of a raw row ``x_i`` (private X only).
+        Declared bounds must lie in ``[1e-60, 1e60]`` (rescale the data
+        otherwise): the calibration multiplies up to four bound-sized
+        factors, which must stay in float64's normal range.
     y_bound : float, (low, high) or None, default=None
         Declared label range (private Y only): a float ``B`` (labels in
         ``[-B, B]``) or a pair ``(low, high)``; entries are clipped to

@@ -318,6 +318,9 @@ class SSPRegressor(_BaseSSP):
     x_bound : float or None, default=None
         Public bound on the L2 norm of a raw row of X (without the intercept
         column). Rows above it are scaled down to it.
+        Declared bounds must lie in ``[1e-60, 1e60]`` (rescale the data
+        otherwise): the calibration multiplies up to four bound-sized
+        factors, which must stay in float64's normal range.
     y_bound : float, (low, high) or None, default=None
         Public label range: a float ``B`` (labels in ``[-B, B]``) or a pair
         ``(low, high)``. The sensitivity uses ``B = max(|low|, |high|)`` and
