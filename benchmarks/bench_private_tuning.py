@@ -63,9 +63,10 @@ def pipeline(**adassp):
     pre = ColumnTransformer([
         ("numeric", BoundedScaler(x_range=([0.0, -4.0], [18.0, 63.0])),
          ["education", "experience"]),
-        ("categorical", OneHotEncoder(categories=categories, handle_unknown="ignore"),
+        ("categorical", OneHotEncoder(categories=categories, handle_unknown="ignore",
+                                      sparse_output=False),
          ["ethnicity", "smsa", "region", "parttime"]),
-    ])
+    ], sparse_threshold=0)
     return make_private_pipeline(pre, AdaSSPRegressor(y_bound=1.0, **adassp))
 
 

@@ -68,15 +68,16 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_
 # norm is at most sqrt(2 + 4) = sqrt(6): a public bound for the estimator.
 preprocess = ColumnTransformer([
     ("numeric", BoundedScaler(x_range=([0.0, -4.0], [18.0, 63.0])), numeric),
-    ("categorical", OneHotEncoder(categories=categories, handle_unknown="ignore"), categorical),
-])
+    ("categorical", OneHotEncoder(categories=categories, handle_unknown="ignore",
+                                  sparse_output=False), categorical),
+], sparse_threshold=0)
 pipe = make_private_pipeline(preprocess, AdaSSPRegressor(epsilon=1.0, delta=1e-6,
                                                          x_bound=math.sqrt(6), y_bound=1.0))
 
 # A StandardScaler learns means and variances from the private rows: the
 # pipeline names it, with its replacement, before any step reads the data.
 leaky = make_private_pipeline(
-    ColumnTransformer([("numeric", StandardScaler(), numeric)]),
+    ColumnTransformer([("numeric", StandardScaler(), numeric)], sparse_threshold=0),
     AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=1.0),
 )
 with warnings.catch_warnings(record=True) as caught:

@@ -29,16 +29,42 @@ mapped by functions fixed by earlier (released) steps: replacing one input
 row replaces one row at every step.
 """
 
+import functools
 import math
+import numbers
 import warnings
 
-from sklearn.compose import ColumnTransformer, TransformedTargetRegressor
+import numpy as np
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.impute import MissingIndicator, SimpleImputer
+from sklearn.kernel_approximation import PolynomialCountSketch, RBFSampler
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
+from sklearn.preprocessing import (
+    Binarizer,
+    FunctionTransformer,
+    KBinsDiscretizer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    Normalizer,
+    OneHotEncoder,
+    OrdinalEncoder,
+    PolynomialFeatures,
+    PowerTransformer,
+    QuantileTransformer,
+    RobustScaler,
+    SplineTransformer,
+    StandardScaler,
+)
+from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
 
 from ._compat import check_is_fitted
 from .accounting import PrivacyEvent, PrivacyLedger, compose_ledgers
 from .base import DPEstimatorMixin
 from .exceptions import ConfigurationError, PrivacyLeakWarning
+from .preprocessing._rowwise import ROWWISE_MARK
 
 __all__ = [
     "PrivatePipeline",
@@ -52,36 +78,54 @@ _SCALER_REPLACEMENT = (
     "skprivreg.preprocessing.BoundedScaler(x_range=...) with declared ranges, or "
     "skprivreg.preprocessing.PrivateStandardScaler(epsilon=..., x_range=...)"
 )
+_BOUNDED = "skprivreg.preprocessing.BoundedScaler(x_range=...) with declared ranges"
+_FUNCTIONS = (
+    "func and inverse_func that are None, element-wise NumPy ufuncs, or functions declared "
+    "with skprivreg.preprocessing.rowwise (a function of the whole batch reads other rows)"
+)
 
-#: scikit-learn transformers whose fit learns from the data -> the replacement to suggest.
+#: scikit-learn classes whose fit learns from the data, or whose refused form is
+#: used -> the replacement to suggest. Matched on the exact class: a subclass may
+#: override anything and gets the generic replacement.
 _REPLACEMENTS = {
-    "StandardScaler": _SCALER_REPLACEMENT,
-    "RobustScaler": _SCALER_REPLACEMENT,
-    "MinMaxScaler": "skprivreg.preprocessing.BoundedScaler(x_range=...) with declared ranges",
-    "MaxAbsScaler": "skprivreg.preprocessing.BoundedScaler(x_range=...) with declared ranges",
-    "QuantileTransformer": "skprivreg.preprocessing.BoundedScaler(x_range=...)",
-    "PowerTransformer": "a FunctionTransformer with a fixed function (np.log1p, ...)",
-    "OneHotEncoder": (
+    StandardScaler: _SCALER_REPLACEMENT,
+    RobustScaler: _SCALER_REPLACEMENT,
+    MinMaxScaler: _BOUNDED,
+    MaxAbsScaler: _BOUNDED,
+    QuantileTransformer: "skprivreg.preprocessing.BoundedScaler(x_range=...)",
+    PowerTransformer: "a FunctionTransformer with a fixed function (np.log1p, ...)",
+    OneHotEncoder: (
         "OneHotEncoder(categories=<declared list>, handle_unknown='ignore') with "
         "drop=None, min_frequency=None and max_categories=None"
     ),
-    "OrdinalEncoder": (
+    OrdinalEncoder: (
         "OrdinalEncoder(categories=<declared list>, handle_unknown='use_encoded_value', "
-        "unknown_value=-1)"
+        "unknown_value=-1) with min_frequency=None and max_categories=None (an unknown_value "
+        "of NaN makes a finite record non-finite)"
     ),
-    "SimpleImputer": "SimpleImputer(strategy='constant', fill_value=...)",
-    "SplineTransformer": (
+    SimpleImputer: (
+        "SimpleImputer(strategy='constant', fill_value=..., keep_empty_features=True, "
+        "add_indicator=False) (otherwise a column without observed values is dropped with a "
+        "warning, and the indicator columns depend on which values are missing)"
+    ),
+    SplineTransformer: (
         "SplineTransformer(knots=<declared array>) with extrapolation other than 'error'"
     ),
-    "KBinsDiscretizer": "a FunctionTransformer with declared bin edges (np.digitize)",
-    "MissingIndicator": "MissingIndicator(features='all')",
-    "FunctionTransformer": "FunctionTransformer(..., check_inverse=False)",
-    "TransformedTargetRegressor": (
-        "a skprivreg estimator with a declared y_bound, or a target transform with fixed "
-        "func/inverse_func and check_inverse=False"
+    KBinsDiscretizer: "a FunctionTransformer with declared bin edges (np.digitize)",
+    MissingIndicator: "MissingIndicator(features='all')",
+    GaussianRandomProjection: (
+        "GaussianRandomProjection(n_components=<int>, random_state=<int>)"
     ),
-    "GridSearchCV": "skprivreg.model_selection.PrivateGridSearchCV",
-    "RandomizedSearchCV": "skprivreg.model_selection.PrivateGridSearchCV",
+    SparseRandomProjection: "SparseRandomProjection(n_components=<int>, random_state=<int>)",
+    RBFSampler: "RBFSampler(gamma=<number>, random_state=<int>)",
+    PolynomialCountSketch: "PolynomialCountSketch(random_state=<int>)",
+    TransformedTargetRegressor: (
+        "a skprivreg estimator with a declared y_bound, or TransformedTargetRegressor(..., "
+        "check_inverse=False) (the inverse check evaluates the target transform on labels "
+        "and warns on a mismatch)"
+    ),
+    GridSearchCV: "skprivreg.model_selection.PrivateGridSearchCV",
+    RandomizedSearchCV: "skprivreg.model_selection.PrivateGridSearchCV",
 }
 _GENERIC_REPLACEMENT = (
     "a step with declared parameters that reads nothing from the data, or a skprivreg "
@@ -89,7 +133,7 @@ _GENERIC_REPLACEMENT = (
 )
 
 #: Stateless scikit-learn transformers: fit reads at most the shape.
-_STATELESS = {"Binarizer", "Normalizer", "PolynomialFeatures"}
+_STATELESS = (Binarizer, Normalizer, PolynomialFeatures, FeatureHasher)
 
 
 def _is_passthrough(step):
@@ -100,94 +144,183 @@ def _is_skprivreg(step):
     return type(step).__module__.split(".")[0] == "skprivreg"
 
 
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_nan(value):
+    return isinstance(value, numbers.Real) and math.isnan(value)
+
+
+def _declared_rowwise(func):
+    """Whether ``func`` maps rows on their own: ``None``, an element-wise ufunc, a function
+    marked by :func:`~skprivreg.preprocessing.rowwise`, or a partial of one of these."""
+    if func is None or getattr(func, ROWWISE_MARK, False) is True:
+        return True
+    if isinstance(func, np.ufunc):
+        return func.signature is None  # a generalized ufunc (matmul) combines rows
+    if isinstance(func, functools.partial):
+        return _declared_rowwise(func.func)
+    return False
+
+
+def _function_transformer(params):
+    funcs = (params.get("func"), params.get("inverse_func"))
+    if not all(_declared_rowwise(func) for func in funcs):
+        return f"a FunctionTransformer with {_FUNCTIONS}"
+    # With both functions, check_inverse=True evaluates them on rows of the data
+    # and warns on a mismatch: a warning one record can decide.
+    if None not in funcs and params.get("check_inverse", True):
+        return "FunctionTransformer(..., check_inverse=False)"
+    return None
+
+
+def _one_hot_encoder(params):
+    # With a dropped category, an unknown one warns when it is met: a warning one
+    # record can decide.
+    return (
+        not isinstance(params.get("categories"), str)
+        and params.get("handle_unknown") in ("ignore", "infrequent_if_exist")
+        and params.get("drop") is None
+        and params.get("min_frequency") is None
+        and params.get("max_categories") is None
+    )
+
+
+def _ordinal_encoder(params):
+    # An unknown_value of NaN turns a finite record with an unknown category into NaN.
+    return (
+        not isinstance(params.get("categories"), str)
+        and params.get("handle_unknown") == "use_encoded_value"
+        and not _is_nan(params.get("unknown_value"))
+        and params.get("min_frequency") is None
+        and params.get("max_categories") is None
+    )
+
+
+#: Exact class -> predicate on its parameters: True when the step is data-independent.
+_ACCEPTED_WHEN = {
+    OneHotEncoder: _one_hot_encoder,
+    OrdinalEncoder: _ordinal_encoder,
+    # A column without observed values is dropped (with a warning) unless kept, and
+    # the indicator columns are those with a missing value.
+    SimpleImputer: lambda p: (p.get("strategy") == "constant"
+                              and p.get("keep_empty_features") is True
+                              and not p.get("add_indicator")),
+    MissingIndicator: lambda p: p.get("features") == "all",
+    # extrapolation='error' raises on a value outside the knots: one record decides.
+    SplineTransformer: lambda p: (not isinstance(p.get("knots"), str)
+                                  and p.get("extrapolation") != "error"),
+    # Random feature maps: fit reads the shape only, the draw is fixed by an int seed.
+    GaussianRandomProjection: lambda p: (_is_int(p.get("n_components"))
+                                         and _is_int(p.get("random_state"))),
+    SparseRandomProjection: lambda p: (_is_int(p.get("n_components"))
+                                       and _is_int(p.get("random_state"))),
+    RBFSampler: lambda p: (isinstance(p.get("gamma"), numbers.Real)
+                           and not isinstance(p.get("gamma"), bool)
+                           and _is_int(p.get("random_state"))),
+    PolynomialCountSketch: lambda p: _is_int(p.get("random_state")),
+}
+
+
 def _learns_without_guarantee(step):
     """``None`` if ``step`` is data-independent or private; else the replacement to suggest.
 
-    Reads the class and parameters only (public facts).
+    Reads the class and parameters only (public facts). Classes are matched
+    exactly: a subclass of an accepted class may override anything.
     """
     if _is_passthrough(step) or _is_skprivreg(step):
         return None
-    name = type(step).__name__
-    params = step.get_params(deep=False) if hasattr(step, "get_params") else {}
-    if name in _STATELESS:
+    cls = type(step)
+    if cls in _STATELESS:
         return None
-    if name == "FunctionTransformer":
-        # With both functions, check_inverse=True evaluates them on rows of the data
-        # and warns on a mismatch: a warning one record can decide.
-        both = params.get("func") is not None and params.get("inverse_func") is not None
-        return _REPLACEMENTS[name] if both and params.get("check_inverse", True) else None
-    if name == "OneHotEncoder":
-        declared = not (isinstance(params.get("categories"), str))
-        # With a dropped category, an unknown one warns when it is met: a
-        # warning one record can decide.
-        ok = (
-            declared
-            and params.get("handle_unknown") in ("ignore", "infrequent_if_exist")
-            and params.get("drop") is None
-            and params.get("min_frequency") is None
-            and params.get("max_categories") is None
+    params = step.get_params(deep=False) if hasattr(step, "get_params") else {}
+    if cls is FunctionTransformer:
+        return _function_transformer(params)
+    if cls in _ACCEPTED_WHEN:
+        return None if _ACCEPTED_WHEN[cls](params) else _REPLACEMENTS[cls]
+    return _REPLACEMENTS.get(cls, _GENERIC_REPLACEMENT)
+
+
+def _columns_read_no_values(columns):
+    """Whether a ColumnTransformer column specification selects without reading values.
+
+    Names, indices, slices, boolean masks (and lists or arrays of them) pass, and
+    ``make_column_selector(pattern=...)`` without dtypes (the dtypes a reader infers
+    can depend on the values); any other callable may read the values.
+    """
+    if type(columns) is make_column_selector:
+        return (columns.pattern is not None and columns.dtype_include is None
+                and columns.dtype_exclude is None)
+    if isinstance(columns, (str, numbers.Integral, slice)):
+        return True
+    array_like = isinstance(columns, (list, tuple)) or hasattr(columns, "__array__")
+    if callable(columns) or not array_like:
+        return False
+    values = np.asarray(columns, dtype=object).ravel()
+    return all(isinstance(v, (str, numbers.Integral, np.bool_)) for v in values)
+
+
+def _own_leaks(step):
+    """Replacements for what a composite decides from the data by its own parameters."""
+    found = []
+    if type(step) in (ColumnTransformer, FeatureUnion) and step.n_jobs not in (None, 1):
+        found.append(
+            f"{type(step).__name__}(..., n_jobs=None) (worker processes do not inherit the "
+            "pipeline's floating-point settings, and print the warnings of the steps)"
         )
-        return None if ok else _REPLACEMENTS[name]
-    if name == "OrdinalEncoder":
-        declared = not (isinstance(params.get("categories"), str))
-        ok = (
-            declared
-            and params.get("handle_unknown") == "use_encoded_value"
-            and params.get("min_frequency") is None
-            and params.get("max_categories") is None
-        )
-        return None if ok else _REPLACEMENTS[name]
-    if name == "SimpleImputer":
-        return None if params.get("strategy") == "constant" else _REPLACEMENTS[name]
-    if name == "MissingIndicator":
-        return None if params.get("features") == "all" else _REPLACEMENTS[name]
-    if name == "SplineTransformer":
-        # extrapolation='error' raises on a value outside the knots: one record decides.
-        ok = not isinstance(params.get("knots"), str) and params.get("extrapolation") != "error"
-        return None if ok else _REPLACEMENTS[name]
-    return _REPLACEMENTS.get(name, _GENERIC_REPLACEMENT)
+    if type(step) is ColumnTransformer:
+        if step.sparse_threshold != 0:
+            found.append(
+                "ColumnTransformer(..., sparse_threshold=0) (with a nonzero threshold the "
+                "output is sparse or dense depending on the density of the data)"
+            )
+        for name, _, columns in step.transformers:
+            if not _columns_read_no_values(columns):
+                found.append(
+                    f"a ColumnTransformer whose columns for {name!r} are names, indices, "
+                    "slices or boolean masks, or make_column_selector(pattern=...) without "
+                    "dtype_include and dtype_exclude (a callable may read the values, and "
+                    "inferred dtypes can depend on them)"
+                )
+    elif type(step) is TransformedTargetRegressor:
+        transforms = (step.transformer, step.func, step.inverse_func)
+        if step.check_inverse and any(t is not None for t in transforms):
+            found.append(_REPLACEMENTS[TransformedTargetRegressor])
+    return found
 
 
 def _children(step, fitted):
-    """``[(name, child)]`` of a composite estimator, ``None`` for a leaf."""
-    if isinstance(step, Pipeline):
+    """``[(name, child)]`` of a composite estimator, ``None`` for a leaf.
+
+    Composites are matched on their exact class: a subclass may combine its
+    children differently, and is checked as a leaf.
+    """
+    cls = type(step)
+    if cls is Pipeline or cls is PrivatePipeline:
         return list(step.steps)
-    if isinstance(step, FeatureUnion):
+    if cls is FeatureUnion:
         return list(step.transformer_list)
-    if isinstance(step, ColumnTransformer):
+    if cls is ColumnTransformer:
         if fitted and hasattr(step, "transformers_"):
             return [(name, trans) for name, trans, _ in step.transformers_]
         children = [(name, trans) for name, trans, _ in step.transformers]
         return children + [("remainder", step.remainder)]
-    if isinstance(step, TransformedTargetRegressor):
-        if fitted and hasattr(step, "regressor_"):
-            children = [("regressor", step.regressor_), ("transformer", step.transformer_)]
-        else:
-            children = [("regressor", step.regressor), ("transformer", step.transformer)]
-        if step.transformer is None and step.func is None:
-            children = children[:1]  # the identity: nothing is learned
-        elif step.transformer is None and not fitted:
-            # func/inverse_func are wrapped in a FunctionTransformer(check_inverse=...)
-            children[1] = ("transformer", _FunctionCheck(step))
+    if cls is TransformedTargetRegressor:
+        regressor = step.regressor_ if fitted and hasattr(step, "regressor_") else step.regressor
+        # regressor=None is scikit-learn's LinearRegression, which is not private.
+        children = [("regressor", LinearRegression() if regressor is None else regressor)]
+        if step.transformer is not None:
+            fitted_transformer = fitted and hasattr(step, "transformer_")
+            children.append(("transformer",
+                             step.transformer_ if fitted_transformer else step.transformer))
+        elif step.func is not None or step.inverse_func is not None:
+            # func/inverse_func run in a FunctionTransformer; the inverse check is the
+            # target transformer's own (see _own_leaks).
+            children.append(("transformer", FunctionTransformer(
+                func=step.func, inverse_func=step.inverse_func, check_inverse=False)))
         return children
     return None
-
-
-class _FunctionCheck:
-    """Stands for the FunctionTransformer a TransformedTargetRegressor builds from func."""
-
-    def __init__(self, ttr):
-        self._params = {
-            "func": ttr.func,
-            "inverse_func": ttr.inverse_func,
-            "check_inverse": ttr.check_inverse,
-        }
-
-    def get_params(self, deep=False):
-        return dict(self._params)
-
-
-_FunctionCheck.__name__ = "FunctionTransformer"
 
 
 def leaking_steps(estimator):
@@ -195,20 +328,52 @@ def leaking_steps(estimator):
 
     A static check of classes and parameters (public facts), for use before
     ``fit``. Nested pipelines, column transformers, feature unions and
-    target transformers are searched; skprivreg estimators and known
-    data-independent steps (``'passthrough'``, ``FunctionTransformer``
-    without an inverse check, ``OneHotEncoder``/``OrdinalEncoder`` with
-    declared categories that never raise or warn on unknown ones,
-    ``SplineTransformer`` with declared knots that never raises on a value
-    outside them,
-    ``SimpleImputer(strategy='constant')``, ``PolynomialFeatures``,
-    ``Normalizer``, ``Binarizer``) pass.
+    target transformers are searched, and their own parameters checked. A
+    step before the private estimator must be a fixed row-wise function: its
+    fitted state and output width may not depend on the data, and it may
+    not warn or raise depending on one record's value. Classes are matched
+    exactly (a subclass is refused). These pass:
+
+    - skprivreg estimators, ``'passthrough'`` and ``'drop'``;
+    - ``FunctionTransformer`` whose ``func`` and ``inverse_func`` are
+      ``None``, element-wise NumPy ufuncs, functions declared with
+      :func:`~skprivreg.preprocessing.rowwise` or ``functools.partial`` of
+      those, without an inverse check (``check_inverse=False`` or one
+      function only);
+    - ``OneHotEncoder`` with declared categories that never raises or warns
+      on an unknown one (``handle_unknown='ignore'``, ``drop=None``, no
+      ``min_frequency`` or ``max_categories``);
+    - ``OrdinalEncoder`` with declared categories,
+      ``handle_unknown='use_encoded_value'`` and an ``unknown_value`` other
+      than NaN;
+    - ``SimpleImputer(strategy='constant', keep_empty_features=True,
+      add_indicator=False)``, ``MissingIndicator(features='all')``;
+    - ``SplineTransformer`` with declared knots and an extrapolation other
+      than ``'error'``;
+    - ``PolynomialFeatures``, ``Normalizer``, ``Binarizer``,
+      ``FeatureHasher``;
+    - ``GaussianRandomProjection`` and ``SparseRandomProjection`` with int
+      ``n_components`` and ``random_state``, ``RBFSampler`` with a numeric
+      ``gamma`` and an int ``random_state``, ``PolynomialCountSketch`` with
+      an int ``random_state``;
+    - ``ColumnTransformer`` with ``sparse_threshold=0`` whose columns are
+      names, indices, slices or boolean masks, or
+      ``make_column_selector(pattern=...)`` without dtypes;
+      ``ColumnTransformer`` and ``FeatureUnion`` with ``n_jobs=None``;
+    - ``TransformedTargetRegressor`` with ``check_inverse=False`` (or no
+      target transform), and a private regressor.
+
+    Element-wise functions must be finite on the data's domain (clip first):
+    a non-finite value they produce is refused as bad input by the private
+    estimator, before any budget is spent.
     """
     found = []
 
     def visit(path, step):
         children = _children(step, fitted=False)
         if children is not None:
+            for replacement in _own_leaks(step):
+                found.append((path, type(step).__name__, replacement))
             for name, child in children:
                 visit(f"{path}{name}" if not path else f"{path}__{name}", child)
             return
@@ -263,6 +428,8 @@ def privacy_ledgers(estimator):
             return
         children = _children(step, fitted=True)
         if children is not None:
+            if _own_leaks(step):
+                leak(path, step, _own_leaks(step)[0])
             for name, child in children:
                 visit(name if not path else f"{path}__{name}", child)
             return
@@ -272,10 +439,13 @@ def privacy_ledgers(estimator):
             return
         replacement = _learns_without_guarantee(step)
         if replacement is not None:
-            name = path or type(step).__name__
-            warnings.warn(_leak_message(name, type(step).__name__, replacement),
-                          PrivacyLeakWarning, stacklevel=3)
-            ledgers[name] = PrivacyLedger([PrivacyEvent(f"{name} (not private)", math.inf, 0.0)])
+            leak(path, step, replacement)
+
+    def leak(path, step, replacement):
+        name = path or type(step).__name__
+        warnings.warn(_leak_message(name, type(step).__name__, replacement),
+                      PrivacyLeakWarning, stacklevel=4)
+        ledgers[name] = PrivacyLedger([PrivacyEvent(f"{name} (not private)", math.inf, 0.0)])
 
     visit("", estimator)
     return ledgers
@@ -316,6 +486,15 @@ class PrivatePipeline(Pipeline):
     step is fitted and so before any budget is spent. The guard reads the
     steps' classes and parameters only.
 
+    The steps are fitted with NumPy's floating-point warnings off
+    (``np.errstate(all='ignore')``): whether an element-wise step overflows
+    or leaves its domain (``np.log1p`` of a value below -1, a polynomial or
+    spline feature of a huge value) is a fact about one record. Such a step
+    produces NaN or infinity instead, which the private estimator refuses as
+    bad input before any budget is spent, as it refuses NaN in the raw data.
+    So the functions must be finite on the data's domain: clip first, with
+    :class:`~skprivreg.preprocessing.BoundedScaler` and declared ranges.
+
     After ``fit``, ``privacy_spent_`` is the composed guarantee of all steps
     (:func:`privacy_spent`).
 
@@ -347,28 +526,34 @@ class PrivatePipeline(Pipeline):
         """Run the leak guard, then fit every step as :class:`~sklearn.pipeline.Pipeline` does.
 
         The guard reads only the steps' classes and parameters, before any
-        step sees the data (see the class docstring).
+        step sees the data; the steps run without floating-point warnings
+        (see the class docstring).
         """
         self._guard()
-        return super().fit(X, y, **params)
+        with np.errstate(all="ignore"):
+            return super().fit(X, y, **params)
 
     def fit_transform(self, X, y=None, **params):
         """Run the leak guard, then fit and transform as :class:`~sklearn.pipeline.Pipeline` does.
 
         The guard reads only the steps' classes and parameters, before any
-        step sees the data (see the class docstring).
+        step sees the data; the steps run without floating-point warnings
+        (see the class docstring).
         """
         self._guard()
-        return super().fit_transform(X, y, **params)
+        with np.errstate(all="ignore"):
+            return super().fit_transform(X, y, **params)
 
     def fit_predict(self, X, y=None, **params):
         """Run the leak guard, then fit and predict as :class:`~sklearn.pipeline.Pipeline` does.
 
         The guard reads only the steps' classes and parameters, before any
-        step sees the data (see the class docstring).
+        step sees the data; the steps run without floating-point warnings
+        (see the class docstring).
         """
         self._guard()
-        return super().fit_predict(X, y, **params)
+        with np.errstate(all="ignore"):
+            return super().fit_predict(X, y, **params)
 
     @property
     def privacy_spent_(self):

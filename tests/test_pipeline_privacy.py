@@ -83,8 +83,9 @@ def test_data_independent_steps_pass_silently():
     pipe = make_private_pipeline(
         ColumnTransformer([
             ("num", BoundedScaler(x_range=(-1.0, 1.0)), [0, 1, 2]),
-            ("cat", OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore"), [3]),
-        ]),
+            ("cat", OneHotEncoder(categories=[[0.0, 1.0, 2.0]], handle_unknown="ignore",
+                                  sparse_output=False), [3]),
+        ], sparse_threshold=0),
         FunctionTransformer(np.tanh),
         PolynomialFeatures(degree=1, include_bias=False),
         _regressor(),
@@ -103,8 +104,8 @@ def test_data_independent_steps_pass_silently():
         (OneHotEncoder(categories=[[0.0, 1.0]]), "onehotencoder"),  # raises on unknown ones
         (MinMaxScaler(), "minmaxscaler"),
         (FunctionTransformer(np.exp, inverse_func=np.log), "functiontransformer"),
-        (ColumnTransformer([("s", StandardScaler(), [0])], remainder="passthrough"),
-         "columntransformer__s"),
+        (ColumnTransformer([("s", StandardScaler(), [0])], remainder="passthrough",
+                           sparse_threshold=0), "columntransformer__s"),
     ],
     ids=lambda v: v if isinstance(v, str) else type(v).__name__,
 )
@@ -114,9 +115,15 @@ def test_learning_steps_are_found_by_path(step, path):
 
 
 def test_target_transformer_that_learns_is_found():
-    ttr = TransformedTargetRegressor(regressor=_regressor(), transformer=StandardScaler())
+    ttr = TransformedTargetRegressor(regressor=_regressor(), transformer=StandardScaler(),
+                                     check_inverse=False)
     assert [p for p, _, _ in leaking_steps(make_private_pipeline(ttr))] == [
         "transformedtargetregressor__transformer"
+    ]
+    # With the inverse check (the default), the target transformer itself is found too.
+    ttr.set_params(check_inverse=True)
+    assert [p for p, _, _ in leaking_steps(make_private_pipeline(ttr))] == [
+        "transformedtargetregressor", "transformedtargetregressor__transformer"
     ]
     fixed = TransformedTargetRegressor(regressor=_regressor(), func=np.tanh,
                                        inverse_func=np.arctanh, check_inverse=False)

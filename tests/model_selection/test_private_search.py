@@ -399,7 +399,8 @@ def test_private_steps_nested_in_the_candidate_are_refused_before_any_spend():
     nested = [
         Pipeline([("inner", Pipeline([("scale", scaler)])),
                   ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))]),
-        Pipeline([("cols", ColumnTransformer([("scale", scaler, [0, 1, 2])])),
+        Pipeline([("cols", ColumnTransformer([("scale", scaler, [0, 1, 2])],
+                                             sparse_threshold=0)),
                   ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))]),
         make_private_pipeline(scaler, AdaSSPRegressor(x_bound=2.0, y_bound=6.5)),
     ]
@@ -456,7 +457,8 @@ def test_nan_reaching_a_pipelines_estimator_is_refused_before_any_spend():
                 param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
     assert acc.n_spends == 0
     # A head that fills missing values with a constant makes the rows finite: the search runs.
-    imputing = make_private_pipeline(SimpleImputer(strategy="constant", fill_value=0.0),
+    imputing = make_private_pipeline(SimpleImputer(strategy="constant", fill_value=0.0,
+                                                   keep_empty_features=True),
                                      AdaSSPRegressor(x_bound=2.0, y_bound=6.5))
     _search(estimator=imputing, accountant=acc,
             param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
@@ -482,12 +484,15 @@ def test_every_distinct_head_is_checked_for_nan_before_any_spend():
     # NaN from negative values, was skipped by a check keyed on the repr.
     from sklearn.preprocessing import FunctionTransformer
 
+    from skprivreg.preprocessing import rowwise
+
     X, y = _data(n=1000)
     good = np.ones(2000)
     bad = np.ones(2000)
     bad[1000] = np.nan  # a long array: its repr is elided
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
 
+    @rowwise
     def scale(X, weights):
         return X * weights[1000]
 
