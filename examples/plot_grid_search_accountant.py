@@ -29,6 +29,7 @@ from sklearn.preprocessing import FunctionTransformer
 from skprivreg.accounting import BudgetAccountant
 from skprivreg.exceptions import BudgetExceededError
 from skprivreg.linear_model import AdaSSPRegressor
+from skprivreg.preprocessing import rowwise
 
 rng = np.random.default_rng(0)
 n, d = 6_000, 8
@@ -49,10 +50,12 @@ X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
 # data's means and scales with no guarantee. We rescale by a *public* constant
 # instead (here the known scale of the measurements), which is a fixed
 # per-row map and keeps neighbouring datasets neighbours. The bounds of the
-# regressor are stated in the rescaled units.
+# regressor are stated in the rescaled units. ``rowwise`` declares the
+# function a map of each row on its own, which the pipeline guard checks for.
 PUBLIC_SCALE = 3.0
 
 
+@rowwise
 def rescale(X):
     return X / PUBLIC_SCALE
 
