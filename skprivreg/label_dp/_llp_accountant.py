@@ -11,7 +11,7 @@ quantities only.
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from .._gdp import _log_gdp_delta_array, float_at_least
 
@@ -286,8 +286,66 @@ def _log_delta_outside(epsilon, ratio, q):
     return _log_expectation(epsilon, ratio, q, inside=False)
 
 
+def _log_falling(top, count):
+    """``[log(top (top - 1) ... (top - j + 1)) for j in 0..count]`` and a bound on their
+    round-off: cumulative sums of ``log(top - i)`` (each log within an ulp, each of the
+    ``count`` additions within an ulp of the partial sum)."""
+    logs = np.log(float(top) - np.arange(count, dtype=np.float64))
+    sums = np.concatenate([[0.0], np.cumsum(logs)])
+    error = (count + 2) * _U * np.concatenate([[0.0], np.cumsum(np.abs(logs))])
+    return sums, error
+
+
+def _log_factorials(m):
+    """``[log j! for j in 0..m]`` and a bound on their round-off (as :func:`_log_falling`)."""
+    sums = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, m + 1, dtype=np.float64)))])
+    return sums, (m + 2) * _U * sums
+
+
+def _log_binomial_pmf(m, p):
+    """``log Binomial(m, p)`` on ``0..m``, rounded up by its certified round-off."""
+    q = np.arange(m + 1)
+    falling, e_falling = _log_falling(m, m)  # log m!/(m-q)!
+    factorial, e_factorial = _log_factorials(m)  # log q!
+    log_p, log_1mp = math.log(p), math.log1p(-p)
+    value = falling - factorial + q * log_p + (m - q) * log_1mp
+    error = e_falling + e_factorial + 8 * _U * (
+        falling + factorial + q * abs(log_p) + (m - q) * abs(log_1mp))
+    return value + error
+
+
+def _log_hypergeom_pmf(n_total, n_marked, m):
+    """``log P(q marked among m draws without replacement from n_total with n_marked)`` on
+    ``0..m``, rounded up by its certified round-off (``-inf`` where impossible).
+
+    ``C(m, q) (K)_q (N-K)_{m-q} / (N)_m`` with falling factorials summed as logs:
+    only ``m`` (the bag size) terms each, so the error stays near ``m^2`` ulps of
+    ``log N`` however large ``N`` is (``scipy.stats.hypergeom.logpmf`` was off by up
+    to 4e-7 in the log for ``N`` near 1e8).
+    """
+    q = np.arange(m + 1)
+    marked, e_marked = _log_falling(n_marked, min(m, n_marked))
+    other, e_other = _log_falling(n_total - n_marked, min(m, n_total - n_marked))
+    total, e_total = _log_falling(n_total, m)
+    fact, e_fact = _log_falling(m, m)
+    factorial, e_factorial = _log_factorials(m)
+    possible = (q <= n_marked) & (m - q <= n_total - n_marked)
+    value = np.full(m + 1, -np.inf)
+    a, b = q[possible], m - q[possible]
+    value[possible] = (fact[a] - factorial[a] + marked[a] + other[b] - total[m])
+    error = (e_fact[a] + e_factorial[a] + e_marked[a] + e_other[b] + e_total[m]
+             + 8 * _U * (fact[a] + factorial[a] + marked[a] + other[b] + total[m]))
+    value[possible] += error
+    return value
+
+
 def _q_distribution(bag_size, noise_fraction, n_samples, allocation, inside):
-    """``(q_values, log_pmf, log_excluded_mass)`` of the number of noisy bag-mates."""
+    """``(q_values, log_pmf, log_excluded_mass)`` of the number of noisy bag-mates.
+
+    The log pmf is rounded up by its certified round-off, so the mixture over
+    ``q`` stays an upper bound. ``None`` when no target of this side exists (a
+    global noise set of no row, or of every row).
+    """
     k = int(bag_size)
     if allocation == "per_bag":
         q0 = math.ceil(noise_fraction * k)
@@ -295,13 +353,18 @@ def _q_distribution(bag_size, noise_fraction, n_samples, allocation, inside):
         return np.array([q]), np.array([0.0]), -math.inf
     support = np.arange(k)
     if n_samples is None:
-        log_pmf = stats.binom.logpmf(support, k - 1, noise_fraction)
+        log_pmf = _log_binomial_pmf(k - 1, noise_fraction) if 0 < noise_fraction < 1 else (
+            np.where(support == (k - 1 if noise_fraction == 1 else 0), 0.0, -np.inf))
     else:
         n = int(n_samples)
+        if k > n:
+            raise ValueError(f"bag_size={k} exceeds n_samples={n}.")
         n_noisy = math.floor(noise_fraction * n)
-        log_pmf = stats.hypergeom.logpmf(
-            support, n - 1, n_noisy - 1 if inside else n_noisy, k - 1
-        )
+        if (inside and n_noisy == 0) or (not inside and n_noisy == n):
+            return None  # no target on this side
+        log_pmf = _log_hypergeom_pmf(n - 1, n_noisy - 1 if inside else n_noisy, k - 1)
+    if np.any(np.isnan(log_pmf)):
+        raise ValueError("The law of the noisy bag-mates could not be computed.")
     keep = log_pmf > math.log(1e-60)
     excluded = log_pmf[~keep & np.isfinite(log_pmf)]
     log_excluded = float(special.logsumexp(excluded)) if excluded.size else -math.inf
@@ -309,14 +372,19 @@ def _q_distribution(bag_size, noise_fraction, n_samples, allocation, inside):
 
 
 def _log_llp_side(epsilon, bag_size, noise_fraction, ratio, n_samples, allocation, inside):
-    qs, log_pmf, log_excluded = _q_distribution(
-        bag_size, noise_fraction, n_samples, allocation, inside
-    )
+    law = _q_distribution(bag_size, noise_fraction, n_samples, allocation, inside)
+    if law is None:
+        return -math.inf
+    qs, log_pmf, log_excluded = law
     side = _log_delta_inside if inside else _log_delta_outside
     terms = [lp + side(epsilon, ratio, int(q)) for q, lp in zip(qs, log_pmf)]
     # q values of negligible probability are bounded by delta <= 1 (conservative).
     terms.append(log_excluded)
-    return float(special.logsumexp(terms))
+    total = float(special.logsumexp(terms))
+    if not math.isfinite(total):
+        return total
+    # logsumexp's own rounding: a few ulps per term, relative to the sum.
+    return total + 8 * (len(terms) + 2) * _U * (1.0 + abs(total))
 
 
 def llp_log_privacy_profile(
@@ -417,7 +485,10 @@ def llp_privacy_profile(
     noise_scale : float
         sigma_g, the label noise standard deviation in label units.
     n_samples : int or None
-        n for the ``'global'`` hypergeometric law; None means n -> infinity.
+        n for the ``'global'`` hypergeometric law; None means n -> infinity
+        (the binomial law), which can be below the delta at a finite n (a
+        noise set of ``floor(rho n)`` rows): pass the data's n for a
+        guarantee. ``bag_size`` above ``n_samples`` raises ``ValueError``.
     allocation : {'per_bag', 'global'}
 
     Returns

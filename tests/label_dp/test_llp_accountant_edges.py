@@ -9,6 +9,7 @@ import pytest
 
 import skprivreg.label_dp._llp_accountant as accountant
 from skprivreg._gdp import _log_gdp_delta as scalar_log_gdp_delta
+from skprivreg.label_dp import llp_privacy_profile
 
 
 def _exact_log_delta(mu, epsilon):
@@ -91,3 +92,28 @@ def test_profiles_never_round_a_positive_delta_down_to_zero():
     assert accountant._delta_from_log(-math.inf) == 0.0
     for log_delta in (-744.0, -742.3, -709.5):  # never below exp(log_delta)
         assert accountant._delta_from_log(log_delta) >= float(mpmath.exp(log_delta))
+
+
+def test_the_global_law_is_exact_for_large_n():
+    # scipy's hypergeometric log pmf is off by up to 4e-7 for n near 1e8, which put the
+    # mixture below the exact delta. The exact value here is at least 0.0135278770036
+    # (a 50-digit mpmath sum over q of the exact pmf times the expectation for each q,
+    # terms of pmf below 1e-25 left out).
+    got = llp_privacy_profile(1.0, 100, 0.5, 3.0, 1.0, 10**8 + 1, "global")
+    assert 0.0135278770036 <= got <= 0.0135278770036 * (1 + 1e-6)
+    from skprivreg.label_dp._llp_accountant import _log_hypergeom_pmf
+
+    N, K, m = 3 * 10**8, 9 * 10**7, 499
+    ours = _log_hypergeom_pmf(N, K, m)
+    mpmath.mp.dps = 40
+    for q in (100, 150, 200):
+        exact = (mpmath.log(mpmath.binomial(K, q)) + mpmath.log(mpmath.binomial(N - K, m - q))
+                 - mpmath.log(mpmath.binomial(N, m)))
+        assert 0 <= ours[q] - exact <= 1e-8
+
+
+def test_a_bag_larger_than_the_data_is_refused():
+    # The hypergeometric law of k - 1 draws from n - 1 rows is undefined for k > n; its
+    # NaN pmf was dropped and delta came out 0.
+    with pytest.raises(ValueError, match="exceeds n_samples"):
+        llp_privacy_profile(1.0, 20, 0.5, 1.0, 1.0, 10, "global")
