@@ -518,9 +518,15 @@ def llp_min_bag_size(
 ):
     """Smallest bag size with ``llp_privacy_profile(...) <= delta`` (bisection on integer k).
 
-    Returns ``inf`` when no ``k <= k_max`` is enough.
+    Returns ``inf`` when no ``k <= k_max`` is enough (with the ``'global'``
+    law of ``n_samples`` rows, no ``k <= n_samples``).
     """
+    if allocation == "global" and n_samples is not None:
+        k_max = min(k_max, int(n_samples))
+
     def ok(k):
+        if k > k_max:
+            return False
         return (
             llp_privacy_profile(
                 epsilon, k, noise_fraction, label_range, noise_scale, n_samples, allocation
@@ -530,9 +536,9 @@ def llp_min_bag_size(
 
     hi = 2
     while not ok(hi):
-        hi *= 2
-        if hi > k_max:
+        if hi >= k_max:
             return math.inf
+        hi = min(2 * hi, k_max)
     lo = hi // 2
     if lo >= 1 and ok(lo):
         return lo

@@ -117,3 +117,7 @@ def test_a_bag_larger_than_the_data_is_refused():
     # NaN pmf was dropped and delta came out 0.
     with pytest.raises(ValueError, match="exceeds n_samples"):
         llp_privacy_profile(1.0, 20, 0.5, 1.0, 1.0, 10, "global")
+    # The smallest bag size is searched among bags the data can fill.
+    from skprivreg.label_dp import llp_min_bag_size
+
+    assert llp_min_bag_size(0.1, 1e-9, 0.5, 1.0, 1.0, n_samples=30, allocation="global") == math.inf
