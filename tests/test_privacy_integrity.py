@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 import skprivreg._random as _random
 from skprivreg import (
     AdaSSPRegressor,
+    BoostedAdaSSPRegressor,
     BudgetAccountant,
     CompositionError,
     GaussianLabelNoiseRegressor,
@@ -44,6 +45,8 @@ CONFIGS = [
     SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0, random_state=0),
     AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0, random_state=0),
     SSPRegressor(epsilon=1.0, delta=1e-6, random_state=0),  # private bounds
+    BoostedAdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0,
+                           random_state=0),
     IndependentSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0,
                             random_state=0),
     ReuseCovRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=8.0, random_state=0),
