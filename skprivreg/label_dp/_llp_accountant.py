@@ -534,6 +534,8 @@ def llp_min_bag_size(
             <= delta
         )
 
+    if ok(1):
+        return 1
     hi = 2
     while not ok(hi):
         if hi >= k_max:

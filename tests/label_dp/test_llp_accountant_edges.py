@@ -121,3 +121,6 @@ def test_a_bag_larger_than_the_data_is_refused():
     from skprivreg.label_dp import llp_min_bag_size
 
     assert llp_min_bag_size(0.1, 1e-9, 0.5, 1.0, 1.0, n_samples=30, allocation="global") == math.inf
+    # A cap of one row still finds a bag of one that is enough.
+    assert llp_min_bag_size(1.0, 0.5, 1.0, 0.1, 1.0, n_samples=1, allocation="global") == 1
+    assert llp_min_bag_size(1.0, 0.5, 1.0, 0.1, 1.0, k_max=1) == 1
