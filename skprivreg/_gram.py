@@ -14,9 +14,11 @@ of rows it
    row norms and clips each row to the bound by a scale factor per row (the
    scaled block is a cache-sized temporary, only when a row of the block
    exceeds the bound);
-4. clips the labels to the public bound into a block buffer ``[Y, 1]``
-   whose last column is ones, so a single product gives ``X^T Y`` and
-   the column sums ``X^T 1`` of the intercept;
+4. clips the labels to the public bound into a buffer ``[Y, 1]`` whose
+   last column is ones, so a single product gives ``X^T Y`` and the column
+   sums ``X^T 1`` of the intercept (the labels of a thread's run of blocks
+   are prepared together, up to :data:`LABEL_RUN_BYTES`: a few calls per
+   run instead of per block);
 5. adds ``X^T X`` (a symmetric rank-k update) and ``X^T [Y, 1]`` to the
    running sums.
 
@@ -212,30 +214,17 @@ def rows_may_exceed(n_columns, top, bound):
     return n_columns * top * top > limit
 
 
-def _gram_of_block(X, Y, params, acc):
-    """Add one cache-sized block's ``(X^T X, X^T [Y, 1], 1^T Y)`` to ``acc`` in place."""
-    XtX, XtY1, y_sum = acc
-    if params.columns is not None:
-        X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
-    # Temporaries go to this thread's reused buffers (:func:`workspace`).
-    X = as_float64_block(X, scratch="gram rows")
-    n_rows, l = X.shape[0], params.n_outputs
-    if params.x_range is not None:
-        check_finite_extremes(X, params.estimator_name)
-        X = np.clip(X, *params.x_range, out=workspace_like("gram clipped", X))
-    # Largest |entry| of the block, from its max and min (NaN or infinity in
-    # either means a NaN or infinity in X: refused, in scikit-learn's words).
-    top = check_finite_extremes(X, params.estimator_name)
-    squared = None
-    if params.x_bound is not None and rows_may_exceed(X.shape[1], top, params.x_bound):
-        # Some row may exceed the bound: its squared norm decides (a finite
-        # row whose squared norm overflows becomes a zero row, within the bound).
-        with np.errstate(over="ignore", invalid="ignore"):
-            squared = np.einsum("ij,ij->i", X, X, out=workspace("gram squared", n_rows))
-    # Otherwise ||x||^2 <= d max|x_ij|^2 < x_bound^2 for every row, with a
-    # margin for rounding: no row is clipped, as the norms would say, so
-    # skipping them changes no statistic
-    # (only the time of the pass, which the guarantee does not cover).
+def _labels_of_run(Y, params, acc):
+    """The clipped labels of a run of pieces as a reused ``[Y, 1]`` buffer; adds ``1^T Y``.
+
+    A run's labels are prepared in a few calls over all its rows (per piece,
+    these small calls cost a fifth of the pass at ten features): NaN or
+    infinity is refused, the labels are clipped to the public range into the
+    buffer, whose last column is ones, so one product per piece gives
+    ``X^T Y`` and the column sums ``X^T 1``.
+    """
+    y_sum = acc[2]
+    n_rows, l = Y.shape[0], params.n_outputs
     labels = workspace("gram labels", (n_rows, l + 1))
     labels[:, :l] = np.asarray(Y).reshape(n_rows, l)
     if not np.isfinite(labels[:, :l]).all():
@@ -244,12 +233,40 @@ def _gram_of_block(X, Y, params, acc):
         np.clip(labels[:, :l], *params.y_range, out=labels[:, :l])
     y_sum += labels[:, :l].sum(axis=0)
     labels[:, l] = 1.0
-    if squared is not None:
+    return labels
+
+
+def _gram_of_block(X, labels, params, acc):
+    """Add one cache-sized block's ``(X^T X, X^T [Y, 1])`` to ``acc`` in place.
+
+    ``labels``: the block's rows of :func:`_labels_of_run`'s buffer.
+    """
+    XtX, XtY1 = acc[:2]
+    if params.columns is not None:
+        X = np.asarray(X)[:, params.columns]  # a cache-sized copy of the selected columns
+    # Temporaries go to this thread's reused buffers (:func:`workspace`).
+    X = as_float64_block(X, scratch="gram rows")
+    n_rows = X.shape[0]
+    if params.x_range is not None:
+        check_finite_extremes(X, params.estimator_name)
+        X = np.clip(X, *params.x_range, out=workspace_like("gram clipped", X))
+    # Largest |entry| of the block, from its max and min (NaN or infinity in
+    # either means a NaN or infinity in X: refused, in scikit-learn's words).
+    top = check_finite_extremes(X, params.estimator_name)
+    if params.x_bound is not None and rows_may_exceed(X.shape[1], top, params.x_bound):
+        # Some row may exceed the bound: its squared norm decides (a finite
+        # row whose squared norm overflows becomes a zero row, within the bound).
+        with np.errstate(over="ignore", invalid="ignore"):
+            squared = np.einsum("ij,ij->i", X, X, out=workspace("gram squared", n_rows))
         over = squared > params.x_bound**2
         if over.any():
             scale = np.ones(n_rows)
             scale[over] = params.x_bound / np.sqrt(squared[over])
             X = np.multiply(X, scale[:, None], out=workspace_like("gram scaled", X))
+    # Otherwise ||x||^2 <= d max|x_ij|^2 < x_bound^2 for every row, with a
+    # margin for rounding: no row is clipped, as the norms would say, so
+    # skipping them changes no statistic
+    # (only the time of the pass, which the guarantee does not cover).
     # Silent on overflow: with unclipped (public) rows the sums may overflow,
     # and whether they do can depend on the labels.
     with np.errstate(over="ignore", invalid="ignore"):
@@ -293,11 +310,32 @@ def gram_block(offset, X, Y, params, into=None):
 
     def run(pieces, acc):
         acc = _empty_partial(d, params.n_outputs) if acc is None else acc
-        for start, stop in pieces:
-            _gram_of_block(X[start:stop], Y[start:stop], params, acc)
+        for group in _label_groups(pieces, params.n_outputs):
+            first = group[0][0]
+            labels = _labels_of_run(Y[first:group[-1][1]], params, acc)
+            for start, stop in group:
+                _gram_of_block(X[start:stop], labels[start - first:stop - first], params, acc)
         return acc
 
     return run_pieces(bounds, run, params.n_threads, into, add_tuples)
+
+
+#: Largest label buffer of a run of pieces (:func:`_labels_of_run`), in bytes.
+LABEL_RUN_BYTES = 2 << 20
+
+
+def _label_groups(pieces, n_outputs):
+    """Consecutive pieces in groups whose rows of ``[Y, 1]`` fit :data:`LABEL_RUN_BYTES`
+    (each piece alone when one piece's labels are larger)."""
+    limit = max(1, LABEL_RUN_BYTES // (8 * (int(n_outputs) + 1)))
+    group = []
+    for piece in pieces:
+        if group and piece[1] - group[0][0] > limit:
+            yield group
+            group = []
+        group.append(piece)
+    if group:
+        yield group
 
 
 class cache_blocked:  # noqa: N801 (used like a function)

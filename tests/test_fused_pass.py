@@ -65,6 +65,33 @@ def test_statistics_equal_the_direct_computation(monkeypatch, dtype, intercept):
     np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("label_run_bytes", [8, 8 * 3 * 2500, None])
+def test_labels_prepared_per_run_of_pieces_give_the_same_statistics(monkeypatch,
+                                                                     label_run_bytes):
+    """Labels are clipped per run of pieces (each piece alone; runs of two or
+    three pieces; a thread's whole share): the statistics are those of the
+    clipped copy, and a NaN label in any run's last piece is refused."""
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "CACHE_BYTES", 4096)  # pieces of 1,024 rows
+    if label_run_bytes is not None:
+        monkeypatch.setattr(gram, "LABEL_RUN_BYTES", label_run_bytes)
+    X, Y = _data(6001, 4, l=2)
+    Y[-5:] = 40.0  # labels outside the range in the last piece of the last run
+    source = RowSource(X, Y, raw_blocks=True, block_rows=3000)
+    XtX, XtY = gram_statistics(source, x_bound=3.0, y_bound=4.0, intercept_scaling=2.0)
+    Xc = augment_intercept(clip_rows(X, 3.0)[0], 2.0)
+    Yc = np.clip(Y, -4.0, 4.0)
+    np.testing.assert_allclose(XtX, Xc.T @ Xc, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(XtY, Xc.T @ Yc, rtol=1e-12, atol=1e-9)
+    for row in (2999, 5999):
+        Y_bad = Y.copy()
+        Y_bad[row, 1] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            gram_statistics(RowSource(X, Y_bad, raw_blocks=True, block_rows=3000),
+                            x_bound=3.0, y_bound=4.0)
+
+
 @pytest.mark.parametrize("top_radius", [0.9, 1.2, 3.0])
 def test_rows_just_over_the_bound_are_clipped(top_radius):
     """Blocks whose rows are at most ``top_radius`` x the bound, entries spread evenly.
