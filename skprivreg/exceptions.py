@@ -125,7 +125,7 @@ class UnstableSupportError(PrivateTestFailed):
     The budget of the call is spent and recorded before this is raised.
     The outcome is released as PASS/FAIL only: the message and the
     attributes hold public values alone, ``epsilon``, ``delta`` (the
-    parameters) and ``threshold`` (the public threshold of the test; ``None``
+    recorded guarantee of the call) and ``threshold`` (the public threshold of the test; ``None``
     in the non-private mode ``epsilon=inf``). No noisy or noiseless distance
     is ever attached.
     """

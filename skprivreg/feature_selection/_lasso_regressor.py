@@ -140,13 +140,13 @@ class PrivateLassoRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin
     and ``epsilon_2 = epsilon - epsilon_b - epsilon_1`` for stage 2; each
     stage gets ``delta/2``.
 
-    - Stage 1 runs :class:`PrivateLassoSupportSelector` at
-      ``(epsilon_1, delta/2)`` (threshold ``ln(1/delta)/epsilon_1`` for
-      ``'subsample'``, ``1 + 2 ln(1/delta)/epsilon_1`` with
+    - Stage 1 runs :class:`PrivateLassoSupportSelector` (Smith & Thakurta
+      2013) at ``(epsilon_1, delta/2)`` (threshold ``ln(1/delta)/epsilon_1``
+      for ``'subsample'``, ``1 + 2 ln(1/delta)/epsilon_1`` with
       ``Lap(2/epsilon_1)`` for ``'perturbation'``).
     - Stage 2 fits :class:`~skprivreg.linear_model.SSPRegressor` (sufficient
-      statistics perturbation, analytic Gaussian mechanism, GDP composition
-      of its two releases) on the selected columns at
+      statistics perturbation, analytic Gaussian mechanism of Balle & Wang
+      2018, GDP composition of its two releases) on the selected columns at
       ``(epsilon_2, delta/2)``. It may use the released support: it is
       public after stage 1.
 
@@ -257,6 +257,37 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    PrivateLassoSupportSelector : Stage 1 alone: the private Lasso support.
+    skprivreg.linear_model.SSPRegressor : Stage 2 alone: private linear regression.
+    sklearn.linear_model.Lasso : The non-private Lasso.
+
+    References
+    ----------
+    A. Smith and A. G. Thakurta, "Differentially private model selection via
+    stability arguments and the robustness of the Lasso", COLT 2013.
+
+    B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for
+    differential privacy: analytical calibration and optimal denoising",
+    ICML 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.feature_selection import PrivateLassoRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40000, 20))
+    >>> y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=40000)
+    >>> est = PrivateLassoRegressor(epsilon=2.0, delta=1e-6, max_features=3,
+    ...                             selection_rule="lars", sampling="partition",
+    ...                             x_range=(-5.0, 5.0), y_bound=10.0,
+    ...                             on_fail="empty").fit(X, y)
+    >>> est.coef_.shape
+    (20,)
+    >>> round(est.privacy_spent_.events[0].epsilon, 6)  # stage 1: 0.75 of epsilon
+    1.5
     """
 
     _renamed_parameters = {

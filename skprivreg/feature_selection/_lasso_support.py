@@ -208,7 +208,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     support with ``stable_=False`` (``on_fail='empty'``); the budget is
     recorded first in both cases; with ``'empty'`` a
     :class:`~skprivreg.exceptions.PrivateTestFailedWarning` says so (the
-    test's outcome is released, so the warning is too). A *released* empty support
+    test's outcome is released, so the warning is too). The message states
+    the recorded guarantee of the fit, ``(epsilon, delta/2)``. A *released* empty support
     (``stable_=True``, no column) is a different, legitimate answer: the rule
     stably selects nothing; with ``selection_rule='lasso'`` it is what tiny
     subsamples (about 10 rows) tend to release, so check the rows per
@@ -347,6 +348,13 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    PrivateLassoRegressor : This selection, then a private fit on the support.
+    PrivateTopSSelector : Private top-s marginal screening (a baseline).
+    lasso_plan : Public planning numbers for this selector.
+    sklearn.feature_selection.SelectFromModel : Non-private selection, e.g. by a Lasso.
 
     Notes
     -----
@@ -609,7 +617,9 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             )
 
         if released is BOTTOM:
-            error = UnstableSupportError(self.epsilon, self.delta, threshold)
+            # The message states the recorded guarantee of this fit, (epsilon,
+            # delta/2), not the delta parameter.
+            error = UnstableSupportError(ledger.epsilon, ledger.delta, threshold)
             if self.on_fail == "raise":
                 # Leave the estimator unfitted, but keep the ledger of the spend.
                 raise error

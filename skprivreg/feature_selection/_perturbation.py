@@ -179,7 +179,10 @@ def perturbation_distance(X, y, max_features, Lambda, rsc_constant):
     ``d_hat = -inf`` (never released) when the KKT polish fails. ``d_hat``
     has global sensitivity 1 under add/remove neighbours at a fixed
     ``Lambda > 16 s^2 / Psi`` and is 0 on every dataset whose support a
-    neighbour does not share (Claims 32-34 of the paper, with fixes E7, E8).
+    neighbour does not share (Claims 32-34 of the paper, with two
+    corrections: ``g_1`` is the largest gradient over the off-support
+    coordinates, not the ``(s+1)``-th largest overall, and the proxy has no
+    ``+1``, which would make it positive on unstable data).
     """
     scores = perturbation_scores(X, y, max_features, Lambda, rsc_constant)
     if not scores.polished:

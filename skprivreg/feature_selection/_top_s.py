@@ -176,8 +176,9 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
         u_j = \\frac{1}{m_j}\\Big|\\sum_i \\mathrm{clip}_{[l_j, h_j]}(x_{ij})\\,
         \\mathrm{clip}_{[l_y, h_y]}(y_i)\\Big|, \\qquad m_j = \\max(|l_j|, |h_j|),
 
-    and selects ``s`` columns by the one-shot Gumbel mechanism (equivalent to
-    ``s`` rounds of the exponential mechanism at ``epsilon/s`` each). Always
+    and selects ``s`` columns by the one-shot Gumbel mechanism of Durfee &
+    Rogers (2019) (equivalent to ``s`` rounds of the exponential mechanism of
+    McSherry & Talwar (2007) at ``epsilon/s`` each). Always
     releases ``s`` columns. With the same range for every column the ranking
     is that of the raw clipped sums.
 
@@ -249,6 +250,33 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    PrivateLassoSupportSelector : Private Lasso support by subsampling stability.
+    sklearn.feature_selection.SelectKBest : Non-private top-k univariate selection.
+
+    References
+    ----------
+    D. Durfee and R. Rogers, "Practical differentially private top-k
+    selection with pay-what-you-get composition", NeurIPS 2019.
+
+    F. McSherry and K. Talwar, "Mechanism design via differential privacy",
+    FOCS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.feature_selection import PrivateTopSSelector
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40000, 20))
+    >>> y = X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=40000)
+    >>> sel = PrivateTopSSelector(epsilon=1.0, n_features_to_select=3,
+    ...                           x_range=(-5.0, 5.0), y_bound=10.0).fit(X, y)
+    >>> sel.transform(X).shape  # always s columns
+    (40000, 3)
+    >>> [(e.name, e.epsilon, e.delta) for e in sel.privacy_spent_.events]
+    [('top_s_marginal', 1.0, 0.0)]
     """
 
     _renamed_parameters = {"x_bound": X_BOUND_WITHDRAWN}

@@ -41,6 +41,20 @@ class GaussianLabelNoiseRegressor(
 ):
     """Label-DP regression by Gaussian noise on every label, then a linear fit.
 
+    Each label is clipped to the label range :math:`[a, b]` and gets
+    independent Gaussian noise; the linear model (OLS by default) is fitted
+    on the noisy labels and the public features:
+
+    .. math::
+        \\tilde y_i = \\operatorname{clip}(y_i, a, b) + N(0, \\sigma^2), \\qquad
+        \\sigma = \\frac{\\Delta}{\\mu(\\varepsilon', \\delta)}, \\quad \\Delta = b - a,
+
+    where :math:`\\mu(\\varepsilon', \\delta)` is the Gaussian-DP parameter
+    equivalent to :math:`(\\varepsilon', \\delta)`-DP
+    (:func:`skprivreg.accounting.gdp_mu`; this is the analytic Gaussian
+    mechanism of Balle & Wang 2018) and :math:`\\varepsilon'` is ``epsilon``
+    less the share spent on a missing label bound.
+
     **Privacy notion.** Label-DP with public features, replace-one-label
     neighbours, labels clipped to the public ``y_bound`` (range
     ``Delta = high - low``). One Gaussian release of the label vector with
@@ -94,6 +108,32 @@ class GaussianLabelNoiseRegressor(
         privately (or, with ``bounds='data'``, a public bin edge).
     epsilon_, delta_ : float
     privacy_spent_ : PrivacyLedger
+
+    See Also
+    --------
+    RROnBinsRegressor : Label-DP (pure epsilon) by randomised response on bins.
+    WeightedLBARegressor : Label-DP by weighted bag aggregation.
+    sklearn.linear_model.LinearRegression : The non-private least squares.
+
+    References
+    ----------
+    B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for
+    differential privacy: analytical calibration and optimal denoising",
+    ICML 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.accounting import gdp_mu
+    >>> from skprivreg.label_dp import GaussianLabelNoiseRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20000, 3)); y = X @ [1.0, -2.0, 0.5] + rng.normal(size=20000)
+    >>> est = GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-6,
+    ...                                   y_bound=(-10.0, 10.0)).fit(X, y)
+    >>> est.coef_.shape
+    (3,)
+    >>> round(est.noise_scale_, 2), round(20.0 / gdp_mu(1.0, 1e-6), 2)  # public sigma
+    (84.49, 84.49)
     """
 
     _parameter_constraints = {

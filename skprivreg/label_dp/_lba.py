@@ -278,6 +278,20 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     privacy_spent_ : PrivacyLedger
     n_features_in_, feature_names_in_
 
+    See Also
+    --------
+    GaussianLabelNoiseRegressor : Label-DP by Gaussian noise on every label.
+    RROnBinsRegressor : Label-DP (pure epsilon) by randomised response on bins.
+    sklearn.linear_model.LinearRegression : The non-private least squares.
+
+    References
+    ----------
+    A. Brahmbhatt, R. Saket, S. Havaldar, A. Nasery and A. Raghuveer, "Label
+    differential privacy via aggregation", arXiv:2310.10092, 2023.
+
+    K. Chaudhuri and D. Hsu, "Sample complexity bounds for differentially
+    private learning", COLT 2011.
+
     Examples
     --------
     >>> import numpy as np

@@ -492,6 +492,30 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         :math:`p` of the randomised response.
     epsilon_ : float
     privacy_spent_ : PrivacyLedger
+
+    See Also
+    --------
+    GaussianLabelNoiseRegressor : Label-DP by Gaussian noise on every label.
+    WeightedLBARegressor : Label-DP by weighted bag aggregation.
+    sklearn.linear_model.LinearRegression : The non-private least squares.
+
+    References
+    ----------
+    B. Ghazi, P. Kamath, R. Kumar, E. Leeman, P. Manurangsi, A. Varadarajan
+    and C. Zhang, "Regression with label differential privacy", ICLR 2023,
+    arXiv:2212.06074.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.label_dp import RROnBinsRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20000, 3)); y = X @ [1.0, -2.0, 0.5] + rng.normal(size=20000)
+    >>> est = RROnBinsRegressor(epsilon=2.0, y_bound=(-10.0, 10.0)).fit(X, y)
+    >>> est.coef_.shape
+    (3,)
+    >>> [(e.name, e.notion, e.epsilon, e.delta) for e in est.privacy_spent_.events]
+    [('label_prior', 'label', 0.1, 0.0), ('label_rr', 'label', 1.9, 0.0)]
     """
 
     _parameter_constraints = {

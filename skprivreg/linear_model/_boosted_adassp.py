@@ -143,10 +143,32 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
+    See Also
+    --------
+    AdaSSPRegressor : One AdaSSP fit, without boosting.
+    LinearRegression : The package's default private regression (also boosted).
+    sklearn.ensemble.GradientBoostingRegressor : Non-private gradient boosting.
+
     References
     ----------
     S. Tang et al., "Improved differentially private regression via gradient
     boosting", arXiv:2303.03451, 2023.
+
+    Y.-X. Wang, "Revisiting differentially private linear regression: optimal
+    and adaptive prediction & estimation in unbounded domain", UAI 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.linear_model import BoostedAdaSSPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20000, 5)); y = X @ np.ones(5) + rng.normal(size=20000)
+    >>> est = BoostedAdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=6.0, y_bound=12.0,
+    ...                              n_rounds=10).fit(X, y)
+    >>> est.coef_.shape
+    (5,)
+    >>> len(est.privacy_spent_.events)  # lambda_min, the Gram matrix, 10 gradients
+    12
     """
 
     _parameter_constraints = {

@@ -76,7 +76,7 @@ def _noisy_covariances(k, Sigma, sigma, rng, exact_corner):
 class IndependentSSPRegressor(
     DPEstimatorMixin, LinearPredictMixin, MultiOutputMixin, RegressorMixin, BaseEstimator
 ):
-    """``l`` independent private SSP regressions (the baseline PRIMO improves on).
+    """``l`` independent private SSP regressions (the baseline PRIMO improves on, Neel 2023).
 
     Outcome ``j`` gets :math:`w_j = \\Pi_{\\succeq\\lambda}(X^\\top X/n + E_1^{(j)}
     + \\lambda I)^{-1}(X^\\top y_j/n + e_2^{(j)})` with fresh covariance noise
@@ -93,7 +93,7 @@ class IndependentSSPRegressor(
     (``f = cov_budget``), and both scales are then lowered until the joint
     release is exactly ``mu``-GDP. ``composition='basic'``: run ``j`` gets
     ``(epsilon/l, delta/l)``, split ``f``/``1-f``, analytic Gaussian
-    calibration. Sensitivities per run (normalised, ``B`` the raw row bound,
+    calibration (Balle & Wang 2018). Sensitivities per run (normalised, ``B`` the raw row bound,
     ``c = intercept_scaling``): ``sqrt(2)(B^2 + c^2/2)/n`` for the covariance
     (its constant corner ``c^2`` is released exactly) and
     ``2 sqrt(B^2 + c^2) y_bound/n``; clipping as in
@@ -172,6 +172,35 @@ class IndependentSSPRegressor(
         and association calibrated together), else two events, one per kind.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
+
+    See Also
+    --------
+    ReuseCovRegressor : Many outcomes on one noisy covariance (less noise).
+    SSPRegressor : Sufficient statistics perturbation for one outcome.
+    sklearn.linear_model.Ridge : The non-private (multi-output) ridge.
+
+    References
+    ----------
+    S. Neel, "PRIMO: Private Regression in Multiple Outcomes",
+    arXiv:2303.04195, 2023.
+
+    B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for
+    differential privacy: analytical calibration and optimal denoising",
+    ICML 2018.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.linear_model import IndependentSSPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20000, 3)); W = rng.normal(size=(3, 4))
+    >>> Y = X @ W + rng.normal(size=(20000, 4))
+    >>> est = IndependentSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=6.0,
+    ...                               y_bound=15.0).fit(X, Y)
+    >>> est.coef_.shape
+    (4, 3)
+    >>> [(e.name, e.notion, e.neighbouring) for e in est.privacy_spent_.events]
+    [('covariance+association x l', 'full', 'replace-one')]
     """
 
     _parameter_constraints = {

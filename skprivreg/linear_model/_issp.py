@@ -335,11 +335,33 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
+    See Also
+    --------
+    TukeyEMRegressor : Private least squares without bounds, for smaller n.
+    AdaSSPRegressor : Private ridge from declared or private norm bounds.
+    issp_plan : The public planner (predicted noise, minimum n).
+    sklearn.linear_model.LinearRegression : The non-private least squares.
+
     References
     ----------
     G. Brown, J. Hayase, S. Hopkins, W. Kong, X. Liu, S. Oh, J. C. Perdomo,
     A. Smith, "Insufficient Statistics Perturbation: Stable Estimators for
     Private Least Squares", COLT 2024 (arXiv 2404.15409).
+
+    Examples
+    --------
+    Two features and ``epsilon=8`` keep this example small; at ``d = 10`` and
+    ``epsilon = 1`` ISSP needs millions of rows (see above).
+
+    >>> import numpy as np
+    >>> from skprivreg.linear_model import ISSPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300_000, 2)); y = X @ [1.0, -2.0] + rng.normal(size=300_000)
+    >>> est = ISSPRegressor(epsilon=8.0, delta=1e-6).fit(X, y)  # no bounds needed
+    >>> est.coef_.shape
+    (2,)
+    >>> [event.name for event in est.privacy_spent_.events]
+    ['issp_sigma2_histogram', 'issp_ptr', 'issp_location', 'issp_shape']
     """
 
     _parameter_constraints = {

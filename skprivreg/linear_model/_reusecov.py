@@ -137,9 +137,10 @@ class ReuseCovRegressor(
     (full), ``x_bound`` (feature), ``y_bound`` (label). A required bound you
     do not declare is estimated privately with ``bounds_budget * epsilon``
     (split equally between the missing bounds) when n allows it: a pure-DP
-    event of the fit's neighbouring relation and of the notion of the side
-    it bounds (a label bound is a label-DP event, a row bound under feature
-    DP a feature-DP event), recorded in ``privacy_spent_`` and on the
+    event of the fit's neighbouring relation and notion (under
+    ``privacy='full'`` both bounds are full-DP events; under ``'label'`` the
+    label bound is a label-DP event, under ``'feature'`` the row bound a
+    feature-DP event), recorded in ``privacy_spent_`` and on the
     accountant. When n is too small,
     :class:`~skprivreg.exceptions.ConfigurationError` is raised before any
     budget is spent, naming the n needed. ``bounds='data'`` reads the bound
@@ -299,15 +300,33 @@ class ReuseCovRegressor(
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
+    See Also
+    --------
+    IndependentSSPRegressor : The baseline: one SSP fit per outcome.
+    SSPRegressor : Sufficient statistics perturbation for one design.
+    NoisyCovariance : A released covariance, to reuse for later outcomes.
+    sklearn.linear_model.Ridge : The non-private (multi-output) ridge.
+
     Notes
     -----
     Floating-point Gaussian sampling is not hardened against precision
     attacks (Mironov 2012). ``score`` on private data is itself not private.
 
+    References
+    ----------
+    S. Neel, "PRIMO: Private Regression in Multiple Outcomes",
+    arXiv:2303.04195, 2023.
+
+    B. Balle, G. Barthe and M. Gaboardi, "Privacy amplification by
+    subsampling: tight analyses via couplings and divergences", NeurIPS 2018.
+
+    I. Mironov, "On significance of the least significant bits for
+    differential privacy", ACM CCS 2012.
+
     Examples
     --------
     >>> import numpy as np
-    >>> from skprivreg.linear_model._reusecov import ReuseCovRegressor
+    >>> from skprivreg.linear_model import ReuseCovRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(20000, 5)); W = rng.normal(size=(5, 20))
     >>> Y = X @ W + rng.normal(size=(20000, 20))

@@ -272,7 +272,8 @@ class SSPRegressor(_BaseSSP):
     where :math:`\\Pi_{\\succeq \\lambda}` clips eigenvalues at
     :math:`\\lambda` (the Frobenius projection onto :math:`\\{M \\succeq \\lambda I\\}`;
     post-processing). Rows are clipped to the bounds before any statistic is
-    computed.
+    computed. The method goes back to Vu & Slavkovic (2009); Wang (2018)
+    analyses it as the baseline of AdaSSP.
 
     **Guarantee.** Full DP (the whole row ``(x_i, y_i)`` is protected) under
     replace-one neighbouring (same n, one row replaced): ``(epsilon, delta)``-DP.
@@ -292,7 +293,8 @@ class SSPRegressor(_BaseSSP):
     two Gaussian releases. With ``composition='gdp'`` the releases get
     ``mu' / sqrt(2)`` each, where ``mu'`` is the GDP parameter of
     ``(epsilon', delta)`` (exact composition); with ``'basic'`` each gets
-    ``(epsilon'/2, delta/2)``, calibrated by the analytic Gaussian mechanism.
+    ``(epsilon'/2, delta/2)``, calibrated by the analytic Gaussian mechanism
+    (Balle & Wang 2018).
 
     Sensitivities (replace-one, ``B = sqrt(x_bound^2 + intercept_scaling^2)``
     with an intercept): ``sqrt(2) x_bound^2`` for the upper triangle of
@@ -389,6 +391,22 @@ class SSPRegressor(_BaseSSP):
     See Also
     --------
     AdaSSPRegressor : SSP with a private, adaptive ridge.
+    IndependentSSPRegressor : One SSP fit per outcome, under one budget.
+    ReuseCovRegressor : Many outcomes sharing one noisy covariance.
+    sklearn.linear_model.Ridge : The non-private ridge regression.
+
+    References
+    ----------
+    D. Vu and A. Slavkovic, "Differential privacy for clinical trial data:
+    preliminary evaluations", IEEE International Conference on Data Mining
+    Workshops (ICDMW), 2009.
+
+    Y.-X. Wang, "Revisiting differentially private linear regression: optimal
+    and adaptive prediction & estimation in unbounded domain", UAI 2018.
+
+    B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for
+    differential privacy: analytical calibration and optimal denoising",
+    ICML 2018.
 
     Examples
     --------
@@ -396,10 +414,11 @@ class SSPRegressor(_BaseSSP):
     >>> from skprivreg.linear_model import SSPRegressor
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(20000, 5)); y = X @ np.ones(5) + rng.normal(size=20000)
-    >>> est = SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=6.0, y_bound=12.0,
-    ...                    random_state=0).fit(X, y)
-    >>> est.coef_.round(1)
-    array([1., 1., 1., 1., 1.])
+    >>> est = SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=6.0, y_bound=12.0).fit(X, y)
+    >>> est.coef_.shape
+    (5,)
+    >>> [event.name for event in est.privacy_spent_.events]
+    ['XtX', 'XtY']
     """
 
     _parameter_constraints = {

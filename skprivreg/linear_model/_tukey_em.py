@@ -121,6 +121,12 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
+    See Also
+    --------
+    ISSPRegressor : Another private least squares that needs no norm bounds.
+    AdaSSPRegressor : Private ridge from declared or private norm bounds.
+    sklearn.linear_model.LinearRegression : The non-private least squares.
+
     References
     ----------
     K. Amin, M. Joseph, M. Ribero, S. Vassilvitskii, "Easy differentially
@@ -128,6 +134,18 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     G. Brown, M. Gaboardi, A. Smith, J. Ullman, L. Zakynthinou,
     "Covariance-aware private mean estimation without private covariance
     estimation", NeurIPS 2021.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg.linear_model import TukeyEMRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(20000, 3)); y = X @ [1.0, -2.0, 0.5] + rng.normal(size=20000)
+    >>> est = TukeyEMRegressor(epsilon=1.0, delta=1e-6).fit(X, y)  # no bounds needed
+    >>> est.coef_.shape
+    (3,)
+    >>> [(event.name, event.epsilon, event.delta) for event in est.privacy_spent_.events]
+    [('tukey_ptr', 0.5, 5e-07), ('tukey_em', 0.5, 5e-07)]
     """
 
     _parameter_constraints = {

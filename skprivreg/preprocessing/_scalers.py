@@ -211,6 +211,11 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of str, if X had string column names.
 
+    See Also
+    --------
+    PrivateStandardScaler : Standardise with private means and variances.
+    sklearn.preprocessing.MinMaxScaler : The non-private map from data ranges.
+
     Examples
     --------
     >>> import numpy as np
@@ -351,6 +356,17 @@ class PrivateStandardScaler(
     privacy_spent_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of str, if X had string column names.
+
+    See Also
+    --------
+    BoundedScaler : Map declared ranges onto ``[-1, 1]``; spends nothing.
+    sklearn.preprocessing.StandardScaler : The non-private standard scaler.
+
+    References
+    ----------
+    B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for
+    differential privacy: analytical calibration and optimal denoising",
+    ICML 2018.
 
     Examples
     --------

@@ -11,6 +11,7 @@ is checked and recorded before the estimate reads the data.
 
 import inspect
 import math
+import re
 import warnings
 
 import numpy as np
@@ -263,6 +264,38 @@ def test_regressor_without_stage2_settles_to_the_selection_ledger(on_fail, fixed
     assert reg.privacy_spent_.epsilon == pytest.approx(eps1)
     assert acc.total()[0] == pytest.approx(eps1)
     assert acc.ledgers[0] is reg.privacy_spent_
+
+
+def _message_guarantee(message):
+    found = re.search(r"epsilon=(\d(?:[0-9.eE+-]*\d)?), delta=(\d(?:[0-9.eE+-]*\d)?)", message)
+    assert found, message
+    return float(found.group(1)), float(found.group(2))
+
+
+@pytest.mark.parametrize("cls", [PrivateLassoSupportSelector, PrivateLassoRegressor],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("on_fail", ["raise", "empty"])
+def test_bottom_message_states_the_recorded_guarantee(cls, on_fail, fixed_noise):
+    # The selection guarantees (epsilon, delta/2): the message of bottom must
+    # give the numbers the ledger records, not the delta parameter. Seeded
+    # pure noise (bottom; see the test above).
+    X, y = _noise()
+    est = cls(epsilon=2.0, delta=1e-6, max_features=1, selection_rule="lars",
+              sampling="partition", fit_intercept=False, on_fail=on_fail, random_state=0)
+    if on_fail == "raise":
+        with pytest.raises(UnstableSupportError) as info:
+            est.fit(X, y)
+        message = str(info.value)
+    else:
+        with pytest.warns(PrivateTestFailedWarning, match="bottom") as record:
+            est.fit(X, y)
+        message = str(record[0].message)
+    selection = [e for e in est.privacy_spent_.events if e.name == "lasso_support_subsample"]
+    assert len(selection) == 1
+    eps, delta = _message_guarantee(message)
+    assert eps == pytest.approx(selection[0].epsilon, rel=1e-3)
+    assert delta == pytest.approx(selection[0].delta, rel=1e-2)
+    assert delta == pytest.approx(5e-7, rel=1e-2)  # delta/2, not the parameter
 
 
 def test_regressor_intercept_only_estimates_the_label_bound_only(fixed_noise):
