@@ -82,8 +82,9 @@ class BudgetAccountant:
     >>> acc = BudgetAccountant(epsilon=3.0, delta=1e-4)
     >>> est = AdaSSPRegressor(epsilon=1.0, delta=1e-5, accountant=acc)
     >>> acc.spend(0.5, 1e-6)  # diffprivlib-style: a manual full-DP spend
-    >>> acc.remaining()
-    (2.5, 9.9e-05)
+    >>> epsilon_left, delta_left = acc.remaining()
+    >>> print(f"{epsilon_left:g} {delta_left:g}")
+    2.5 9.9e-05
 
     Across process workers:
 
