@@ -60,6 +60,24 @@ __all__ = [
     "StrOptions",
     "check_is_fitted",
     "fit_context",
+    "frame_like",
     "validate_data",
     "without_fit_callbacks",
 ]
+
+
+def frame_like(values, like, columns):
+    """``values`` (a 2-D ndarray) as a data frame of ``like``'s library, named ``columns``.
+
+    Built by scikit-learn's ``set_output`` container adapters (pandas,
+    polars) with a default index (``like``'s index is not carried over),
+    without copying ``values`` where the library allows. Returns ``None``
+    for a container scikit-learn has no adapter for.
+    """
+    try:
+        from sklearn.utils._set_output import _get_adapter_from_container
+
+        adapter = _get_adapter_from_container(like)
+    except (ImportError, ValueError):  # pragma: no cover - a moved API or another library
+        return None
+    return adapter.create_container(values, None, columns=list(columns), inplace=True)

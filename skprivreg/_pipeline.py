@@ -59,6 +59,7 @@ from sklearn.preprocessing import (
     StandardScaler,
 )
 from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
+from sklearn.utils import get_tags
 
 from ._compat import check_is_fitted
 from .accounting import PrivacyEvent, PrivacyLedger, compose_ledgers
@@ -506,6 +507,66 @@ class PrivatePipeline(Pipeline):
         Refuse leaking steps instead of warning.
     memory, verbose, transform_input
         As for :class:`~sklearn.pipeline.Pipeline`.
+
+    Attributes
+    ----------
+    privacy_spent_ : Guarantee
+        The composed guarantee of the fitted steps, by basic composition
+        (:func:`privacy_spent`); iterates as ``(epsilon, delta)``. Infinite
+        when a step learned without a guarantee.
+    named_steps : :class:`~sklearn.utils.Bunch`
+        The steps by name, as for :class:`~sklearn.pipeline.Pipeline`.
+    n_features_in_ : int
+        Number of features seen by the first step during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen by the first step during ``fit``; only when
+        it records them.
+
+    See Also
+    --------
+    skprivreg.pipeline.make_private_pipeline : Build a PrivatePipeline from
+        unnamed steps.
+    skprivreg.pipeline.privacy_spent : The composed guarantee of any fitted
+        estimator or pipeline.
+    skprivreg.pipeline.leaking_steps : The steps the guard names, with their
+        replacements.
+    sklearn.pipeline.Pipeline : The pipeline this class extends.
+    skprivreg.preprocessing.BoundedScaler : A data-independent scaler for the
+        steps before the private estimator.
+
+    References
+    ----------
+    C. Dwork and A. Roth, "The algorithmic foundations of differential
+    privacy", Foundations and Trends in Theoretical Computer Science 9(3-4),
+    2014 (basic composition, Sec. 3.5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skprivreg import AdaSSPRegressor, BoundedScaler
+    >>> from skprivreg.pipeline import PrivatePipeline
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 3))
+    >>> y = X @ np.array([1.0, 2.0, 3.0]) + 0.3 * rng.normal(size=20000)
+    >>> pipe = PrivatePipeline([
+    ...     ("scale", BoundedScaler(x_range=(-1.0, 1.0))),
+    ...     ("fit", AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=6.5)),
+    ... ]).fit(X, y)
+    >>> pipe.predict(X[:2]).shape
+    (2,)
+    >>> print(pipe.privacy_spent_)
+    (1, 1e-06)-DP, full notion, replace-one neighbours
+
+    A step that learns without a guarantee is refused before anything is
+    fitted with ``strict=True`` (and named in a warning otherwise):
+
+    >>> PrivatePipeline([("scale", StandardScaler()),
+    ...                  ("fit", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))],
+    ...                 strict=True).fit(X, y)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    skprivreg.exceptions.ConfigurationError: Step 'scale' (StandardScaler) learns ...
     """
 
     _parameter_constraints = {**Pipeline._parameter_constraints, "strict": ["boolean"]}
@@ -560,6 +621,16 @@ class PrivatePipeline(Pipeline):
         """The composed guarantee of the fitted steps (:func:`privacy_spent`)."""
         check_is_fitted(self)
         return privacy_spent(self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Pipeline's tags follow its first and last steps; a private step anywhere
+        # draws fresh noise in every fit, so refits of the pipeline differ.
+        tags.non_deterministic = tags.non_deterministic or any(
+            get_tags(step).non_deterministic
+            for _, step in self.steps if step is not None and not isinstance(step, str)
+        )
+        return tags
 
 
 def make_private_pipeline(*steps, strict=False, memory=None, verbose=False):

@@ -192,3 +192,20 @@ def test_declared_steps_that_never_warn_pass_the_guard():
     for step in [OneHotEncoder(categories=[[0.0, 1.0]], handle_unknown="ignore"),
                  SplineTransformer(knots=np.array([[0.0], [0.5], [1.0]]))]:
         assert leaking_steps(make_private_pipeline(step, _regressor())) == []
+
+
+def test_private_pipeline_is_non_deterministic_when_any_step_is():
+    from sklearn.linear_model import Ridge
+    from sklearn.utils import get_tags
+
+    tags = get_tags(PrivatePipeline([("scale", BoundedScaler(x_range=(-1.0, 1.0))),
+                                     ("fit", _regressor())]))
+    assert tags.non_deterministic
+    # A private step before a deterministic final estimator (and a passthrough step).
+    first = PrivatePipeline([("scale", PrivateStandardScaler(x_range=(-1.0, 1.0))),
+                             ("skip", "passthrough"), ("fit", Ridge())])
+    assert get_tags(first).non_deterministic
+    nested = PrivatePipeline([("inner", make_private_pipeline(_regressor()))])
+    assert get_tags(nested).non_deterministic
+    plain = PrivatePipeline([("scale", BoundedScaler(x_range=(-1.0, 1.0))), ("fit", Ridge())])
+    assert not get_tags(plain).non_deterministic

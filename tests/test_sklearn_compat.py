@@ -17,6 +17,7 @@ from skprivreg import (
     IndependentSSPRegressor,
     ISSPRegressor,
     PrivacyLeakWarning,
+    PrivateGridSearchCV,
     PrivateLassoRegressor,
     PrivateLassoSupportSelector,
     PrivateTopSSelector,
@@ -31,46 +32,61 @@ from skprivreg.linear_model import (
     TukeyEMRegressor,
 )
 
-# Each estimator in a documented test configuration: a real privacy budget
-# (noise on), declared bounds (sklearn's check data are too small for private
-# bounds, which raise ConfigurationError below a few thousand rows), fixed seed.
+# Each estimator in a private configuration (finite epsilon: noise on) with
+# declared bounds where it needs them (private bound estimates need thousands of
+# rows; sklearn's check data have at most a few hundred). The checks run under
+# the `fixed_noise` fixture (skprivreg.testing.reproducible_noise), where noise
+# follows `random_state`: sklearn sets it on the estimator it checks, and the
+# search's template sets its own, so refits on the same data agree
+# (check_fit_idempotent and the other comparisons of two fits).
 COMPAT_ESTIMATORS = [
-    # The linear estimators: sklearn's check data (at most a few hundred rows)
-    # are far below what a private fit needs, so the checks run the
-    # non-private mode (which fits exactly); the private modes are checked on
-    # data large enough in tests/linear_model/test_contract.py.
-    AdaSSPRegressor(epsilon=np.inf),
-    SSPRegressor(epsilon=np.inf),
+    AdaSSPRegressor(epsilon=1.0, x_bound=10.0, y_bound=100.0, random_state=0),
+    SSPRegressor(epsilon=1.0, x_bound=10.0, y_bound=100.0, random_state=0),
+    # Their private configurations are checked in tests/linear_model/test_linear.py
+    # and test_boosted_tukey.py; here, the non-private mode as well.
     LinearRegression(epsilon=np.inf, x_range=(-10.0, 10.0), y_bound=(-100.0, 100.0)),
     BoostedAdaSSPRegressor(epsilon=np.inf, x_bound=10.0, y_bound=10.0),
+    # Non-private: a private TukeyEM needs at least n_models * p rows (n_models >= 8)
+    # and refuses most check data sets before any spend (ConfigurationError).
     TukeyEMRegressor(epsilon=np.inf),
-    # A private LBA needs bags larger than p, which sklearn's tiny check data
-    # cannot fill (the rank pre-check then rightly raises): bags of 2, no
-    # assumption check, label bounds read from the data (PrivacyLeakWarning).
+    # LLP: label DP (1, 1e-5 target) with exact accounting; bags of 2 fit the check data.
+    WeightedLBARegressor(mode="llp", epsilon=1.0, delta=1e-5, y_bound=100.0,
+                         noise_fraction=1.0, noise_scale=1000.0, bag_size=2, n_bags_min=1,
+                         random_state=0),
+    # No guarantee: a private LBA needs bags larger than p (and its residual test
+    # more rows), which the check data cannot fill; this entry checks the LBA path.
     WeightedLBARegressor(assumption="none", bag_size=2, y_bound=None, random_state=0),
-    # label bounds read from the data (PrivacyLeakWarning)
     GaussianLabelNoiseRegressor(y_bound=(-100.0, 100.0), random_state=0),
     RROnBinsRegressor(y_bound=(-100.0, 100.0), random_state=0),
-    # the non-private mode needs no bounds
-    ReuseCovRegressor(epsilon=np.inf),
-    ReuseCovRegressor(epsilon=np.inf, privacy="label", mechanism="proj"),
-    IndependentSSPRegressor(epsilon=np.inf),
-    # sklearn's tiny data are far below ISSP's minimum n (a private fit would
-    # only FAIL): the checks run the non-private mode; the private mode's
-    # contract is tested in tests/linear_model/test_issp_contract.py.
+    ReuseCovRegressor(epsilon=1.0, x_bound=10.0, y_bound=100.0, random_state=0),
+    ReuseCovRegressor(epsilon=1.0, y_bound=100.0, privacy="label", mechanism="proj",
+                      random_state=0),
+    IndependentSSPRegressor(epsilon=1.0, x_bound=10.0, y_bound=100.0, random_state=0),
+    # Non-private: ISSP's planner refuses every private fit at the check sizes before
+    # any spend (residual_bound='auto' needs ~1800 groups; a declared one is
+    # predicted to FAIL); its private contract: tests/linear_model/test_issp_contract.py.
     ISSPRegressor(epsilon=np.inf),
-    # sklearn's check data (tens to 200 rows) are far too small for a private
-    # Lasso selection (it releases nothing): the checks run the non-private
-    # mode, where every configuration selects (58 of 58, 54 of 56 and 29 of
-    # 40 check fits select columns); the private mode is checked on data large
-    # enough in tests/feature_selection/test_contract.py.
+    # A private selection on the check data (at most 200 rows) releases the empty
+    # support in every fit: on_fail='empty' lets the checks run on it ...
+    PrivateLassoSupportSelector(epsilon=1.0, max_features=2, selection_rule="lars",
+                                on_fail="empty", random_state=0),
+    PrivateLassoSupportSelector(epsilon=1.0, noise_level=1.0, on_fail="empty",
+                                random_state=0),
+    # ... and the non-private mode checks the transform of a non-empty support
+    # (58 of its 58 check fits select columns). The private selection on data large
+    # enough: tests/feature_selection/test_contract.py.
     PrivateLassoSupportSelector(epsilon=np.inf, max_features=2, selection_rule="lars"),
-    PrivateLassoSupportSelector(epsilon=np.inf, noise_level=1.0),
     # selection_rule='lasso': sklearn's check_regressors_train sets alpha=0.01
     # on any estimator with an alpha parameter, which 'lars' refuses as unused.
-    PrivateLassoRegressor(epsilon=np.inf, max_features=2),
+    # Its private selection releases the empty support here too (stage 2 then fits
+    # an intercept-only private model).
+    PrivateLassoRegressor(epsilon=1.0, max_features=2, on_fail="empty",
+                          x_range=(-100.0, 100.0), y_bound=1000.0, random_state=0),
     PrivateTopSSelector(n_features_to_select=2, x_range=(-10.0, 10.0), y_bound=10.0,
                         random_state=0),
+    # BoundedScaler, PrivateStandardScaler: tests/preprocessing/test_scalers_sklearn.py.
+    PrivateGridSearchCV(estimator=SSPRegressor(x_bound=10.0, y_bound=100.0, random_state=0),
+                        param_grid={"ridge": [0.1, 1.0]}, epsilon=2.0, delta=1e-5),
 ]
 
 # check name -> reason, per estimator class
@@ -84,9 +100,9 @@ def _expected_failed_checks(estimator):
 @parametrize_with_checks(COMPAT_ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_estimator_checks(estimator, check, fixed_noise):
     with warnings.catch_warnings():
-        pass  # clipping is never signalled
+        # The non-private entries (epsilon=inf, assumption='none') warn that they are.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        # ISSP's FAIL warning on tiny data; Lasso convergence on tiny data
+        # Lasso convergence and private-test warnings on tiny data.
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
 
@@ -111,9 +127,7 @@ PIPELINE_ESTIMATORS = [
 def test_pipeline_and_cross_val_score(estimator, fixed_noise):
     X, y = _data()
     pipe = make_pipeline(StandardScaler(), clone(estimator))
-    with warnings.catch_warnings():
-        pass  # clipping is never signalled
-        scores = cross_val_score(pipe, X, y, cv=3)
+    scores = cross_val_score(pipe, X, y, cv=3)
     assert scores.shape == (3,)
     assert np.all(scores > 0.8)
 
@@ -123,9 +137,7 @@ def test_grid_search_charges_every_fit_to_a_shared_accountant():
     acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
     est = AdaSSPRegressor(delta=1e-6, x_bound=5.0, y_bound=20.0, accountant=acc, random_state=0)
     search = GridSearchCV(est, {"epsilon": [0.5, 1.0, 2.0]}, cv=5, n_jobs=1)
-    with warnings.catch_warnings():
-        pass  # clipping is never signalled
-        search.fit(X, y)
+    search.fit(X, y)
     # 3 candidates x 5 folds + 1 refit
     assert acc.n_spends == 16
     refit_eps = search.best_params_["epsilon"]
@@ -173,9 +185,7 @@ def test_feature_names_are_kept():
     pd = pytest.importorskip("pandas")
     X, y = _data(n=8000)
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    with warnings.catch_warnings():
-        pass  # clipping is never signalled
-        est = AdaSSPRegressor(random_state=0).fit(frame, y)
+    est = AdaSSPRegressor(random_state=0).fit(frame, y)
     assert list(est.feature_names_in_) == list(frame.columns)
     assert est.n_features_in_ == 4
 

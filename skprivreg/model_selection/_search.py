@@ -2,19 +2,22 @@
 
 import math
 import warnings
+from copy import deepcopy
 
 import joblib
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, RegressorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
-from sklearn.utils import check_array, check_consistent_length
+from sklearn.utils import check_array, check_consistent_length, get_tags
+from sklearn.utils.validation import column_or_1d
 
 from .._compat import (
     Interval,
     Real,
     check_is_fitted,
     fit_context,
+    frame_like,
     validate_data,
     without_fit_callbacks,
 )
@@ -132,7 +135,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
 
     The search repeats, a secret random number :math:`K` of times, a private
     base algorithm :math:`Q` and releases only its best run (Liu & Talwar,
-    STOC 2019; Papernot & Steinke, ICLR 2022). One run of :math:`Q`:
+    2019; Papernot & Steinke, 2022). One run of :math:`Q`:
 
     1. draw a candidate uniformly from ``param_grid`` and a random split of
        the rows into a training part and a validation part (of public sizes);
@@ -150,7 +153,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     Liu & Talwar), capped at a public maximum whose tail probability costs at
     most a tenth of ``delta``. The whole search is
     :math:`(\\varepsilon, \\delta)`-DP by Papernot & Steinke (2022, Thm. 2)
-    and the conversion of Canonne, Kamath & Steinke (2020)
+    and the Renyi-DP conversion of Canonne, Kamath & Steinke (2020)
     (:func:`skprivreg.accounting.private_selection_rdp`);
     ``candidate_epsilon_`` is the largest per-run epsilon that keeps the total
     within ``epsilon`` (found by bisection on the public plan).
@@ -177,6 +180,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     training part; with ``refit_budget > 0`` the selection gets
     ``(1 - refit_budget) * epsilon`` and half of delta, and the selected
     candidate is refitted on all rows with the rest (basic composition).
+    As with :class:`~sklearn.model_selection.GridSearchCV`, a search fitted on a
+    data frame fits every run on rows of a frame with the same column names,
+    so ``best_estimator_`` (and ``predict``) checks the names of later input.
 
     Parameters
     ----------
@@ -203,8 +209,14 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         no refit; ``best_estimator_`` is the winning run's model.
     accountant : BudgetAccountant or None, default=None
         Charged the whole search's (epsilon, delta) once, before any data is read.
-    random_state : None
-        Every draw of the search is secret (fresh OS entropy).
+    random_state : None, int or numpy.random.Generator, default=None
+        Unused for the draws: the number of runs, each run's candidate and
+        split, and the score noise are secret and come from fresh OS entropy
+        in every fit, whatever this is; so is each run's own noise. Kept for
+        scikit-learn compatibility. Inside
+        :func:`skprivreg.testing.reproducible_noise` (tests only) the search's
+        draws follow it, and each run's noise follows the ``random_state`` of
+        ``estimator`` (set both for repeatable tests).
     verbose : int, default=0
         ``>= 1``: a line with the plan before the runs (candidates, per-run
         epsilon, the cap on the number of runs), a line when the selection
@@ -229,6 +241,56 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         Budget of each run's fit and score.
     privacy_spent_ : PrivacyLedger
         The whole search: the selection, and the refit if any.
+    noise_reproducible_ : bool
+        Whether the search ran inside
+        :func:`skprivreg.testing.reproducible_noise` (then its ledger is not
+        for publication).
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during ``fit``; only when ``X`` has feature
+        names that are all strings.
+
+    See Also
+    --------
+    sklearn.model_selection.GridSearchCV : Non-private exhaustive search; its
+        cross-validation scores are computed on the data and not private.
+    skprivreg.pipeline.PrivatePipeline : A pipeline that refuses to leak quietly;
+        a candidate may be one of data-independent steps ending in a private
+        estimator.
+    skprivreg.accounting.private_selection_rdp : The Renyi-DP bound of the
+        selection.
+
+    References
+    ----------
+    J. Liu and K. Talwar, "Private selection from private candidates",
+    STOC 2019.
+    N. Papernot and T. Steinke, "Hyperparameter tuning with Renyi
+    differential privacy", ICLR 2022.
+    C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for
+    differential privacy", NeurIPS 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skprivreg import AdaSSPRegressor
+    >>> from skprivreg.model_selection import PrivateGridSearchCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20000, 3))
+    >>> y = X @ np.array([1.0, 2.0, 3.0]) + 0.3 * rng.normal(size=20000)
+    >>> search = PrivateGridSearchCV(
+    ...     estimator=AdaSSPRegressor(x_bound=2.0, y_bound=6.5),
+    ...     param_grid={"fit_intercept": [True, False]},
+    ...     epsilon=2.0, delta=1e-6, n_repetitions=3,
+    ... ).fit(X, y)
+    >>> sorted(search.best_params_)
+    ['fit_intercept']
+    >>> search.predict(X[:2]).shape
+    (2,)
+    >>> [event.name for event in search.privacy_spent_.events]
+    ['private selection']
+    >>> search.privacy_spent_.epsilon <= 2.0
+    True
     """
 
     _parameter_constraints = {
@@ -461,14 +523,26 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         self._reset()
         candidates, prefix, step = self._candidates()
         y_low, y_high = self._y_range(step)
+        # A column vector for a single-output estimator warns and is raveled, and
+        # several outputs are refused, here (from y's shape, a public fact), as
+        # GridSearchCV's estimator would; the runs' warnings are not shown.
+        multi_output = get_tags(self.estimator).target_tags.multi_output
         if isinstance(self.estimator, Pipeline):  # its steps validate their own input
             validate_data(self, X, skip_check_array=True)
             y = check_array(y, ensure_2d=False, dtype=np.float64)
+            if not multi_output:
+                y = column_or_1d(y, warn=True)
             check_consistent_length(X, y)
         else:
-            X, y = validate_data(self, X, y, multi_output=True, y_numeric=True,
+            frame = X
+            X, y = validate_data(self, X, y, multi_output=multi_output, y_numeric=True,
                                  dtype=np.float64)
             X = read_into_memory(X, "X")
+            if hasattr(self, "feature_names_in_"):
+                # The runs and the refit read the copy checked here, as a frame with
+                # the same names: best_estimator_ keeps them, as in GridSearchCV.
+                named = frame_like(X, frame, self.feature_names_in_)
+                X = X if named is None else named
         # Labels of a file are read once: every run's validation score reads them.
         y = read_into_memory(y, "y")
         if not math.isfinite(self.epsilon):
@@ -481,7 +555,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         n_train = n - n_val
         if n_val < 1 or n_train < 2:
             raise ConfigurationError(
-                f"n={n} rows leave {n_train} for training and {n_val} for validation."
+                f"n_samples={n} is too few: validation_fraction="
+                f"{self.validation_fraction:g} leaves {n_train} for training and {n_val} for "
+                "validation; the search needs at least 2 and 1."
             )
         # The score's scale must be representable (public facts), before the spend.
         clipped_squared_error_sensitivity(y_low, y_high, n_val)
@@ -575,6 +651,27 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             )
 
     def predict(self, X):
-        """Predict with ``best_estimator_``."""
+        """Predict with ``best_estimator_``.
+
+        As in :class:`~sklearn.model_selection.GridSearchCV`, ``best_estimator_``
+        checks ``X``: after a fit on a data frame, it was fitted on one with the
+        same feature names.
+        """
         check_is_fitted(self)
         return self.best_estimator_.predict(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.estimator is None:
+            return tags
+        # As GridSearchCV: the estimator's type, target and regressor tags, and
+        # whether it takes pairwise input. The search needs y, and its noise is
+        # fresh in every fit (it draws its own, and so do the runs).
+        sub = get_tags(self.estimator)
+        tags.estimator_type = sub.estimator_type
+        tags.target_tags = deepcopy(sub.target_tags)
+        tags.target_tags.required = True
+        tags.regressor_tags = deepcopy(sub.regressor_tags)
+        tags.input_tags.pairwise = sub.input_tags.pairwise
+        tags.non_deterministic = True
+        return tags
