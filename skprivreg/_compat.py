@@ -51,6 +51,16 @@ def without_fit_callbacks(estimator):
     return estimator
 
 
+def validate_params(estimator):
+    """Check ``estimator``'s parameters against its ``_parameter_constraints``.
+
+    What ``fit`` does first (scikit-learn's ``_validate_params``), for entry
+    points that are not ``fit``: a planner, ``fit_aggregated``.
+    """
+    estimator._validate_params()
+    return estimator
+
+
 __all__ = [
     "HasMethods",
     "Integral",
@@ -62,6 +72,7 @@ __all__ = [
     "fit_context",
     "frame_like",
     "validate_data",
+    "validate_params",
     "without_fit_callbacks",
 ]
 

@@ -15,6 +15,7 @@ from .._compat import (
     check_is_fitted,
     fit_context,
     validate_data,
+    validate_params,
 )
 from .._rows import (
     as_dask_array,
@@ -520,7 +521,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             the testing facility's noise (``dataset.privacy['for_publication']``).
         """
         self._reset()
-        self._validate_params()
+        validate_params(self)
         if isinstance(dataset, LLPDataset):
             if X is None:
                 raise ValueError("An LLPDataset needs the public features X.")

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 
-from .._compat import Interval, StrOptions, fit_context, validate_data
+from .._compat import Interval, StrOptions, fit_context, validate_data, validate_params
 from .._rows import RowSource, is_dask_collection, is_file_backed, validate_blockwise_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -90,7 +90,7 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
     ``beta_hat``. Parameters are those of :class:`ISSPRegressor`.
     """
     est = ISSPRegressor(**params)
-    est._validate_params()
+    validate_params(est)
     if is_dask_collection(X):
         X, y = validate_blockwise_data(est, X, y, multi_output=False)
     else:

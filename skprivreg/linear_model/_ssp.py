@@ -12,7 +12,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from .._compat import Interval, StrOptions, fit_context
+from .._compat import Interval, StrOptions, fit_context, validate_params
 from .._gram import gram_statistics, source_block_rows
 from .._rows import RowSource, validate_blockwise_data
 from ..accounting import PrivacyLedger, gdp_mu
@@ -563,7 +563,7 @@ class SSPPlan:
 def _ssp_family_plan(Estimator, plan_class, *, n_samples, n_features, n_outputs, **params):
     """The plan of ``Estimator(**params)`` (public facts) for public shapes."""
     estimator = Estimator(**params)
-    estimator._validate_params()
+    validate_params(estimator)
     private = not math.isinf(estimator.epsilon)
     x_bound = estimator.x_bound
     y_bound = label_magnitude(estimator.y_bound)
