@@ -508,15 +508,18 @@ def _data_pass(source, block, label, streamed=False):
     On NumPy input the pieces of each block are shared by threads (the sums
     are added in row order, so the result does not depend on scheduling).
     ``streamed``: the block function reads each row once and its temporaries
-    are vectors (no copy of rows inside their ranges): the pieces are long
-    (:func:`~skprivreg._gram.streamed_piece_rows`), not cache-sized. A product
-    over 65,536 rows of ten values ran in half the time of six products over
-    10,922 rows.
+    are vectors (no copy of rows inside their ranges), or it reads its rows
+    in cache-sized pieces itself (:func:`first_pass_block`): the pieces are
+    long (:func:`~skprivreg._gram.streamed_piece_rows`), not cache-sized. A
+    product over 65,536 rows of ten values ran in half the time of six
+    products over 10,922 rows, and a piece's vector work costs a few calls
+    whatever its length.
     """
     n_threads = threads_for(source)
     piece_rows = None
     if streamed and source.block_rows is not None:
-        piece_rows = streamed_piece_rows(min(source.block_rows, source.n), source.d, n_threads)
+        piece_rows = streamed_piece_rows(min(source.block_rows, source.n), source.d + 2,
+                                         n_threads)
     return reduce_threaded(source, cache_blocked(block, source.d + 2, n_threads, piece_rows),
                            add_tuples, label=label, n_threads=n_threads)
 
@@ -593,7 +596,7 @@ def _fit_private(source, plan, est, rngs):
 
     # -- first pass: Gram, A^T u, label moments ------------------------------
     ZtZ, ZtL, sums = _data_pass(source, partial(first_pass_block, **common),
-                                "label_moments, XtX, Xty")
+                                "label_moments, XtX, Xty", streamed=True)
     AtA, Atu, moments = first_pass_stats(ZtZ, ZtL, sums, fit_intercept, rmap, x_clip)
     # No block of the first pass had an entry outside its range: the later
     # passes read the same rows and skip the check. Timing only: both cases

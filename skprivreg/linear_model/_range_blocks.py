@@ -39,6 +39,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .._gram import cache_block_rows
 from .._rows import as_float64_block, check_block_finite, workspace, workspace_like
 from ..bounds import row_norms
 
@@ -246,46 +247,59 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=Fals
 
 
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
-    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows, clipped])`` of one block.
+    """``(Z^T Z, Z^T [u, 1], [sum u, sum u^2, rows, clipped])`` of one run of rows.
 
     See :func:`first_pass_stats`. In raw space (:func:`raw_space`) the first
     two are ``X^T X`` and ``X^T [u, 1]`` of the range-clipped rows ``X``,
     mapped once for the whole pass by :func:`first_pass_stats`, and
-    ``clipped`` is 1 when an entry of the block lay outside its range (else
+    ``clipped`` is 1 when an entry of the run lay outside its range (else
     0): summed over the pass, 0 lets the later passes skip the range check
     (:func:`_clipped_rows`). The first pass over the rows: it also refuses
     NaN or infinity, before any noise.
+
+    The labels of the run are mapped in one sweep (a few calls per run, not
+    per piece); the rows are read in cache-sized pieces
+    (:func:`~skprivreg._gram.cache_block_rows`), each multiplied with its
+    rows of ``[u, 1]``.
     """
+    n_rows = len(X_block)
+    labels = _labels_with_ones(n_rows)
+    u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
+    raw = raw_space(rmap, x_clip)
+    width = X_block.shape[1]
+    XtX, XtL = np.zeros((width, width)), np.zeros((width, 2))
     clipped = 0.0
-    if raw_space(rmap, x_clip):
-        X = as_float64_block(X_block, scratch="range rows")
-        labels = _labels_with_ones(len(X))
-        u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
-        # The products first, while the piece comes from memory (BLAS overlaps
-        # the read with the arithmetic); the range check then reads it from
-        # cache. A piece with an entry outside its range (or NaN, refused
-        # there) is multiplied again, clipped: the same values as a piece that
-        # was inside, so the same sums. Silent: the discarded products of
-        # such a piece may overflow.
-        with np.errstate(all="ignore"):
-            XtX, XtL = np.dot(X.T, X), np.dot(X.T, labels)
-        rows = _clipped_rows(X, rmap, check=True)
-        if rows is not X:
-            clipped = 1.0
-            XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
-    else:
-        rows, u = _mapped(X_block, y_block, rmap, x_clip, check=True)
-        labels = _labels_with_ones(len(u))
-        labels[:, 0] = u
-        XtX, XtL = np.dot(rows.T, rows), np.dot(rows.T, labels)
-    return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(len(u)), clipped])
+    step = cache_block_rows(width + 2)
+    for a in range(0, n_rows, step):
+        piece, piece_labels = X_block[a:a + step], labels[a:a + step]
+        if raw:
+            X = as_float64_block(piece, scratch="range rows")
+            # The products first, while the piece comes from memory (BLAS
+            # overlaps the read with the arithmetic); the range check then
+            # reads it from cache. A piece with an entry outside its range (or
+            # NaN, refused there) is multiplied again, clipped: the same values
+            # as a piece that was inside, so the same sums. Silent: the
+            # discarded products of such a piece may overflow.
+            with np.errstate(all="ignore"):
+                part_xx, part_xl = np.dot(X.T, X), np.dot(X.T, piece_labels)
+            rows = _clipped_rows(X, rmap, check=True)
+            if rows is not X:
+                clipped = 1.0
+                part_xx, part_xl = np.dot(rows.T, rows), np.dot(rows.T, piece_labels)
+        else:
+            rows, _ = _mapped(piece, None, rmap, x_clip, check=True)
+            part_xx, part_xl = np.dot(rows.T, rows), np.dot(rows.T, piece_labels)
+        with np.errstate(all="ignore"):  # sums of public (unclipped) rows may overflow
+            XtX += part_xx
+            XtL += part_xl
+    return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(n_rows), clipped])
 
 
 def _labels_with_ones(n_rows):
-    """``[u, 1]`` as a reused ``(n_rows, 2)`` F-ordered buffer whose first column the
-    caller fills with ``u``: contiguous columns, and one product gives ``X^T u`` and
-    the column sums."""
-    labels = workspace("range labels", (n_rows, 2), order="F")
+    """``[u, 1]`` as a reused ``(n_rows, 2)`` C-ordered buffer whose first column the
+    caller fills with ``u``: one product gives ``X^T u`` and the column sums, and
+    the rows of a piece are contiguous (a product copies a strided operand)."""
+    labels = workspace("range labels", (n_rows, 2))
     labels[:, 1] = 1.0
     return labels
 

@@ -207,3 +207,23 @@ def test_tiny_ranges_use_the_mapped_copy_so_one_row_moves_the_gram_within_its_bo
     change = (gram(X2) - gram(X))[np.triu_indices(d)]
     # The mapped row is (1, 1) up to rounding: each upper entry moves by 1.
     np.testing.assert_allclose(change, 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("low, high", RANGES)
+def test_first_pass_over_a_run_of_pieces_equals_the_mapped_copy(monkeypatch, low, high, order):
+    """The first pass maps a run's labels at once and reads its rows in cache-sized
+    pieces (here 1,024 rows): each piece meets its own labels, and an entry outside
+    its range in the last piece is clipped."""
+    import skprivreg._gram as gram
+
+    monkeypatch.setattr(gram, "CACHE_BYTES", 4096)
+    rng = np.random.default_rng(8)
+    X, y, rmap, args = _case(rng, low, high)
+    y[:1024] *= 0.25  # the pieces' labels differ in scale
+    X = np.asarray(X, order=order)
+    inside = _blocks(X, y, rmap, *args)["first"]
+    _assert_same({"first": inside}, {"first": _reference(X, y, rmap, *args)["first"]})
+    X[2_900, 2] = high + 2.0 * (high - low)
+    _assert_same({"first": _blocks(X, y, rmap, *args)["first"]},
+                 {"first": _reference(X, y, rmap, *args)["first"]})
