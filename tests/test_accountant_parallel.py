@@ -229,3 +229,22 @@ def test_a_log_cut_short_is_refused():
         pass  # truncated: the record of the spend is gone
     with pytest.raises(RuntimeError, match="cut short"):
         acc.spend(1.0, 0.0)
+
+
+def test_budget_store_keeps_the_reproducible_mark():
+    """A handle reading the shared file keeps the not-for-publication mark of a
+    fit run with the testing facility's noise."""
+    from skprivreg.testing import reproducible_noise
+
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3, processes=True)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 2))
+    y = X.sum(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(0):
+            AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0, y_bound=2.0,
+                            accountant=acc, random_state=0).fit(X, y)
+    other = pickle.loads(pickle.dumps(acc))  # another handle: reads the spends from the file
+    assert not other.total().for_publication
+    assert all(not ledger.for_publication for ledger in other.ledgers)

@@ -398,3 +398,29 @@ def test_issp_ptr_runs_at_sensitivity_4_with_the_ledgers_budget(monkeypatch):
     assert epsilon == ptr_event.epsilon and delta == ptr_event.delta
     assert ptr_event.sensitivity == 4
     assert 0 < epsilon < est.epsilon and 0 < delta < est.delta
+
+
+def test_lasso_regressor_bound_noise_is_secret_whatever_the_seed(monkeypatch):
+    """The range estimate's noise comes from fresh entropy: two fits with the
+    same random_state start its generator in different states."""
+    import skprivreg.feature_selection._lasso_regressor as lr_mod
+    draws = []
+    orig = lr_mod.estimate_ranges
+
+    def spy(X, y, eps, rng, **kw):
+        draws.append(repr(rng.bit_generator.state))
+        return orig(X, y, eps, rng, **kw)
+
+    monkeypatch.setattr(lr_mod, "estimate_ranges", spy)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(20_000, 5))
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=20_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            try:
+                PrivateLassoRegressor(epsilon=4.0, delta=1e-6, x_range=(-1.0, 1.0),
+                                      max_features=2, random_state=0).fit(X, y)
+            except Exception:
+                pass
+    assert len(draws) >= 2 and draws[0] != draws[1]
