@@ -61,6 +61,17 @@ def test_ledger_gdp_adds_non_gaussian_events_basically():
     assert "total" in repr(ledger)
 
 
+def test_ledger_gdp_leaves_the_gaussian_part_the_delta_others_do_not_spend():
+    """A PTR-like event with delta 4e-6 next to Gaussian events: their mu converts
+    at the delta that remains (1e-5 - 4e-6), not at the ledger's whole delta."""
+    ptr = PrivacyEvent("ptr", 0.2, 4e-6)
+    gauss = _gauss("g", 0.5, 6e-6)
+    ledger = PrivacyLedger([ptr, gauss], "gdp", delta=1e-5)
+    assert ledger.delta == pytest.approx(1e-5)
+    assert ledger.epsilon == pytest.approx(0.2 + gdp_epsilon(0.5, 6e-6), rel=1e-12)
+    assert ledger.epsilon > 0.2 + gdp_epsilon(0.5, 1e-5) * (1 + 1e-6)
+
+
 def test_event_validation():
     with pytest.raises(ValueError):
         PrivacyEvent("x", 1.0, 0.0, notion="everything")

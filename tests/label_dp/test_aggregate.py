@@ -115,6 +115,21 @@ def test_llp_noise_counts():
     assert mask.sum() == math.floor(0.13 * n)
 
 
+def test_llp_noised_members_are_a_uniform_random_subset_of_each_bag():
+    """Per bag, the noised members are a uniformly random q0-subset: over 2,000
+    bags each of the k slots is noised in q0/k of them (5 binomial standard
+    deviations), so no slot of a bag is noised by its position."""
+    rng = np.random.default_rng(5)
+    k, m, rho = 10, 2000, 0.3
+    n = k * m
+    bags = np.arange(n).reshape(m, k)
+    mask = llp_noise_mask(bags, n, rho, "per_bag", rng)
+    q0 = math.ceil(rho * k)
+    per_slot = mask[bags].sum(axis=0)
+    p = q0 / k
+    assert np.all(np.abs(per_slot - m * p) <= 5 * math.sqrt(m * p * (1 - p)))
+
+
 def test_llp_linear_fit_equals_ols_on_aggregates():
     from skprivreg.label_dp import WeightedLBARegressor
 
