@@ -490,4 +490,10 @@ def subsample_budget(epsilon, delta, sampling_ratio):
 
 
 # The shared budget lives in its own module, which uses the ledgers above.
-from ._budget_accountant import BudgetAccountant  # noqa: E402
+# _attach_accountant and _Reservation too: pickles of accountants made before the
+# move name them here.
+from ._budget_accountant import (  # noqa: E402
+    BudgetAccountant,
+    _attach_accountant,  # noqa: F401
+    _Reservation,  # noqa: F401
+)

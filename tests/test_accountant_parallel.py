@@ -248,3 +248,18 @@ def test_budget_store_keeps_the_reproducible_mark():
     other = pickle.loads(pickle.dumps(acc))  # another handle: reads the spends from the file
     assert not other.total().for_publication
     assert all(not ledger.for_publication for ledger in other.ledgers)
+
+
+def test_an_accountant_pickled_under_its_former_module_still_loads(monkeypatch):
+    """Pickles made when the accountant lived in skprivreg.accounting name its
+    attachment function there; they still load and share the same store."""
+    import skprivreg._budget_accountant as module
+
+    acc = BudgetAccountant(epsilon=3.0, delta=1e-4, processes=True)
+    acc.spend(PrivacyLedger([PrivacyEvent("a", 0.5, 0.0)]))
+    monkeypatch.setattr(module._attach_accountant, "__module__", "skprivreg.accounting")
+    data = pickle.dumps(acc)
+    monkeypatch.undo()
+    assert b"skprivreg.accounting" in data and b"_attach_accountant" in data
+    other = pickle.loads(data)
+    assert other.total() == pytest.approx((0.5, 0.0))
