@@ -480,3 +480,25 @@ def test_composed_totals_keep_the_reproducible_noise_mark():
     assert not acc.total().for_publication
     eps, delta = acc.total()  # still unpacks as (epsilon, delta)
     assert eps == 1.5
+
+
+def _exact_log_gdp_delta(mu, epsilon):
+    with mpmath.workdps(80):
+        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        la = mpmath.log(mpmath.ncdf(-e / m + m / 2))
+        lb = e + mpmath.log(mpmath.ncdf(-e / m - m / 2))
+        return la + mpmath.log(-mpmath.expm1(lb - la))
+
+
+@pytest.mark.parametrize("mu", [10**8.5, 1e12])
+def test_log_gdp_delta_covers_the_rounding_of_its_arguments(mu):
+    """Near epsilon = mu^2/2 the arguments -epsilon/mu +- mu/2 cancel and their
+    rounding (a unit in the last place of mu) moves log delta by far more than
+    the logs' own round-off: the bound must cover it, and gdp_epsilon must then
+    return an epsilon whose exact delta is within the target."""
+    for t in (1.0, 3.0, 5.0, 8.0):
+        for k in range(-6, 7, 3):
+            epsilon = mu * (mu / 2 + t) * (1 + k * 2.0**-52)
+            assert _log_gdp_delta(mu, epsilon) >= _exact_log_gdp_delta(mu, epsilon)
+    epsilon = gdp_epsilon(mu, 1e-3)
+    assert _exact_log_gdp_delta(mu, epsilon) <= math.log(1e-3)
