@@ -60,6 +60,7 @@ from sklearn.preprocessing import (
 )
 from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
 from sklearn.utils import get_tags
+from sklearn.utils.metaestimators import available_if
 
 from ._compat import check_is_fitted
 from .accounting import PrivacyEvent, PrivacyLedger, compose_ledgers
@@ -475,6 +476,18 @@ def privacy_spent(estimator, *, composition="basic"):
     return compose_ledgers(list(privacy_ledgers(estimator).values()), composition)
 
 
+def _final_step_has(*methods):
+    """``available_if`` check: the last step is ``'passthrough'`` or has one of
+    ``methods`` (as :class:`~sklearn.pipeline.Pipeline` offers ``fit_predict``
+    and ``fit_transform`` only then)."""
+
+    def check(pipeline):
+        final = pipeline.steps[-1][1]
+        return final in (None, "passthrough") or any(hasattr(final, m) for m in methods)
+
+    return check
+
+
 class PrivatePipeline(Pipeline):
     """A :class:`~sklearn.pipeline.Pipeline` that refuses to leak quietly.
 
@@ -594,6 +607,7 @@ class PrivatePipeline(Pipeline):
         with np.errstate(all="ignore"):
             return super().fit(X, y, **params)
 
+    @available_if(_final_step_has("fit_transform", "transform"))
     def fit_transform(self, X, y=None, **params):
         """Run the leak guard, then fit and transform as :class:`~sklearn.pipeline.Pipeline` does.
 
@@ -605,6 +619,7 @@ class PrivatePipeline(Pipeline):
         with np.errstate(all="ignore"):
             return super().fit_transform(X, y, **params)
 
+    @available_if(_final_step_has("fit_predict"))
     def fit_predict(self, X, y=None, **params):
         """Run the leak guard, then fit and predict as :class:`~sklearn.pipeline.Pipeline` does.
 
