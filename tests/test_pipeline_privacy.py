@@ -139,8 +139,14 @@ def test_strict_mode_refuses_before_any_step_is_fitted_or_any_budget_spent():
     )
     with pytest.raises(ConfigurationError, match="'standardscaler'.*nothing was fitted"):
         pipe.fit(X, y)
-    with pytest.raises(ConfigurationError):
-        pipe.fit_predict(X, y)
+    # As Pipeline: no fit_predict when the last step has none (a regressor).
+    assert not hasattr(pipe, "fit_predict")
+    head = make_private_pipeline(
+        PrivateStandardScaler(x_range=(-1.0, 1.0), accountant=acc), StandardScaler(),
+        strict=True,
+    )
+    with pytest.raises(ConfigurationError, match="nothing was fitted"):
+        head.fit_transform(X, y)
     assert acc.n_spends == 0
 
 
