@@ -237,24 +237,26 @@ def _log_delta_bound_array(mu, epsilon):
     varies, and the rule is accurate far beyond float precision.
 
     ``x`` and the rule's points are rounded: the bound adds their rounding
-    times a bound on the value's slope in ``x``. With ``g(t) = 1 - tR(t)``,
-    ``g'/g = t - R/g`` and ``|g'/g| <= 2 + max(0, -t)`` (``sqrt(pi/2)`` at
-    ``t = 0``, tending to 0 as ``t`` grows and to ``|t|`` as it falls;
-    checked with 60-digit arithmetic on a fine grid: at most 1.2534 for
-    ``t >= 0`` and ``|t| + 1.242`` below), so the slope of
-    ``log int_x^{x+mu} g`` is at most ``s e^{mu s}`` with
-    ``s = 2 + max(0, -x)`` (``g`` is positive and decreasing), and that of
-    ``-x^2/2`` is ``|x|``.
+    times a bound on the value's slope in ``x``. With ``g(t) = 1 - tR(t)``
+    (positive, decreasing and convex), ``g(x) - g(x + mu) <= mu |g'(x)|`` and
+    the integral is at least ``mu g(x + mu)``, so the slope of
+    ``log int_x^{x+mu} g`` is at most ``|g'(x)/g(x)| g(x)/g(x + mu)``; the
+    ratio comes from the rule's own values of ``log g``, and
+    ``|g'/g| = |t - R/g| <= 2 + max(0, -t)`` (``sqrt(pi/2)`` at ``t = 0``,
+    tending to 0 as ``t`` grows and to ``|t|`` as it falls; checked with
+    60-digit arithmetic on a fine grid: at most 1.2534 for ``t >= 0`` and
+    ``|t| + 1.242`` below). The slope of ``-x^2/2`` is ``|x|``.
     """
     x = epsilon / mu - mu / 2
     out = np.where(x > 0, -math.inf, 0.0)  # |x| > 1e150: delta is 0 in range, or at most 1
     keep = np.abs(x) <= 1e150
     arg = _argument_error(mu[keep], epsilon[keep])
     x, mu = x[keep], mu[keep]
-    slope = 2 + np.maximum(0.0, -x)
-    rounding = (arg + 2 * 2.0**-53 * (np.abs(x) + mu)) * (
-        np.abs(x) + arg + slope * np.exp(np.minimum(mu * slope, 700.0)))
     logs = np.split(_log_slope_array(np.concatenate([x, x + mu / 2, x + mu])), 3)
+    # g(x) / g(x + mu), with a relative margin for the rounding of the logs
+    ratio = np.exp(np.minimum(logs[0] - logs[2], 700.0)) * (1 + 1e-6)
+    rounding = (arg + 2 * 2.0**-53 * (np.abs(x) + mu)) * (
+        np.abs(x) + arg + (2 + np.maximum(0.0, -x) + arg) * ratio)
     top = np.maximum(np.maximum(logs[0], logs[1]), logs[2])
     mean = (np.exp(logs[0] - top) + 4.0 * np.exp(logs[1] - top) + np.exp(logs[2] - top)) / 6.0
     log_phi = -0.5 * x * x - _LOG_SQRT_2PI

@@ -502,3 +502,13 @@ def test_log_gdp_delta_covers_the_rounding_of_its_arguments(mu):
             assert _log_gdp_delta(mu, epsilon) >= _exact_log_gdp_delta(mu, epsilon)
     epsilon = gdp_epsilon(mu, 1e-3)
     assert _exact_log_gdp_delta(mu, epsilon) <= math.log(1e-3)
+
+
+@pytest.mark.parametrize("epsilon", [1e4, 1e8, 1e14])
+def test_gdp_mu_stays_tight_at_large_epsilon(epsilon):
+    """The rounding allowance is relative to the value's own slope: at large
+    epsilon the returned mu is valid and within 1e-6 of the largest valid one
+    (an allowance from a global slope bound once returned mu = 24.5 for 14,138)."""
+    mu = gdp_mu(epsilon, 1e-5)
+    assert _exact_log_gdp_delta(mu, epsilon) <= math.log(1e-5)
+    assert _exact_log_gdp_delta(mu * (1 + 1e-6), epsilon) > math.log(1e-5)
