@@ -561,8 +561,6 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             )
         # The score's scale must be representable (public facts), before the spend.
         clipped_squared_error_sensitivity(y_low, y_high, n_val)
-        if isinstance(self.estimator, Pipeline):
-            self._check_finite_rows(X, candidates, prefix)
         shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
             candidates, prefix, shapes)
@@ -575,7 +573,11 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                                        notion=notion))
         ledger = PrivacyLedger(events)
 
+        # The budget (public) is checked before the heads read every row; the rows
+        # are checked before the spend.
         self._check_budget(ledger)
+        if isinstance(self.estimator, Pipeline):
+            self._check_finite_rows(X, candidates, prefix)
         rng = self._secret_rngs("selection", spend=ledger)["selection"]
         pmf = tnb_pmf(self.eta, gamma, cap)
         pmf[-1] += max(1.0 - pmf.sum(), 0.0)  # min(K, cap)

@@ -221,11 +221,39 @@ def test_bad_input_is_refused_before_any_spend(kw, error, match):
 def test_budget_is_checked_before_any_run():
     X, y = _data(n=1000)
     acc = BudgetAccountant(epsilon=1.0, delta=1e-3)
-    calls = []
-    original = AdaSSPRegressor.predict
     with pytest.raises(BudgetExceededError):
         _search(accountant=acc).fit(X, y)
-    assert acc.n_spends == 0 and calls == [] and AdaSSPRegressor.predict is original
+    assert acc.n_spends == 0
+
+
+def test_budget_is_checked_before_a_head_reads_the_rows(monkeypatch):
+    # Only public shapes (two rows through each head) may be read before the budget
+    # check: a head transforming every row (the NaN check) comes after it.
+    from sklearn.preprocessing import FunctionTransformer
+
+    from skprivreg.preprocessing import rowwise
+
+    seen = []
+
+    @rowwise
+    def record(Z):
+        seen.append(len(Z))
+        return Z
+
+    X, y = _data(n=1000)
+    pipe = make_private_pipeline(FunctionTransformer(record),
+                                 AdaSSPRegressor(x_bound=2.0, y_bound=6.5))
+    small = BudgetAccountant(epsilon=1.0, delta=1e-3)
+    with pytest.raises(BudgetExceededError):
+        _search(estimator=pipe, accountant=small,
+                param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert small.n_spends == 0 and seen and max(seen) <= 2
+    # With the budget, every row is read (checked) before the spend.
+    seen.clear()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    _search(estimator=pipe, accountant=acc,
+            param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert len(X) in seen and acc.n_spends == 1
 
 
 def test_keyword_only_and_fresh_noise():
