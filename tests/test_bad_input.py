@@ -221,15 +221,28 @@ def test_lasso_ranges_too_large_for_its_ssp_fit_are_refused_before_the_selection
         assert acc.n_spends == 1
 
 
+def _bounds_whose_norm_rounds_by_order():
+    """Seven magnitudes whose norm in column order rounds above 1e60 and, largest
+    first, to at most 1e60 (found on this machine: the rounding of np.linalg.norm
+    depends on its SIMD code)."""
+    rng = np.random.default_rng(0)
+    for _ in range(5000):
+        m = rng.uniform(2e59, 4.6e59, 7)
+        m *= 1e60 / np.linalg.norm(np.sort(m)[::-1])
+        for k in range(-3, 4):
+            mm = m * (1 + k * 1e-16)
+            if float(np.linalg.norm(mm)) > 1e60 >= float(np.linalg.norm(np.sort(mm)[::-1])):
+                return mm
+    pytest.skip("no such magnitudes under this machine's rounding")
+
+
 def test_lasso_stage2_bounds_checked_with_a_rounding_margin_and_for_an_estimator_instance():
     """The check's norm (largest magnitudes first) rounded to exactly 1e60 while stage 2's
     (column order) gave 1.0000000000000001e60, after the spend; and an estimator
     instance (not the string 'ssp') was not checked at all."""
     from skprivreg.feature_selection import PrivateLassoRegressor
 
-    m = np.array([2.4930327403080168e+59, 3.2633517080520744e+59, 3.407652795832593e+59,
-                  3.918923088034847e+59, 4.0858533977846225e+59, 4.3068430078380095e+59,
-                  4.5740761860813325e+59])
+    m = _bounds_whose_norm_rounds_by_order()
     assert float(np.linalg.norm(m)) > 1e60 >= float(np.linalg.norm(np.sort(m)[::-1]))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2_000, 7))
