@@ -95,6 +95,33 @@ WORKSPACE_TOTAL_BYTES = 32 << 20
 _WORKSPACE = threading.local()
 
 
+class pass_workspace:
+    """Within it, this thread's :func:`workspace` keeps buffers of up to ``max_bytes``.
+
+    For a pass whose pieces are larger than :data:`WORKSPACE_MAX_BYTES` (the
+    long pieces of wide labels, :func:`~skprivreg.linear_model._reusecov_stats.piece_rows`):
+    a converted or clipped copy of such a piece is then allocated once per
+    thread and pass, not once per piece (a fresh buffer costs a page fault
+    per 4 kB). On exit the buffers above :data:`WORKSPACE_MAX_BYTES` are
+    dropped: nothing larger outlives the pass.
+    """
+
+    def __init__(self, max_bytes):
+        self.max_bytes = int(max_bytes)
+
+    def __enter__(self):
+        self._previous = getattr(_WORKSPACE, "max_bytes", WORKSPACE_MAX_BYTES)
+        _WORKSPACE.max_bytes = max(self.max_bytes, self._previous)
+        return self
+
+    def __exit__(self, *exc):
+        _WORKSPACE.max_bytes = self._previous
+        buffers = getattr(_WORKSPACE, "buffers", {})
+        for key in [k for k, b in buffers.items() if 8 * b.size > self._previous]:
+            del buffers[key]
+        return False
+
+
 def workspace(key, shape, order="C"):
     """A float64 scratch array of ``shape``, reused by this thread's calls with ``key``.
 
@@ -107,7 +134,8 @@ def workspace(key, shape, order="C"):
     the same ``key`` on this thread, so it must not outlive the piece (never
     part of a partial). Arrays above :data:`WORKSPACE_MAX_BYTES` are not kept,
     nor any that would take a thread's buffers above
-    :data:`WORKSPACE_TOTAL_BYTES`. ``order``: the array's memory order
+    :data:`WORKSPACE_TOTAL_BYTES` (within :class:`pass_workspace`, its
+    larger limit, and twice the excess over the total). ``order``: the array's memory order
     (``"F"``: contiguous columns).
     """
     # Called for every piece: plain Python on the shape (NumPy on a tuple
@@ -121,7 +149,9 @@ def workspace(key, shape, order="C"):
     buffer = buffers.get(key)
     if buffer is None or buffer.size < size:
         kept = sum(b.size for k, b in buffers.items() if k != key)
-        if 8 * size > WORKSPACE_MAX_BYTES or 8 * (kept + size) > WORKSPACE_TOTAL_BYTES:
+        largest = getattr(_WORKSPACE, "max_bytes", WORKSPACE_MAX_BYTES)
+        total = WORKSPACE_TOTAL_BYTES + 2 * (largest - WORKSPACE_MAX_BYTES)
+        if 8 * size > largest or 8 * (kept + size) > total:
             return np.empty(shape, order=order)
         buffer = buffers[key] = np.empty(size)
     if order == "F":

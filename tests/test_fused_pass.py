@@ -746,3 +746,57 @@ def test_the_no_norms_shortcut_never_skips_a_row_the_norms_would_clip():
     assert np.trace(stats.xtx) / 3 <= B * B
     # A bound whose square overflows: the norms decide.
     assert rows_may_exceed(3, 1.0, 1e160)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "float32", "memmap"])
+def test_wide_labels_long_pieces_clip_without_changing_other_bits(layout, tmp_path):
+    """Wide labels are summed in long pieces (at least 16 p rows, so the p x l sum
+    is not re-read for every cache-sized piece). A piece with one entry over the
+    bound is clipped as a whole copy and multiplied in the same shape: the sums
+    equal, bit for bit, those of the labels clipped beforehand, and the pass keeps
+    no buffer of a long piece after it ends."""
+    from skprivreg._rows import _WORKSPACE, WORKSPACE_MAX_BYTES
+    from skprivreg.linear_model._reusecov_stats import piece_rows, sufficient_statistics
+
+    n, d, l = 1_200, 20, 8_000
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (n, d))
+    Y = rng.uniform(-0.9, 0.9, (n, l))
+    step = piece_rows(d + l + 1, 2, d + 1)
+    assert step >= 16 * (d + 1) and 8 * step * (d + l + 1) > WORKSPACE_MAX_BYTES
+    assert n > step + 7
+    clean = Y.copy()
+    Y[step + 7, 11] = 40.0  # one entry in the second piece
+    clean[step + 7, 11] = 1.0
+
+    def stored(A, name):
+        if layout == "F":
+            return np.asfortranarray(A)
+        if layout == "float32":
+            return A.astype(np.float32)
+        if layout == "memmap":
+            path = tmp_path / f"{name}.npy"
+            np.save(path, A)
+            return np.load(path, mmap_mode="r")
+        return A
+
+    given = stored(Y, "y")
+    got = sufficient_statistics(X, given, x_bound=3.0, y_bound=1.0)
+    assert given[step + 7, 11] == 40.0  # the caller's labels are never clipped in place
+    want = sufficient_statistics(X, stored(clean, "clean"), x_bound=3.0, y_bound=1.0)
+    assert got.y_clipped and not want.y_clipped
+    np.testing.assert_array_equal(got.xty, want.xty)
+    np.testing.assert_array_equal(got.xtx, want.xtx)
+    kept = getattr(_WORKSPACE, "buffers", {})
+    assert all(8 * b.size <= WORKSPACE_MAX_BYTES for b in kept.values())
+
+
+def test_pass_workspace_keeps_large_buffers_only_within_it():
+    from skprivreg._rows import WORKSPACE_MAX_BYTES, pass_workspace, workspace
+
+    big = WORKSPACE_MAX_BYTES // 8 + 1
+    assert not np.shares_memory(workspace("t big", big), workspace("t big", big))
+    with pass_workspace(16 * WORKSPACE_MAX_BYTES):
+        a = workspace("t big", big)
+        assert np.shares_memory(a, workspace("t big", big))
+    assert not np.shares_memory(a, workspace("t big", big))

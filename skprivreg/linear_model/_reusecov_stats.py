@@ -27,6 +27,7 @@ from .._rows import (
     as_float64_block,
     check_block_finite,
     is_dask_collection,
+    pass_workspace,
     validate_blockwise_data,
     workspace,
     workspace_like,
@@ -160,6 +161,7 @@ def block_statistics(
     y_public=False,
     compute_xtx=True,
     check_finite=True,
+    into=None,
 ):
     """The :class:`SufficientStats` of one block of rows.
 
@@ -171,7 +173,11 @@ def block_statistics(
     always checked, by the scan that decides its clipping
     (:func:`scan_labels`); ``X_b`` with ``check_finite``. Converted, clipped
     or augmented copies go to this thread's piece-sized buffers: nothing of
-    the size of the block is allocated.
+    the size of the block is allocated. ``into``: the :class:`SufficientStats`
+    of earlier rows, or None; the block's sums are added into its arrays
+    (through this thread's buffers: no product is allocated per block) and
+    ``into`` is returned, as :func:`combine_statistics` of it and the block's
+    statistics would be.
     """
     # Floating-point warnings would depend on the data (an entry whose square
     # overflows); finiteness is checked explicitly instead.
@@ -183,21 +189,36 @@ def block_statistics(
             norms = row_norms(X_b, out=workspace("statistics norms", X_b.shape[0]))
             stats.x_max_norm = float(norms.max(initial=0.0))
         if compute_xtx:
-            stats.xtx = np.dot(X_b.T, X_b)
+            stats.xtx = _product(X_b, X_b, into, "xtx")
         if Y_b is not None:
+            given = Y_b
             Y_b = as_float64_block(Y_b, scratch="statistics labels")
             if Y_b.ndim == 1:  # one outcome, passed 1-D (a view, never a copy)
                 Y_b = Y_b[:, None]
             if scan_labels(Y_b, y_bound):
-                Y_b = np.clip(Y_b, -y_bound, y_bound,
-                              out=workspace_like("statistics clipped labels", Y_b))
+                # A copy made above is this pass's own: clipped where it is.
+                out = (workspace_like("statistics clipped labels", Y_b)
+                       if np.may_share_memory(Y_b, given) else Y_b)
+                Y_b = np.clip(Y_b, -y_bound, y_bound, out=out)
                 stats.y_clipped = True
             if y_public:
                 norms = row_norms(Y_b, out=workspace("statistics label norms", Y_b.shape[0]))
                 stats.y_max_norm = float(norms.max(initial=0.0))
                 stats.y_abs_max = _largest_magnitude(Y_b)
-            stats.xty = np.dot(X_b.T, Y_b)
-    return stats
+            stats.xty = _product(X_b, Y_b, into, "xty")
+    return stats if into is None else _accumulate(into, stats)
+
+
+def _product(A, B, into, name):
+    """:math:`A^\\top B`; with an accumulator ``into`` holding ``name``, added into
+    it and None returned (the product goes through this thread's buffer)."""
+    acc = None if into is None else getattr(into, name)
+    if acc is None:
+        return np.dot(A.T, B)
+    out = workspace(f"statistics {name}", acc.shape)
+    acc += np.dot(A.T, B, out=out)
+    return None
+
 
 
 def scan_labels(Y_b, y_bound=None):
@@ -207,9 +228,9 @@ def scan_labels(Y_b, y_bound=None):
     of about 1 MB, and the maximum and minimum of a chunk (NaN propagates
     to both, an infinity to one of them) read it from cache. This is the
     finiteness check of the labels too (``fit`` does not repeat it in
-    ``validate_data``). :func:`sufficient_statistics` sizes its pieces so
-    that :math:`X^\\top Y` then reads the piece from the shared cache: Y is
-    read from memory once.
+    ``validate_data``). With few outcomes :func:`sufficient_statistics`
+    sizes its pieces so that :math:`X^\\top Y` then reads the piece from the
+    shared cache; wide labels come in long pieces (:func:`piece_rows`).
     """
     row_bytes = 8 * max(1, int(np.prod(Y_b.shape[1:])))
     step = max(1, _CACHE_CHUNK_BYTES // row_bytes)
@@ -298,7 +319,7 @@ def _accumulate(acc, part):
 _PIECE_BYTES_MAX = 32 << 20
 
 
-def piece_rows(width, n_threads=1):
+def piece_rows(width, n_threads=1, n_products=0):
     """Rows of one piece of ``width`` float64 columns (:func:`sufficient_statistics`).
 
     A piece is scanned in L2-sized chunks (:func:`scan_labels`) and then
@@ -307,13 +328,29 @@ def piece_rows(width, n_threads=1):
     the last-level cache, at most 32 MiB (a piece that needs clipping, or a
     float32 piece, is copied once). At least 16 rows, and never more than a
     cache-sized block of the same width
-    (:func:`~skprivreg._gram.cache_block_rows`): with few outcomes the
-    pieces are as small as the fused Gram pass's, so the buffers of a
-    piece's rows stay in the cache.
+    (:func:`~skprivreg._gram.cache_block_rows`) unless the labels are wide
+    (below): with few outcomes the pieces are as small as the fused Gram
+    pass's, so the buffers of a piece's rows stay in the cache.
+
+    ``n_products``: the columns of the design (:math:`p`). Each piece adds
+    its products into a :math:`p \\times l` sum, which is read and written
+    once per piece; with wide labels that traffic would exceed the piece's
+    own, so a piece has at least :math:`16 p` rows (the sum's traffic is
+    then at most 3/16 of the piece's), within :data:`_LONG_PIECE_BYTES`:
+    its labels are read from memory twice (by the scan and by the product,
+    which hides that read behind its arithmetic), the sum once.
     """
     share = min(SHARED_CACHE_BYTES // (2 * max(int(n_threads), 1)), _PIECE_BYTES_MAX)
     shared = max(16, share // (8 * max(int(width), 1)))
-    return int(min(shared, cache_block_rows(width)))
+    rows = int(min(shared, cache_block_rows(width)))
+    long_rows = min(16 * int(n_products), _LONG_PIECE_BYTES // (8 * max(int(width), 1)))
+    return max(rows, long_rows)
+
+
+#: Largest piece of the long pieces of wide labels (:func:`piece_rows`): a
+#: converted or clipped copy of one is a buffer of this size per thread for
+#: the pass (:class:`~skprivreg._rows.pass_workspace`).
+_LONG_PIECE_BYTES = 64 << 20
 
 
 class _StatisticsPass:
@@ -328,23 +365,27 @@ class _StatisticsPass:
     first row ``offset``.
     """
 
-    def __init__(self, kwargs, step, n_threads=1):
+    def __init__(self, kwargs, step, n_threads=1, width=1):
         self.kwargs = dict(kwargs)
         self.step = int(step)
         self.n_threads = int(n_threads)
+        self.piece_bytes = 8 * self.step * int(width)
 
     def __call__(self, offset, X, Y, params=None, into=None):
         bounds = [(a, min(a + self.step, len(X))) for a in range(0, len(X), self.step)]
 
         def run(pieces, acc):
+            with pass_workspace(self.piece_bytes):
+                return run_in(pieces, acc)
+
+        def run_in(pieces, acc):
             for a, b in pieces:
                 X_p, Y_p = X[a:b], None if Y is None else Y[a:b]
                 if params is not None:
                     lo, hi = np.searchsorted(params, (offset + a, offset + b))
                     local = params[lo:hi] - (offset + a)
                     X_p, Y_p = X_p[local], None if Y_p is None else Y_p[local]
-                part = block_statistics(X_p, Y_p, **self.kwargs)
-                acc = part if acc is None else _accumulate(acc, part)
+                acc = block_statistics(X_p, Y_p, **self.kwargs, into=acc)
             return acc
 
         return run_pieces(bounds, run, self.n_threads, into, combine_statistics)
@@ -367,8 +408,9 @@ def sufficient_statistics(X, Y=None, *, row_block=None, source=None, label="XtX,
     """:func:`block_statistics` accumulated over pieces of rows of X, Y: one read of each.
 
     The pieces have ``row_block`` rows (default :func:`piece_rows`: sized to
-    the cache, so each piece of ``Y`` is read from memory once, by the scan
-    that checks and clips it, and multiplied from cache). Pieces are read as
+    the cache, so each piece of a narrow ``Y`` is read from memory once, by
+    the scan that checks and clips it, and multiplied from cache; long
+    pieces for wide labels). Pieces are read as
     stored (a float32 piece becomes a piece-sized float64 copy): no clipped
     or converted copy of X or Y is held whole. On NumPy and memmap input the
     pieces are shared by the cores' threads (BLAS on one thread each, the
@@ -387,10 +429,11 @@ def sufficient_statistics(X, Y=None, *, row_block=None, source=None, label="XtX,
         if X.shape[0] == 0:
             return block_statistics(X, Y, **kwargs)  # (no rows to select either)
         source = statistics_source(X, Y)
-    width = source.d + (0 if source.Y is None else math.prod(source.Y.shape[1:])) + 1
+    n_labels = 0 if source.Y is None else math.prod(source.Y.shape[1:])
+    width = source.d + n_labels + 1
     n_threads = threads_for(source)
-    step = row_block or piece_rows(width, n_threads)
-    return reduce_threaded(source, _StatisticsPass(kwargs, step, n_threads),
+    step = row_block or piece_rows(width, n_threads, source.d + 1 if n_labels else 0)
+    return reduce_threaded(source, _StatisticsPass(kwargs, step, n_threads, width),
                            combine_statistics, rows, n_threads=n_threads, label=label)
 
 
