@@ -355,7 +355,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                     "param_grid may not change which step is the private final estimator."
                 )
             for key in params:
-                if key.removeprefix(prefix) in ("epsilon", "delta", "accountant"):
+                if (key.removeprefix(prefix) in ("epsilon", "delta")
+                        or key.rsplit("__", 1)[-1] == "accountant"):
                     raise ValueError(
                         f"param_grid may not set {key!r}: the search allots each run's "
                         "budget from its total (epsilon, delta)."
@@ -377,6 +378,13 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         delta = self._budgets()[1] if delta is None else delta
         est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
                           f"{prefix}accountant": None})
+        # Nor is any nested accountant charged (an estimator inside the private
+        # step): its count of fits would reveal the secret number of runs. The
+        # search's own spend covers them all.
+        nested = {name: None for name, value in est.get_params(deep=True).items()
+                  if name.rsplit("__", 1)[-1] == "accountant" and value is not None}
+        if nested:
+            est.set_params(**nested)
         # Runs print nothing: a line per run (of any step, or of the pipeline
         # itself) would reveal their secret number.
         # Nor does anything else that acts once per run: a pipeline's cache
@@ -417,10 +425,11 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         return ledgers
 
     def _check_finite_rows(self, X, candidates, prefix):
-        """Refuse NaN or infinity in the rows the private estimators would read, before
-        the spend: the data-independent head of each distinct candidate pipeline is
-        applied to all rows (releasing nothing; its warnings are not shown), and its
-        output must be finite, as every run's fit would require."""
+        """Refuse rows the private estimators would refuse, before the spend: the
+        data-independent head of each distinct candidate pipeline is applied to all
+        rows (releasing nothing; its warnings are not shown), and its output must be
+        numeric and finite, and dense unless the private estimator takes sparse
+        input, as every run's fit would require."""
         seen = set()
         for params in candidates:
             # Candidates that set the same head parameters have the same head
@@ -437,8 +446,11 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rows = head.fit_transform(X) if len(est.steps) > 1 else X
-            check_array(rows, accept_sparse=True, dtype=None, ensure_all_finite=True,
-                        input_name="X")
+            # As the private estimator will read them: numbers (a text entry would
+            # be refused inside a run, after the spend), sparse only if it takes it.
+            sparse_ok = get_tags(est[-1]).input_tags.sparse
+            check_array(rows, accept_sparse=["csr", "csc"] if sparse_ok else False,
+                        dtype=np.float64, ensure_all_finite=True, input_name="X")
 
     def _shapes(self, candidates, prefix, X, n_train, y_shape):
         """Input shape of each candidate's private estimator (public facts).

@@ -598,3 +598,52 @@ def test_a_run_refused_as_infeasible_is_a_failed_run_not_an_escape(monkeypatch):
         except PrivateTestFailed:
             assert calls == [1]  # one run, and it failed: the documented outcome
         assert calls
+
+
+def test_text_or_sparse_rows_from_a_head_are_refused_before_any_spend():
+    # The head's output was checked for NaN only: a text entry (one record) or a sparse
+    # output was refused by the private estimator inside the first run, after the spend.
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    X, y = _data(n=1000)
+    text = X.astype(object)
+    text[17, 0] = "n/a"
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    pipe = Pipeline([("id", FunctionTransformer(None)),
+                     ("fit", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))])
+    with pytest.raises(ValueError, match="could not convert"):
+        _search(estimator=pipe, accountant=acc,
+                param_grid={"fit__fit_intercept": [True, False]}).fit(text, y)
+    assert acc.n_spends == 0
+    codes = np.random.default_rng(0).integers(0, 3, size=(1000, 2)).astype(float)
+    encoded = Pipeline([("enc", OneHotEncoder(categories=[[0.0, 1.0, 2.0]] * 2,
+                                              handle_unknown="ignore")),
+                        ("fit", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))])
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        _search(estimator=encoded, accountant=acc,
+                param_grid={"fit__fit_intercept": [True, False]}).fit(codes, y)
+    assert acc.n_spends == 0
+    # Numbers stored as objects are what the estimator reads too: the search runs.
+    _search(estimator=pipe, accountant=acc,
+            param_grid={"fit__fit_intercept": [True, False]}).fit(X.astype(object), y)
+    assert acc.n_spends == 1
+
+
+def test_a_nested_accountant_is_never_charged_by_the_runs():
+    # Its count of fits revealed the secret number of runs.
+    from skprivreg.label_dp import GaussianLabelNoiseRegressor
+
+    X, y = _data(n=2000)
+    inner = BudgetAccountant(epsilon=1e6, delta=0.5)
+    est = GaussianLabelNoiseRegressor(
+        y_bound=6.5, estimator=AdaSSPRegressor(epsilon=1.0, x_bound=3.0, y_bound=20.0,
+                                               accountant=inner))
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = PrivateGridSearchCV(estimator=est, param_grid={"fit_intercept": [True, False]},
+                                 epsilon=2.0, delta=1e-6, n_repetitions=5, accountant=acc)
+    search.fit(X, y)
+    assert inner.n_spends == 0 and acc.n_spends == 1
+    with pytest.raises(ValueError, match="may not set 'estimator__accountant'"):
+        PrivateGridSearchCV(estimator=est, param_grid={"estimator__accountant": [None]},
+                            epsilon=2.0, delta=1e-6).fit(X, y)
