@@ -174,7 +174,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     small for one repetition, a ``delta`` too small to cap the number of
     repetitions, or a pipeline with a private step before its final
     estimator (which every run would fit again, outside the guarantee)
-    (:class:`~skprivreg.exceptions.ConfigurationError`).
+    (:class:`~skprivreg.exceptions.ConfigurationError`). After the budget
+    check and before the spend, the rows a pipeline's data-independent head
+    makes are checked as its private estimator will read them (numeric and
+    finite; dense unless it takes sparse input). Accountants of the
+    candidates, nested ones included, are not charged by the runs: the
+    search's own spend, on its ``accountant``, covers them.
 
     ``best_estimator_`` is the model fitted in the winning run, on its
     training part; with ``refit_budget > 0`` the selection gets
@@ -190,7 +195,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         A skprivreg regressor, or a pipeline of data-independent steps ending in one.
     param_grid : dict or list of dicts
         As for :class:`sklearn.model_selection.GridSearchCV`; may not set
-        ``epsilon``, ``delta`` or ``accountant`` (the search allots them).
+        ``epsilon``, ``delta`` or an ``accountant`` at any depth (the search
+        allots them).
     epsilon : float, default=1.0
         Total epsilon of the search.
     delta : float, default=1e-6
