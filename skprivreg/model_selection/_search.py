@@ -382,8 +382,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     def _candidate(self, params, prefix, epsilon, delta=None):
         est = clone(self.estimator).set_params(**params)
         delta = self._budgets()[1] if delta is None else delta
-        est.set_params(**{f"{prefix}epsilon": epsilon, f"{prefix}delta": delta,
-                          f"{prefix}accountant": None})
+        budget = {f"{prefix}epsilon": epsilon, f"{prefix}accountant": None}
+        if f"{prefix}delta" in est.get_params():  # a pure-DP estimator has none
+            budget[f"{prefix}delta"] = delta
+        est.set_params(**budget)
         # Nor is any nested accountant charged (an estimator inside the private
         # step): its count of fits would reveal the secret number of runs. The
         # search's own spend covers them all.

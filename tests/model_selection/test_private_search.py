@@ -647,3 +647,19 @@ def test_a_nested_accountant_is_never_charged_by_the_runs():
     with pytest.raises(ValueError, match="may not set 'estimator__accountant'"):
         PrivateGridSearchCV(estimator=est, param_grid={"estimator__accountant": [None]},
                             epsilon=2.0, delta=1e-6).fit(X, y)
+
+
+def test_a_pure_dp_candidate_without_delta_is_tuned():
+    # The search set a delta on every candidate: one without that parameter (randomized
+    # response on bins, pure epsilon-DP) could not be tuned at all.
+    from skprivreg.label_dp import RROnBinsRegressor
+
+    X, y = _data(n=20_000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = PrivateGridSearchCV(estimator=RROnBinsRegressor(y_bound=8.0),
+                                 param_grid={"n_cells": [16, 64]}, epsilon=2.0, delta=1e-6,
+                                 accountant=acc)
+    search.fit(X, np.clip(y, -8.0, 8.0))
+    run = search.best_estimator_.privacy_spent_
+    assert acc.n_spends == 1 and run.delta == 0 and 0 < run.epsilon < 2.0
+    assert "delta" not in search.best_estimator_.get_params()
