@@ -171,8 +171,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     public facts only), so bad input is refused first: an empty grid, a
     candidate that is not a skprivreg estimator, a grid that sets
     ``epsilon``/``delta``, a release without a Renyi bound, a budget too
-    small for one repetition, a ``delta`` too small to cap the number of
-    repetitions, or a pipeline with a private step before its final
+    small for one repetition (planned from the smallest per-run epsilon, from
+    ``1e-4`` up, at which every candidate can fit: one that estimates its
+    bounds privately needs more rows at a smaller epsilon), a ``delta`` too
+    small to cap the number of repetitions, or a pipeline with a private step before its final
     estimator (which every run would fit again, outside the guarantee)
     (:class:`~skprivreg.exceptions.ConfigurationError`). After the budget
     check and before the spend, the rows a pipeline's data-independent head
@@ -506,7 +508,19 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                                                 eta=self.eta), ledgers, q)
             return cache[eps_c]
 
-        lo, hi = 1e-4, 1.0
+        # The smallest per-run epsilon tried is the first, from 1e-4 up, at which
+        # every candidate can fit (one that estimates its bounds privately
+        # needs n above a multiple of 1 / epsilon): public facts only.
+        lo = 1e-4
+        while True:
+            try:
+                total(lo)
+                break
+            except (ConfigurationError, PrivacyInfeasibleError):
+                if lo >= budget:
+                    raise
+                lo = min(4.0 * lo, budget)
+        hi = max(1.0, 2.0 * lo)
         if total(lo)[0] > budget:
             raise ConfigurationError(
                 f"The budget epsilon={budget:.4g} is too small for one repetition: with "

@@ -663,3 +663,22 @@ def test_a_pure_dp_candidate_without_delta_is_tuned():
     run = search.best_estimator_.privacy_spent_
     assert acc.n_spends == 1 and run.delta == 0 and 0 < run.epsilon < 2.0
     assert "delta" not in search.best_estimator_.get_params()
+
+
+def test_candidates_that_estimate_bounds_are_planned_from_a_feasible_epsilon():
+    # The plan started at a per-run epsilon of 1e-4, where estimating a bound privately
+    # needs tens of millions of rows: such candidates could not be tuned below that.
+    X, y = _data(n=40_000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = PrivateGridSearchCV(estimator=AdaSSPRegressor(),
+                                 param_grid={"fit_intercept": [True, False]},
+                                 epsilon=4.0, delta=1e-6, y_bound=6.5, accountant=acc)
+    search.fit(X, y)
+    assert acc.n_spends == 1 and np.isfinite(search.best_estimator_.x_bound_)
+    # Infeasible even at the whole budget per run: the candidate's own refusal, before
+    # any spend.
+    with pytest.raises(ConfigurationError, match="needs at least"):
+        PrivateGridSearchCV(estimator=AdaSSPRegressor(),
+                            param_grid={"fit_intercept": [True, False]}, epsilon=4.0,
+                            delta=1e-6, y_bound=6.5, accountant=acc).fit(X[:300], y[:300])
+    assert acc.n_spends == 1
