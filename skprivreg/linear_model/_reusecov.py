@@ -123,7 +123,11 @@ class ReuseCovRegressor(
     ``cov_subsample`` the covariance is computed on a secret uniform
     subsample of ``s`` rows, its sensitivity is divided by ``s`` and its
     budget the amplified ``(log(1 + (n/s)(e^{f eps} - 1)), (n/s) f delta)``
-    (Balle et al. 2018); the split is then basic composition.
+    (Balle et al. 2018); the split is then basic composition. Under basic
+    composition the share sets the Renyi-DP curve of the releases, so with
+    estimated bounds ``'auto'`` chooses it before the data, from unit
+    scales (never from the estimates): the curve is the same for every
+    dataset of the shape.
 
     **Bounds and clipping.** Rows of X on a private side are scaled to L2
     norm ``x_bound``; entries of Y on a private side are clipped to

@@ -142,8 +142,8 @@ class _ReleaseMixin:
         )
         # Budget check before any data value is read: the planned (epsilon,
         # delta) does not depend on the public scales, which the pass measures.
-        planned = _plan_ledger(plan_reusecov(**plan_args), delta, private, association_name,
-                               bound_events)
+        before_data = plan_reusecov(**plan_args)
+        planned = _plan_ledger(before_data, delta, private, association_name, bound_events)
         check_bound_scales(None if self.privacy == "label" else self.x_bound_,
                            None if self.privacy == "feature" else self.y_bound_, n_outputs)
         self._check_budget(planned)
@@ -198,6 +198,13 @@ class _ReleaseMixin:
         )
         plan_args.update(x_scale=x_scale, y_row_scale=y_row, w_scale=w_scale,
                          x_raw=None if self.privacy == "label" else float(self.x_bound_ or 0.0))
+        if bound_eps and self.cov_budget == "auto" and (
+                self.composition != "gdp" or cov_rows is not None):
+            # Split by basic composition, the share sets the releases' Renyi
+            # curve: it is chosen from public facts (the plan before the data),
+            # never from estimated bounds, so the curve is the same for every
+            # dataset of this shape (a search plans its runs from it).
+            plan_args.update(cov_budget=before_data.cov_budget)
 
         if cov_rows is not None:
             # A secret subsample from its own seed, drawn on the driver; the

@@ -682,3 +682,17 @@ def test_candidates_that_estimate_bounds_are_planned_from_a_feasible_epsilon():
                             param_grid={"fit_intercept": [True, False]}, epsilon=4.0,
                             delta=1e-6, y_bound=6.5, accountant=acc).fit(X[:300], y[:300])
     assert acc.n_spends == 1
+
+
+def test_reusecov_with_the_papers_split_and_estimated_bounds_is_tuned_at_any_scale():
+    # Its covariance share followed the estimated bounds: runs on data of another scale
+    # than the synthetic planning data exceeded their planned curve after the spend.
+    from skprivreg.linear_model import ReuseCovRegressor
+
+    X, y = _data(n=40_000)
+    for scale in (1.0, 0.1):
+        acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+        PrivateGridSearchCV(estimator=ReuseCovRegressor(composition="paper"),
+                            param_grid={"fit_intercept": [True, False]}, epsilon=4.0,
+                            delta=1e-6, y_bound=6.5, accountant=acc).fit(scale * X, y)
+        assert acc.n_spends == 1
