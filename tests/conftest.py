@@ -7,9 +7,16 @@ wraps the test in :func:`skprivreg.testing.reproducible_noise`; every other
 test sees the library exactly as users do.
 """
 
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
+
+# The suite's helpers (``_privacy_harness``) import by name from any test module
+# (the suite runs with --import-mode=importlib, which puts no test directory on
+# the path).
+sys.path.insert(0, str(Path(__file__).parent))
 
 from skprivreg.testing import reproducible_noise
 

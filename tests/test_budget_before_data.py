@@ -10,12 +10,11 @@ the data path). ``validate_data``'s own finiteness check is allowed first.
 """
 
 import importlib
-import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _privacy_harness import quiet
 
 import skprivreg.feature_selection._lasso_support as lasso_module
 from skprivreg import (
@@ -32,20 +31,6 @@ from skprivreg import (
     SSPRegressor,
     WeightedLBARegressor,
 )
-
-
-def _harness():
-    """``tests/_privacy_harness.py`` (the suite runs with --import-mode=importlib)."""
-    if "_privacy_harness" not in sys.modules:
-        path = Path(__file__).with_name("_privacy_harness.py")
-        spec = importlib.util.spec_from_file_location("_privacy_harness", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["_privacy_harness"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["_privacy_harness"]
-
-
-quiet = _harness().quiet
 
 
 class DataRead(Exception):

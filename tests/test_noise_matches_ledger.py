@@ -13,11 +13,9 @@ distribution, and the ledger the accountant receives against
 ``privacy_spent_`` for every estimator.
 """
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
+import _privacy_harness as _h
 import numpy as np
 import pytest
 from scipy.stats import norm
@@ -51,19 +49,6 @@ from skprivreg.mechanisms import (
     upper_bound_margin,
 )
 
-
-def _harness():
-    """``tests/_privacy_harness.py`` (the suite runs with --import-mode=importlib)."""
-    if "_privacy_harness" not in sys.modules:
-        path = Path(__file__).with_name("_privacy_harness.py")
-        spec = importlib.util.spec_from_file_location("_privacy_harness", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["_privacy_harness"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["_privacy_harness"]
-
-
-_h = _harness()
 above_threshold_distribution = _h.above_threshold_distribution
 assert_gaussian_noise = _h.assert_gaussian_noise
 assert_matches_distribution = _h.assert_matches_distribution

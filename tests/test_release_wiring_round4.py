@@ -21,14 +21,12 @@ deterministic, chi-square/normal quantiles at 1e-9 for noise
 (``_privacy_harness``).
 """
 
-import importlib.util
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _privacy_harness import assert_gaussian_noise
 
 import skprivreg.linear_model._linear as lin
 import skprivreg.linear_model._reusecov_fit as reusecov_fit
@@ -46,20 +44,6 @@ from skprivreg.label_dp._bags import llp_noise_mask
 from skprivreg.linear_model._reusecov_release import _Projection, release_associations
 from skprivreg.linear_model._reusecov_stats import association_sensitivity
 from skprivreg.model_selection._search import selection_plan
-
-
-def _harness():
-    """``tests/_privacy_harness.py`` (the suite runs with --import-mode=importlib)."""
-    if "_privacy_harness" not in sys.modules:
-        path = Path(__file__).with_name("_privacy_harness.py")
-        spec = importlib.util.spec_from_file_location("_privacy_harness", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["_privacy_harness"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["_privacy_harness"]
-
-
-assert_gaussian_noise = _harness().assert_gaussian_noise
 
 
 # ---------------------------------------------------------------------------
