@@ -283,3 +283,24 @@ def random_objects(obj, path="est", seen=None):
     for child_path, child in children:
         found += random_objects(child, child_path, seen)
     return found
+
+
+def capture_reusecov(monkeypatch):
+    """Record ReuseCov's released covariance (with its ridge) and association at the
+    solve, which then returns zeros (the released values are what the tests check)."""
+    import skprivreg.linear_model._reusecov_fit as reusecov_fit
+    import skprivreg.linear_model._reusecov_release as reusecov_release
+
+    record = {"M": [], "G": []}
+
+    def psd_factor(M, ridge, noisy, psd="clip"):
+        record["M"].append((np.array(M), ridge))
+        return np.eye(M.shape[0]), np.ones(M.shape[0])
+
+    def apply_factor(eigvecs, inv_eigvals, G):
+        record["G"].append(np.array(G))
+        return np.zeros_like(G)
+
+    monkeypatch.setattr(reusecov_fit, "psd_factor", psd_factor)
+    monkeypatch.setattr(reusecov_release, "apply_factor", apply_factor)
+    return record

@@ -23,8 +23,6 @@ from scipy.stats import norm
 import skprivreg.label_dp._baseline as baseline_module
 import skprivreg.linear_model._adassp as adassp_module
 import skprivreg.linear_model._independent_ssp as issp_naive_module
-import skprivreg.linear_model._reusecov_fit as reusecov_module
-import skprivreg.linear_model._reusecov_release as reusecov_release_module
 import skprivreg.linear_model._ssp as ssp_module
 from skprivreg import (
     AdaSSPRegressor,
@@ -234,20 +232,7 @@ def test_independent_ssp_noise_matches_ledger(monkeypatch, composition):
 # ---------------------------------------------------------------------------
 # ReuseCov: one covariance noise, one association noise (full and label DP)
 # ---------------------------------------------------------------------------
-def _capture_reusecov(monkeypatch):
-    record = {"M": [], "G": []}
-
-    def psd_factor(M, ridge, noisy, psd="clip"):
-        record["M"].append((np.array(M), ridge))
-        return np.eye(M.shape[0]), np.ones(M.shape[0])
-
-    def apply_factor(eigvecs, inv_eigvals, G):
-        record["G"].append(np.array(G))
-        return np.zeros_like(G)
-
-    monkeypatch.setattr(reusecov_module, "psd_factor", psd_factor)
-    monkeypatch.setattr(reusecov_release_module, "apply_factor", apply_factor)
-    return record
+_capture_reusecov = _h.capture_reusecov
 
 
 @pytest.mark.parametrize("privacy", ["full", "feature", "label"])

@@ -26,11 +26,9 @@ import warnings
 
 import numpy as np
 import pytest
-from _privacy_harness import assert_gaussian_noise
+from _privacy_harness import assert_gaussian_noise, capture_reusecov
 
 import skprivreg.linear_model._linear as lin
-import skprivreg.linear_model._reusecov_fit as reusecov_fit
-import skprivreg.linear_model._reusecov_release as reusecov_release
 from skprivreg import (
     IndependentSSPRegressor,
     LinearRegression,
@@ -134,21 +132,6 @@ def test_projected_association_release_carries_the_recorded_noise(side):
     assert_gaussian_noise(noise, sigma, f"GaussProj_{side} association noise")
 
 
-def _capture_reusecov(monkeypatch):
-    """Record the released covariance (plus ridge) and association at the solve."""
-    record = {"M": [], "G": []}
-
-    def psd_factor(M, ridge, noisy, psd="clip"):
-        record["M"].append((np.array(M), ridge))
-        return np.eye(M.shape[0]), np.ones(M.shape[0])
-
-    def apply_factor(eigvecs, inv_eigvals, G):
-        record["G"].append(np.array(G))
-        return np.zeros_like(G)
-
-    monkeypatch.setattr(reusecov_fit, "psd_factor", psd_factor)
-    monkeypatch.setattr(reusecov_release, "apply_factor", apply_factor)
-    return record
 
 
 def _small_design(n=40, d=2, n_outputs=6, seed=0):
@@ -164,7 +147,7 @@ def test_reusecov_zero_out_releases_the_intercept_corner_with_noise(monkeypatch)
     covariance noise, unlike under replace-one where it is the same for every
     dataset. Corner noise = released corner - ridge - c^2 (c = 1)."""
     X, Y = _small_design()
-    record = _capture_reusecov(monkeypatch)
+    record = capture_reusecov(monkeypatch)
     corner = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
