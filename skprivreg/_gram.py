@@ -97,8 +97,12 @@ def _cache_bytes(level=2, default=1 << 20):
     return size if size >= (1 << 17) else default
 
 
-#: Bytes of the cache a block of float64 rows is sized to fill (half of L2).
-CACHE_BYTES = _cache_bytes() // 2
+#: Bytes of a cache-sized block of float64 rows: half of L2, and at least 1 MiB.
+#: A piece costs tens of microseconds of Python besides its products; at ten
+#: features on cores with 512 kB of L2, pieces of 1 MiB (read from L3) made
+#: SSP and AdaSSP fits at n = 1e6 1.2-1.4x faster than pieces of 256 kB, at
+#: d = 10 and at d = 100 (9 interleaved repeats each).
+CACHE_BYTES = max(_cache_bytes() // 2, 1 << 20)
 #: Size of the last-level (shared) cache, or 8 MiB when the system does not say.
 SHARED_CACHE_BYTES = max(_cache_bytes(3, 8 << 20), 2 * _cache_bytes())
 
