@@ -680,7 +680,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
 
     @staticmethod
     def _check_run(run_ledger, q_rdp):
-        """A run's recorded ledger must stay within the planned curve (never fails)."""
+        """A run's recorded ledger must stay within the planned curve.
+
+        It holds for every candidate whose Renyi curve depends on public facts
+        only, as every skprivreg estimator's does; a run above it stops the
+        search (after the spend) rather than release a result the selection's
+        analysis does not cover."""
         if np.any(ledger_rdp(run_ledger, RDP_ORDERS) > q_rdp * (1 + 1e-9) + 1e-12):
             raise RuntimeError(
                 "A run spent more than its planned Renyi-DP curve; the search stops."
