@@ -696,3 +696,16 @@ def test_reusecov_with_the_papers_split_and_estimated_bounds_is_tuned_at_any_sca
                             param_grid={"fit_intercept": [True, False]}, epsilon=4.0,
                             delta=1e-6, y_bound=6.5, accountant=acc).fit(scale * X, y)
         assert acc.n_spends == 1
+
+
+def test_each_run_gets_the_searchs_delta_whatever_the_template_declares():
+    # The search allots (epsilon, delta): a candidate's own delta is replaced (the
+    # selection's half with a refit budget), and only a pure-DP candidate has none.
+    X, y = _data(n=2000)
+    for refit_budget, share in ((0.0, 1.0), (0.2, 0.5)):
+        search = PrivateGridSearchCV(
+            estimator=AdaSSPRegressor(x_bound=2.0, y_bound=6.5, delta=1e-2),
+            param_grid={"fit_intercept": [True, False]}, epsilon=2.0, delta=1e-6,
+            refit_budget=refit_budget)
+        search.fit(X, y)
+        assert search.best_estimator_.delta == pytest.approx(share * 1e-6, rel=1e-12)
