@@ -58,6 +58,7 @@ __all__ = [
     "block_map",
     "check_block_finite",
     "check_dask_dtype",
+    "check_dask_samples",
     "fuse",
     "is_dask_collection",
     "is_file_backed",
@@ -592,9 +593,9 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
     # A side that is not Dask (a list, a pandas object, an array) is in
     # memory already: scikit-learn's checks, finiteness included.
     if not is_dask_collection(X):
-        X = check_array(X, dtype="numeric", ensure_min_samples=2)
+        X = check_array(X, dtype="numeric")
     if not is_dask_collection(y):
-        y = check_array(y, dtype="numeric", ensure_2d=False, ensure_min_samples=2)
+        y = check_array(y, dtype="numeric", ensure_2d=False)
     X, y = as_dask_arrays(X, y)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
@@ -615,14 +616,23 @@ def validate_blockwise_data(estimator, X, y, *, multi_output=True, dtype=np.floa
             f"Found input variables with inconsistent numbers of samples: "
             f"[{X.shape[0]}, {y.shape[0]}]"
         )
-    if X.shape[0] < 2:
-        raise ValueError(f"Found array with {X.shape[0]} sample(s); a minimum of 2 is required.")
+    check_dask_samples(X, estimator)
     for name, value in (("X", X), ("y", y)):
         check_dask_dtype(name, value.dtype)
     accepted = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype]
     if X.dtype not in accepted:
         X = X.astype(accepted[0])
     return X, y.astype(np.float64)
+
+
+def check_dask_samples(X, estimator):
+    """scikit-learn's minimum of one sample, for a Dask ``X`` (from its shape: nothing is
+    read), with scikit-learn's message. One row fits as it does in memory."""
+    if X.shape[0] < 1:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={tuple(X.shape)}) while a minimum of 1 "
+            f"is required by {type(estimator).__name__}."
+        )
 
 
 def check_dask_dtype(name, dtype):

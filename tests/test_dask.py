@@ -291,3 +291,59 @@ def test_a_frame_s_features_and_labels_load_each_partition_once_for_their_length
         est.fit(frame[["a", "b", "c"]], frame["y"])
     assert sorted(loads) == sorted(2 * list(range(4)))
     assert list(est.feature_names_in_) == ["a", "b", "c"]
+
+
+def _blockwise_fits():
+    """Every estimator that validates NumPy and Dask input alike (``validate_blockwise_data``)."""
+    from skprivreg.feature_selection import PrivateTopSSelector
+    from skprivreg.linear_model import ISSPRegressor
+
+    fits = dict(_sufficient_statistics_fits())
+    fits["PrivateTopSSelector"] = (PrivateTopSSelector,
+                                   dict(x_range=(-4.0, 4.0), y_bound=8.0,
+                                        n_features_to_select=2))
+    fits["ISSP"] = (ISSPRegressor, {})
+    return fits
+
+
+def _outcome(Estimator, params, X, y):
+    """``("fitted", values)`` or ``("raised", type, message)`` of one fit; a fit that
+    raises has spent nothing."""
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    est = Estimator(epsilon=1.0, random_state=3, accountant=acc, **params)
+    if "delta" in est.get_params():
+        est.set_params(delta=1e-6)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X) if y is None else est.fit(X, y)
+    except ValueError as exc:
+        assert acc.n_spends == 0
+        return ("raised", type(exc), str(exc))
+    fitted = [np.asarray(getattr(est, name)) for name in ("coef_", "intercept_", "support_",
+                                                          "mean_", "scale_")
+              if hasattr(est, name)]
+    return ("fitted", fitted)
+
+
+@pytest.mark.parametrize("n_rows", [1, 0])
+@pytest.mark.parametrize("name", list(_blockwise_fits()))
+def test_few_rows_give_the_same_outcome_on_dask_and_numpy(client, data, name, n_rows):
+    """One row fits on Dask whenever it fits on NumPy (scikit-learn's minimum is one
+    sample), with the same result for the same noise; no rows is refused on both, with
+    scikit-learn's message."""
+    Estimator, params = _blockwise_fits()[name]
+    X, y = data[0][:n_rows], data[1][:n_rows]
+    labels = name != "PrivateStandardScaler"
+    ref = _outcome(Estimator, params, X, y if labels else None)
+    lazy = _outcome(Estimator, params, da.from_array(X, chunks=(2_500, 5)),
+                    da.from_array(y, chunks=2_500) if labels else None)
+    assert ref[0] == lazy[0], (ref, lazy)
+    if ref[0] == "raised":
+        assert ref[1] is lazy[1]
+        if n_rows == 0:
+            assert ref[2] == lazy[2], (ref, lazy)
+        return
+    assert len(ref[1]) == len(lazy[1]) > 0
+    for a, b in zip(ref[1], lazy[1]):
+        np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-12)

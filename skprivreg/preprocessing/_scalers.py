@@ -22,6 +22,7 @@ from .._rows import (
     block_map,
     check_block_finite,
     check_dask_dtype,
+    check_dask_samples,
     is_dask_collection,
     set_dask_feature_names,
     workspace,
@@ -153,6 +154,7 @@ def _validate_X(estimator, X, *, reset, allow_nan=False, finite_in_pass=False):
         raise ValueError(f"Expected a 2D array for X, got {X.ndim}D.")
     if np.isnan(X.shape[0]):
         raise ValueError("Dask input needs known chunk sizes: call .compute_chunk_sizes() first.")
+    check_dask_samples(X, estimator)
     check_dask_dtype("X", X.dtype)
     if finite_in_pass and X.dtype == np.float32:
         return X
