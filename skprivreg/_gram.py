@@ -44,6 +44,7 @@ from threadpoolctl import ThreadpoolController
 
 from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace, workspace_like
 from .base import quiet_floats
+from .bounds import clip_threshold
 
 __all__ = [
     "CACHE_BYTES",
@@ -203,16 +204,18 @@ def check_finite_extremes(X, estimator_name=None):
 
 def rows_may_exceed(n_columns, top, bound):
     r"""Whether a row of ``n_columns`` entries, each at most ``top`` in magnitude, may
-    have an L2 norm above ``bound`` as the row norms would compute it.
+    have an L2 norm above the clip threshold of ``bound`` (:func:`~skprivreg.bounds.clip_threshold`)
+    as the row norms would compute it.
 
-    False only when :math:`d\,t^2` is below :math:`B^2` by a margin of
-    :math:`(d + 4)\,2^{-52}` (relative): the rounding of the computed squared
-    norm (a sum of ``d`` squares) and of these products stays inside it, so
-    every row a norm computation would clip is found. True when ``B^2``
-    overflows or is close to the subnormal range (rounding is then not
-    relative): the norms decide.
+    False only when :math:`d\,m^2` (:math:`m` = ``top``) is below the threshold
+    squared by a margin of :math:`(d + 4)\,2^{-52}` (relative): the rounding of
+    the computed squared norm (a sum of ``d`` squares) and of these products
+    stays inside it, so every row a norm computation would clip is found.
+    True when the threshold's square overflows or is close to the subnormal
+    range (rounding is then not relative): the norms decide.
     """
-    limit = bound * bound * (1.0 - (n_columns + 4) * 2.0**-52)
+    target = clip_threshold(bound, n_columns)
+    limit = target * target * (1.0 - (n_columns + 4) * 2.0**-52)
     if not (math.isfinite(limit) and limit >= 2.0**-960):
         return True
     return n_columns * top * top > limit
@@ -262,10 +265,11 @@ def _gram_of_block(X, labels, params, acc):
         # row whose squared norm overflows becomes a zero row, within the bound).
         with np.errstate(over="ignore", invalid="ignore"):
             squared = np.einsum("ij,ij->i", X, X, out=workspace("gram squared", n_rows))
-        over = squared > params.x_bound**2
+        target = clip_threshold(params.x_bound, X.shape[1])
+        over = squared > target**2
         if over.any():
             scale = np.ones(n_rows)
-            scale[over] = params.x_bound / np.sqrt(squared[over])
+            scale[over] = target / np.sqrt(squared[over])
             X = np.multiply(X, scale[:, None], out=workspace_like("gram scaled", X))
     # Otherwise ||x||^2 <= d max|x_ij|^2 < x_bound^2 for every row, with a
     # margin for rounding: no row is clipped, as the norms would say, so

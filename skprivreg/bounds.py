@@ -23,6 +23,7 @@ from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bou
 
 __all__ = [
     "clip_rows",
+    "clip_threshold",
     "clip_entries",
     "clip_rows_l2",
     "clip_values",
@@ -46,6 +47,28 @@ __all__ = [
 BOUND_SOURCES = ("private", "data")
 
 
+def clip_threshold(bound, n_columns):
+    r"""The computed norm above which a row of ``n_columns`` entries is scaled down, and
+    the norm it is scaled to: :math:`t = B\,(1 - (d + 4)\,2^{-52})` for ``bound`` :math:`B`.
+
+    Clipping to ``bound`` itself leaves about half of the clipped rows a few
+    units in the last place above it, and rows whose computed norm rounds
+    down to ``bound`` above it too, while every sensitivity assumes
+    :math:`\|x\| \le B` exactly. With :math:`u = 2^{-53}`: a computed norm
+    :math:`\hat N` is within a factor :math:`1 \pm (\gamma_d / 2 + u)` of the
+    exact one (:math:`\gamma_d = d u / (1 - d u)`: a sum of ``d`` rounded
+    squares in any order, then a correctly rounded square root), and a scaled
+    row :math:`x \cdot \mathrm{fl}(t / \hat N)` has entries within
+    :math:`(1 + u)^2` of :math:`x\,t / \hat N`. So a row kept
+    (:math:`\hat N \le t`) and a row scaled both have exact norm at most
+    :math:`t\,(1 + u)^2 / (1 - \gamma_d / 2 - u) \le B`, with room to spare
+    (the margin is :math:`(2d + 8) u`). Rounding is relative only in the
+    normal range: a bound whose square is below :math:`2^{-960}` is not
+    covered (such rows are not a regression's).
+    """
+    return float(bound) * (1.0 - (int(n_columns) + 4) * 2.0**-52)
+
+
 def row_norms(X, *, out=None):
     """Euclidean norm of each row (float64).
 
@@ -63,7 +86,8 @@ def row_norms(X, *, out=None):
 
 
 def clip_rows(X, bound):
-    """``(X * min(1, bound/||x||) row by row, whether any row changed)``.
+    """``(X * min(1, t/||x||) row by row, whether any row changed)``, ``t`` the
+    :func:`clip_threshold` of ``bound`` (each row's exact norm is then at most ``bound``).
 
     The flag is for non-private diagnostics only; ``fit`` never reports it.
     """
@@ -71,14 +95,15 @@ def clip_rows(X, bound):
     if X.ndim == 1:
         X = X[:, None]
     norms = row_norms(X)
-    over = norms > bound
+    target = clip_threshold(bound, X.shape[1])
+    over = norms > target
     # The input's memory order either way: a product rounds a Fortran-ordered
     # operand differently, and whether a row was clipped must change no bit of it.
     order = memory_order(X)
     if not over.any():
         return np.array(X, order=order), False
     scale = np.ones_like(norms)
-    scale[over] = bound / norms[over]
+    scale[over] = target / norms[over]
     return np.multiply(X, scale[:, None], order=order), True
 
 

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from skprivreg.bounds import (
     check_range_bounds_feasible,
     check_x_range,
     check_y_bound,
+    clip_rows,
     estimate_ranges,
     min_samples_for_private_bound,
     range_bound_epsilons,
@@ -191,3 +193,67 @@ def test_a_two_by_two_x_range_for_two_columns_is_refused_as_ambiguous():
     assert low.tolist() == [-1.0, 0.0] and high.tolist() == [1.0, 5.0]
     low, high = check_x_range(np.array([[-1.0, 1.0], [0.0, 5.0], [2.0, 3.0]]), 3)
     assert low.tolist() == [-1.0, 0.0, 2.0] and high.tolist() == [1.0, 5.0, 3.0]
+
+
+def _rows_near_and_beyond(bound, d, seed):
+    """Rows of norm just below, at and just above ``bound`` (as floats compute it),
+    and far beyond it: where rounding decides whether a clipped row stays inside."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(400, d))
+    unit = v / np.linalg.norm(v, axis=1, keepdims=True)
+    near = unit * bound * (1.0 + rng.integers(-8, 9, size=(400, 1)) * 2.0**-52)
+    far = unit * bound * rng.uniform(1.5, 1e3, size=(400, 1))
+    return np.vstack([near, far])
+
+
+def _exact_squared_norms(rows):
+    return [sum(Fraction(float(v)) ** 2 for v in row) for row in rows]
+
+
+def _clipped_by_each_site(X, bound):
+    """The rows each row-clipping function of the library makes of ``X``."""
+    from skprivreg._gram import GramParams, _empty_partial, _gram_of_block
+    from skprivreg.linear_model._boosted_adassp import _clipped_design
+    from skprivreg.linear_model._range_blocks import RangeMap, _clip_scales, _mapped
+    from skprivreg.linear_model._reusecov_stats import _prepare_rows
+
+    d = X.shape[1]
+    sites = {"clip_rows": clip_rows(X, bound)[0]}
+    gram = []
+    for row in X:  # one row: the column sums X^T 1 are the clipped row, exactly
+        acc = _empty_partial(d, 1)
+        _gram_of_block(row[None, :].copy(), np.array([[0.0, 1.0]]), GramParams(bound, None, 1),
+                       acc)
+        gram.append(acc[1][:, -1].copy())
+    sites["SSP / AdaSSP pass"] = np.array(gram)
+    sites["IndependentSSP / ReuseCov pass"] = np.array(
+        _prepare_rows(X.copy(), bound, False, None, True)[0])
+    sites["BoostedAdaSSP"] = _clipped_design(X, bound, False)
+    with np.errstate(divide="ignore"):
+        sites["LinearRegression, released bound"] = X * _clip_scales(X, bound)[:, None]
+    identity = RangeMap(np.zeros(d), np.ones(d), 0.0, 1.0, bound, False)
+    sites["LinearRegression, row bound"] = np.array(_mapped(X, None, identity)[0])
+    return sites
+
+
+@pytest.mark.parametrize("d", [3, 50])
+@pytest.mark.parametrize("bound", [1.0, 0.7, 3e5])
+def test_every_row_clip_leaves_each_exact_norm_within_the_bound(d, bound):
+    # The sensitivities assume ||x|| <= bound exactly. Clipping to the bound itself
+    # left about half of the clipped rows a few ulps above it (exact arithmetic).
+    X = _rows_near_and_beyond(bound, d, seed=d)
+    limit = Fraction(bound) ** 2
+    above = {}
+    for site, rows in _clipped_by_each_site(X, bound).items():
+        assert rows.shape == X.shape, site
+        above[site] = sum(s > limit for s in _exact_squared_norms(rows))
+    assert not any(above.values()), f"rows above the bound: {above}"
+
+
+def test_clip_threshold_moves_rows_by_a_few_ulps_only():
+    X = _rows_near_and_beyond(2.0, 10, seed=1)
+    clipped = clip_rows(X, 2.0)[0]
+    norms = np.linalg.norm(X, axis=1)
+    kept = norms <= 2.0 * (1 - 20 * 2.0**-52)
+    np.testing.assert_array_equal(clipped[kept], X[kept])
+    np.testing.assert_allclose(np.linalg.norm(clipped[~kept], axis=1), 2.0, rtol=1e-14)

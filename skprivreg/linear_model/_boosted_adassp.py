@@ -13,7 +13,7 @@ from .._compat import Interval, StrOptions, fit_context, validate_data
 from .._rows import check_block_finite, sum_over_row_blocks
 from ..accounting import PrivacyLedger, gdp_mu
 from ..base import DPEstimatorMixin
-from ..bounds import row_norms
+from ..bounds import clip_threshold, row_norms
 from ..mechanisms import (
     add_gaussian,
     gaussian_event_from_mu,
@@ -40,7 +40,8 @@ def _clipped_design(X_block, x_bound, fit_intercept):
     X = np.asarray(X_block, dtype=np.float64)
     check_block_finite(X, "X")
     norms = row_norms(X)
-    X = X * np.minimum(1.0, x_bound / np.where(norms > 0, norms, 1.0))[:, None]
+    target = clip_threshold(x_bound, X.shape[1])
+    X = X * np.minimum(1.0, target / np.where(norms > 0, norms, 1.0))[:, None]
     if fit_intercept:
         X = np.hstack([X, np.ones((X.shape[0], 1))])
     return X

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._gram import cache_block_rows
 from .._rows import as_float64_block, check_block_finite, workspace, workspace_like
-from ..bounds import row_norms
+from ..bounds import clip_threshold, row_norms
 
 __all__ = [
     "INTERCEPT",
@@ -163,9 +163,10 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
     if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
         # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
         norms = row_norms(Z, out=workspace("range mapped norms", len(Z)))
-        over = norms > rmap.row_bound
+        target = clip_threshold(rmap.row_bound, Z.shape[1])
+        over = norms > target
         if over.any():
-            Z[over] *= (rmap.row_bound / norms[over])[:, None]
+            Z[over] *= (target / norms[over])[:, None]
     u = None if y_block is None else _mapped_labels(y_block, rmap, check)
     return Z, u
 
@@ -397,7 +398,8 @@ def feature_sum_block(X_block, y_block, *, x_clip):
 
 
 def _clip_scales(X, x_clip, check=False):
-    """``min(1, x_clip / ||x_i||)`` for each row of ``X`` (1 for a zero row), in a reused buffer.
+    """``min(1, t / ||x_i||)`` for each row of ``X`` (1 for a zero row), in a reused buffer;
+    ``t`` is the clip threshold of ``x_clip`` (:func:`~skprivreg.bounds.clip_threshold`).
 
     ``check``: refuse NaN or infinity in ``X`` (its norm is not finite).
     Otherwise NaN in a row gives NaN, an infinite entry 0 (and ``inf * 0`` a
@@ -406,5 +408,5 @@ def _clip_scales(X, x_clip, check=False):
     scales = row_norms(X, out=workspace("range clip scales", len(X)))
     if check and not np.isfinite(np.add.reduce(scales)):
         check_block_finite(X, "X")  # NaN or infinity, or only norms that overflowed
-    np.divide(x_clip, scales, out=scales)  # a zero row: inf, then 1
+    np.divide(clip_threshold(x_clip, X.shape[1]), scales, out=scales)  # a zero row: inf, then 1
     return np.minimum(scales, 1.0, out=scales)

@@ -32,7 +32,7 @@ from .._rows import (
     workspace,
     workspace_like,
 )
-from ..bounds import row_norms
+from ..bounds import clip_threshold, row_norms
 
 __all__ = [
     "SufficientStats",
@@ -112,10 +112,11 @@ def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling, check_finite):
             # where freed memory goes back to the system at once (Dask's
             # nannies): 1.5x the pass's time on a worker at d = 10.
             norms = row_norms(X_b, out=workspace("statistics norms", X_b.shape[0]))
-            over = norms > x_bound
+            target = clip_threshold(x_bound, X_b.shape[1])
+            over = norms > target
             if over.any():
                 scale = np.ones_like(norms)
-                scale[over] = x_bound / norms[over]
+                scale[over] = target / norms[over]
     clipped = scale is not None
     if not fit_intercept:
         if clipped:
