@@ -75,6 +75,23 @@ def _dp_step(estimator):
     )
 
 
+#: Synthetic data of the dry runs, ``name: (rng, X shape, y shape) -> (X, y)``: the plan
+#: reads ledgers from ``"normal"``; the others check that they do not change
+#: (:meth:`PrivateGridSearchCV._check_public_curves`).
+_SYNTHETIC = {
+    "normal": lambda rng, xs, ys: (rng.normal(size=xs), rng.normal(size=ys)),
+    "scale 1e-3": lambda rng, xs, ys: (1e-3 * rng.normal(size=xs), 1e-3 * rng.normal(size=ys)),
+    "scale 1e3": lambda rng, xs, ys: (1e3 * rng.normal(size=xs), 1e3 * rng.normal(size=ys)),
+    "heavy tails": lambda rng, xs, ys: (rng.standard_t(2.0, size=xs),
+                                        rng.standard_t(2.0, size=ys)),
+}
+
+
+def _above(curve, planned):
+    """True when a Renyi curve exceeds the planned one (beyond float rounding)."""
+    return bool(np.any(curve > planned * (1 + 1e-9) + 1e-12))
+
+
 def _take(X, rows):
     """Rows of an array or a data frame."""
     return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
@@ -168,7 +185,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
 
     The candidates' ledgers are read from dry runs on synthetic data of the
     same shape before any budget is spent (a skprivreg ledger depends on
-    public facts only), so bad input is refused first: an empty grid, a
+    public facts only; each candidate is also fitted on synthetic data of
+    other scales and with heavy tails, and one that spends more there is
+    refused), so bad input is refused first: an empty grid, a
     candidate that is not a skprivreg estimator, a grid that sets
     ``epsilon``/``delta``, a release without a Renyi bound, a budget too
     small for one repetition (planned from the smallest per-run epsilon, from
@@ -412,17 +431,17 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             without_fit_callbacks(step)
         return est
 
-    def _dry_ledgers(self, candidates, prefix, epsilon, shapes):
+    def _dry_ledgers(self, candidates, prefix, epsilon, shapes, variant="normal"):
         """Each candidate's ledger at ``epsilon``, from a fit on synthetic data.
 
         ``shapes[i] = (n_train, d, y_shape)`` is what candidate ``i``'s private
         estimator sees (after the data-independent steps of a pipeline).
+        ``variant`` names the synthetic data (:data:`_SYNTHETIC`).
         """
         ledgers = []
         for params, (n_train, d, y_shape) in zip(candidates, shapes):
             rng = np.random.default_rng(0)  # public synthetic data, no secret involved
-            X = rng.normal(size=(n_train, d))
-            y = rng.normal(size=(n_train, *y_shape))
+            X, y = _SYNTHETIC[variant](rng, (n_train, d), (n_train, *y_shape))
             est = self._candidate(params, prefix, epsilon)
             final = est[-1] if isinstance(est, Pipeline) else est
             with warnings.catch_warnings():
@@ -433,6 +452,32 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                     pass
             ledgers.append(final.privacy_spent_)
         return ledgers
+
+    def _check_public_curves(self, candidates, prefix, epsilon, shapes, q_rdp):
+        """Refuse, before the spend, a candidate whose Renyi curve follows the data.
+
+        The plan's curve comes from synthetic data of unit scale. Each candidate
+        is fitted again at the planned per-run epsilon on synthetic data of
+        other scales and with heavy tails (:data:`_SYNTHETIC`); a ledger above
+        the planned curve there would stop the search after the spend, with a
+        chance that grows with the secret number of runs. Data a candidate
+        refuses (values beyond what it supports) show nothing and are skipped.
+        """
+        for variant in _SYNTHETIC:
+            if variant == "normal":
+                continue
+            for params, shape in zip(candidates, shapes):
+                try:
+                    (ledger,) = self._dry_ledgers([params], prefix, epsilon, [shape], variant)
+                except (ValueError, PrivacyInfeasibleError):
+                    continue
+                if _above(ledger_rdp(ledger, RDP_ORDERS), q_rdp):
+                    raise ConfigurationError(
+                        f"The candidate {params!r} spends more on other data than on the "
+                        f"synthetic data the search is planned from ({variant}): its Renyi-DP "
+                        "curve depends on the data, so a run could exceed the plan. Declare "
+                        "the bounds it estimates, or choose its budget split explicitly."
+                    )
 
     def _check_finite_rows(self, X, candidates, prefix):
         """Refuse rows the private estimators would refuse, before the spend: the
@@ -598,6 +643,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
             candidates, prefix, shapes)
+        self._check_public_curves(candidates, prefix, eps_c, shapes, q_rdp)
         notion = PrivacyLedger.concatenate(planned_ledgers).notion
         _, delta_sel, eps_refit, delta_refit = self._budgets()
         events = [PrivacyEvent("private selection", float(total_eps), float(delta_sel),
@@ -683,10 +729,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         """A run's recorded ledger must stay within the planned curve.
 
         It holds for every candidate whose Renyi curve depends on public facts
-        only, as every skprivreg estimator's does; a run above it stops the
-        search (after the spend) rather than release a result the selection's
+        only, as every skprivreg estimator's does; a candidate whose curve
+        changes with the scale or the tails of the data is refused before the
+        spend (:meth:`_check_public_curves`). A run above it stops the search
+        (after the spend) rather than release a result the selection's
         analysis does not cover."""
-        if np.any(ledger_rdp(run_ledger, RDP_ORDERS) > q_rdp * (1 + 1e-9) + 1e-12):
+        if _above(ledger_rdp(run_ledger, RDP_ORDERS), q_rdp):
             raise RuntimeError(
                 "A run spent more than its planned Renyi-DP curve; the search stops."
             )

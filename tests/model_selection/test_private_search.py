@@ -709,3 +709,33 @@ def test_each_run_gets_the_searchs_delta_whatever_the_template_declares():
             refit_budget=refit_budget)
         search.fit(X, y)
         assert search.best_estimator_.delta == pytest.approx(share * 1e-6, rel=1e-12)
+
+
+class _SpendsMoreOnLargeValues(AdaSSPRegressor):
+    """A candidate whose spend follows the data: twice its epsilon when an entry of X
+    exceeds 100 (what a budget split chosen from estimated bounds can do)."""
+
+    def fit(self, X, y):
+        epsilon = self.epsilon
+        if np.max(np.abs(np.asarray(X))) > 100.0:
+            self.epsilon = 2.0 * epsilon
+        try:
+            return super().fit(X, y)
+        finally:
+            self.epsilon = epsilon
+
+
+@pytest.mark.parametrize("scale", [1.0, 1000.0])
+def test_a_candidate_whose_curve_follows_the_data_is_refused_before_any_spend(scale):
+    # Planned from unit-scale synthetic data alone, runs on data of scale 1000 would
+    # exceed the planned curve and stop the search after the spend. The refusal
+    # comes from synthetic data only: the same at every scale of the real data.
+    X, y = _data(n=2000)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    search = PrivateGridSearchCV(
+        estimator=_SpendsMoreOnLargeValues(x_bound=2.0 * scale, y_bound=6.5 * scale),
+        param_grid={"fit_intercept": [True, False]}, epsilon=4.0, delta=1e-6,
+        n_repetitions=2, accountant=acc)
+    with pytest.raises(ConfigurationError, match="depends on the data"):
+        search.fit(scale * X, scale * y)
+    assert acc.n_spends == 0
