@@ -352,6 +352,24 @@ def test_lasso_stage2_of_another_guarantee_is_refused_before_any_spend(estimator
     assert acc.n_spends == 0
 
 
+@pytest.mark.parametrize("name", ["LinearRegression", "HuberRegressor"])
+def test_lasso_stage2_that_is_not_private_is_refused_before_any_spend(name):
+    """scikit-learn's regressors (Huber's has an unrelated ``epsilon``) were refused only
+    when stage 2 was built, after the whole plan was spent."""
+    import sklearn.linear_model
+
+    from skprivreg.exceptions import ConfigurationError
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ConfigurationError, match="not a skprivreg regressor"):
+        PrivateLassoRegressor(epsilon=8.0, delta=1e-5, accountant=acc,
+                              estimator=getattr(sklearn.linear_model, name)(),
+                              x_range=(-5.0, 5.0), y_bound=20.0).fit(X, y)
+    assert acc.n_spends == 0
+
+
 @pytest.mark.parametrize("Estimator", [SSPRegressor, AdaSSPRegressor, IndependentSSPRegressor,
                                        ReuseCovRegressor])
 def test_intercept_scaling_too_large_for_the_calibration_is_refused_before_any_spend(Estimator):

@@ -84,10 +84,17 @@ def _check_stage2_guarantee(estimator):
     fit (the selection reads X and y). A stage 2 that is label- or
     feature-DP (a label-DP estimator, ``ReuseCovRegressor(privacy='label')``)
     or uses another neighbouring relation cannot be composed into that
-    statement; it is refused before any spend.
+    statement; it is refused before any spend, as is an estimator that is not
+    a skprivreg regressor (its fit would not be private).
     """
     if isinstance(estimator, str):
         return
+    if not (isinstance(estimator, DPEstimatorMixin) and "epsilon" in estimator.get_params()):
+        raise ConfigurationError(
+            f"estimator={type(estimator).__name__} is not a skprivreg regressor: its fit "
+            "on the selected support would not be private (or would not take the "
+            "stage's epsilon). Use 'ssp' or a full-DP skprivreg regressor."
+        )
     module = type(estimator).__module__
     notion = ("label" if module.startswith("skprivreg.label_dp")
               else estimator.get_params(deep=False).get("privacy", "full"))
@@ -445,8 +452,10 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
             )
         stage2 = clone(self.estimator)
         known = stage2.get_params(deep=False)
-        updates = {"epsilon": eps2, "delta": delta2, "random_state": rng}
+        updates = {"epsilon": eps2}
         optional = {
+            "delta": delta2,  # a pure-DP stage 2 has none
+            "random_state": rng,
             "x_bound": x_bound,
             "x_range": z_range,
             "y_bound": y_bound,
