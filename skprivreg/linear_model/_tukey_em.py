@@ -36,6 +36,8 @@ def tukey_budget(epsilon, delta):
     (:func:`skprivreg.mechanisms.tukey_safety_margin`); ``eta/(1-eta) =
     delta/2`` and ``epsilon_em = epsilon/2 - ln(1/(1-eta))`` make it
     ``(epsilon/2, delta/2)``. PTR composition then gives ``(epsilon, delta)``.
+    The safety margin's argument needs ``epsilon_em > 0``, that is
+    ``delta/2 < e^{epsilon/2} - 1`` (the estimator refuses other budgets).
     """
     eta = (delta / 2.0) / (1.0 + delta / 2.0)
     return epsilon / 2.0, delta / 2.0, epsilon / 2.0 + math.log1p(-eta), eta
@@ -79,6 +81,8 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     Laplace **scale 2/epsilon** (a scale of ``epsilon/2`` would add far too
     little noise). The restricted mechanism gets ``(epsilon/2, delta/2)``
     (:func:`tukey_budget`). The ledger composes the two by basic composition.
+    Its sampling epsilon ``epsilon/2 - ln(1 + delta/2)`` must be positive: a
+    ``delta`` of the order of ``epsilon`` or above is refused before any spend.
 
     **Failure.** If the check FAILs, the whole budget is spent and recorded
     (on the accountant and on ``privacy_spent_``) and
@@ -218,6 +222,14 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
         p = d + int(self.fit_intercept)
         if not self._validate_privacy_params():
             return self._fit_nonprivate(X, y)
+        eps_ptr, delta_ptr, eps_em, eta = tukey_budget(self.epsilon, self.delta)
+        if not eps_em > 0.0:
+            raise ConfigurationError(
+                f"TukeyEMRegressor with epsilon={self.epsilon:g} and delta={self.delta:g} leaves "
+                f"the exponential mechanism epsilon/2 - ln(1/(1-eta)) = {eps_em:.3g} <= 0 "
+                f"(eta = {eta:.3g}), where its guarantee does not hold: lower delta "
+                "(well below epsilon) or raise epsilon. Nothing was spent."
+            )
         m = min(1000, n // p) if self.n_models == "auto" else int(self.n_models)
         if m < 8 or n < m * p:
             needed = max(8, m) * p
@@ -226,7 +238,6 @@ class TukeyEMRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
                 f"(n_models >= 8, p = {p} columns with the intercept); got n={n}. "
                 "Nothing was spent."
             )
-        eps_ptr, delta_ptr, eps_em, eta = tukey_budget(self.epsilon, self.delta)
         ledger = self._ledger()
         self._check_budget(ledger)
         rngs = self._secret_rngs("partition", "noise", spend=ledger)

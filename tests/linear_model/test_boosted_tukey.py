@@ -182,6 +182,27 @@ def test_tukey_ledger_and_success(fixed_noise):
     assert est.intercept_ == pytest.approx(0.5, abs=0.05)
 
 
+@pytest.mark.parametrize("epsilon, delta", [(0.05, 0.1), (0.2, 0.5), (0.1, 0.1026)])
+def test_tukey_budget_without_a_positive_sampling_epsilon_is_refused_before_any_spend(
+        epsilon, delta):
+    # epsilon/2 - ln(1 + delta/2) <= 0: the safety margin's argument needs a positive
+    # sampling epsilon (a negative one favours shallow points). 0.1026: just past zero.
+    assert tukey_budget(epsilon, delta)[2] <= 0.0
+    X, y = _data(40_000, d=1, noise=0.3)
+    acc = BudgetAccountant(epsilon=5.0, delta=0.9)
+    with pytest.raises(ConfigurationError, match="exponential mechanism"):
+        TukeyEMRegressor(epsilon=epsilon, delta=delta, accountant=acc).fit(X, y)
+    assert acc.n_spends == 0
+
+
+def test_tukey_budget_with_a_small_positive_sampling_epsilon_fits():
+    assert 0.0 < tukey_budget(0.1, 0.1024)[2] < 1e-4
+    X, y = _data(40_000, d=1, noise=0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        TukeyEMRegressor(epsilon=0.1, delta=0.1024, on_fail="zero").fit(X, y)
+
+
 def test_tukey_ptr_failure_spends_then_raises(fixed_noise):
     X, y = _data(2_000, d=3, noise=3.0)
     acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
