@@ -233,14 +233,16 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     1e13 or more residual scales no longer moves the float64 estimate
     between neighbours by more than its noise. Rows and
     labels up to 1e300 change the scores within their proven sensitivity
-    (tested on every neighbouring pair of a brute-force harness). Exactly
+    (tested on every neighbouring pair of a brute-force harness), and so does
+    a row with entries up to the float64 maximum (whose column norm may
+    overflow). Exactly
     collinear columns (including a constant column with
-    ``fit_intercept=True``) make ISSP FAIL. A full-rank design
-    beyond float64's resolution (columns that differ only in the last few
-    bits) is factored in exact whitening coordinates (rows mapped in
-    double-double arithmetic), where leverages and residuals are accurate
-    again. ``feature_clip`` adds a public per-entry clip of X that bounds the
-    dynamic range.
+    ``fit_intercept=True``) make ISSP FAIL. A full-rank design whose float
+    factor is not finite, or whose scaled condition number exceeds 1e7
+    (columns that differ only in the last few bits), is factored in exact
+    whitening coordinates (rows mapped in double-double arithmetic), where
+    leverages and residuals are accurate again. ``feature_clip`` adds a public
+    per-entry clip of X that bounds the dynamic range.
 
     Parameters
     ----------

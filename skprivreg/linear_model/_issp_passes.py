@@ -462,11 +462,8 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
     # Singular iff singular in exact arithmetic: either R certifies full rank
     # (backward-error bound), or an exact pass decides (exact Gram, exact
     # minors). No tolerance, so no cut that one row could move a design across.
-    # Full rank but uncertified (a rank gap near float64's resolution, where
-    # float leverages are wrong by O(1)): the factor is computed again in exact
-    # whitening coordinates, where the mapped rows are well conditioned.
     n_rows = source.n - (0 if weights is None else int(np.sum(weights.w <= 0)))
-    exact = 0
+    exact, gram = 0, None
     if not _rank_certified(R_unit, n_rows):
         exact = 1
         gram = exact_gram_pass(source, weights)
@@ -474,21 +471,29 @@ def factor_pass(source, weights=None, *, n_exclude=0, condition_max=GRAM_CONDITI
             singular = _singular_factor(p, True)
             singular.exact_passes = exact
             return singular
-        usable = np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)
-        if not usable or _scaled_condition(R_unit) > TRANSFORM_CONDITION:
-            T = exact_whitening_transform(gram, p)
-            R_aug_t, _, R_unit_t = tsqr_pass(source, weights, n_exclude=n_exclude,
-                                             transform=T)
+    # Full rank from here. Float leverages from R carry a relative error of
+    # about p eps times its scaled condition number, and an R that overflowed
+    # (a column whose norm exceeds the float64 maximum) has none: above
+    # TRANSFORM_CONDITION, or not finite, the factor is computed again in exact
+    # whitening coordinates, where the mapped rows are well conditioned and of
+    # unit scale, whether the rank was certified or decided exactly.
+    usable = bool(np.all(np.isfinite(R)) and np.all(np.diag(R) != 0))
+    if not usable or _scaled_condition(R_unit) > TRANSFORM_CONDITION:
+        if gram is None:
             exact += 1
-            R_t = R_aug_t[:p, :p]
-            if (_rank_certified(R_unit_t, n_rows) and np.all(np.isfinite(R_t))
-                    and np.all(np.diag(R_t) != 0)):
-                theta = R_aug_t[:p, p].copy()
-                beta = linalg.solve_triangular(R_t, theta, lower=False, check_finite=False)
-                return Factor(R_t.T.copy(), theta, beta, True, True, exact_passes=exact, T=T)
-            # Beyond double-double's reach (a rank gap below ~1e-30 relative):
-            # the float factor of the rows themselves, as below.
-    if not (np.all(np.isfinite(R)) and np.all(np.diag(R) != 0)):
+            gram = exact_gram_pass(source, weights)
+        T = exact_whitening_transform(gram, p)
+        R_aug_t, _, R_unit_t = tsqr_pass(source, weights, n_exclude=n_exclude, transform=T)
+        exact += 1
+        R_t = R_aug_t[:p, :p]
+        if (_rank_certified(R_unit_t, n_rows) and np.all(np.isfinite(R_t))
+                and np.all(np.diag(R_t) != 0)):
+            theta = R_aug_t[:p, p].copy()
+            beta = linalg.solve_triangular(R_t, theta, lower=False, check_finite=False)
+            return Factor(R_t.T.copy(), theta, beta, True, True, exact_passes=exact, T=T)
+        # Beyond double-double's reach (a rank gap below ~1e-30 relative):
+        # the float factor of the rows themselves, as below.
+    if not usable:
         singular = _singular_factor(p, True)
         singular.exact_passes = exact
         return singular

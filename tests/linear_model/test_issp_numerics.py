@@ -748,3 +748,87 @@ def test_label_center_without_an_intercept_is_refused_before_any_spend():
     with pytest.raises(ConfigurationError, match="without an intercept"):
         ISSPRegressor(fit_intercept=False, label_center=5.0, accountant=acc).fit(X, y)
     assert acc.n_spends == 0
+
+
+# ---------------------------------------------------------------------------
+# One row with an entry near the float64 maximum: R overflows, the design does not
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("row", [[9e307, 0.5], [1.7e308, 0.0], [1e308, 1e308],
+                                 [1e308, -1e308]])
+def test_one_row_near_the_float_maximum_moves_the_score_within_its_sensitivity(
+        clean_small, row):
+    # A column whose norm exceeds the float64 maximum made the Householder R infinite;
+    # the full-rank design was then judged singular and SCORE1 jumped to k (a FAIL
+    # with certainty, where the neighbour passes with certainty).
+    X, y, kw = clean_small
+    k = kw["k"]
+    clean = _core(X, y, **kw)
+    X2 = X.copy()
+    X2[77] = row
+    tr = _core(X2, y, **kw)
+    assert abs(tr.score1 - clean.score1) <= 2
+    assert abs(tr.score2_num - clean.score2_num) <= 4 * k
+    assert abs(tr.score - clean.score) <= 4
+
+
+def test_one_row_near_the_float_maximum_keeps_pass_on_the_public_api(audit_data):
+    X, y = audit_data
+    X = X.copy()
+    X[123, 0] = 1.7e308
+    est = ISSPRegressor(epsilon=4.0, delta=1e-6, random_state=0).fit(X, y)
+    assert est.ptr_passed_
+
+
+# ---------------------------------------------------------------------------
+# A design whose rank float64 certifies but whose condition is far above 1e7
+# ---------------------------------------------------------------------------
+def _exact_leverages(A, rows):
+    """``a_i^T (A^T A)^{-1} a_i`` of ``rows`` in rational arithmetic."""
+    from fractions import Fraction
+
+    p = A.shape[1]
+    F = [[Fraction(float(v)) for v in row] for row in A]
+    S = [[sum(r[a] * r[b] for r in F) for b in range(p)] for a in range(p)]
+    out = []
+    for i in rows:
+        # solve S z = a_i by Gaussian elimination, exactly
+        M = [S[r][:] + [F[i][r]] for r in range(p)]
+        for c in range(p):
+            piv = next(r for r in range(c, p) if M[r][c] != 0)
+            M[c], M[piv] = M[piv], M[c]
+            for r in range(p):
+                if r != c and M[r][c] != 0:
+                    f = M[r][c] / M[c][c]
+                    M[r] = [u - f * v for u, v in zip(M[r], M[c])]
+        z = [M[r][p] / M[r][r] for r in range(p)]
+        out.append(sum(a * b for a, b in zip(F[i], z)))
+    return out
+
+
+@pytest.mark.parametrize("seed, gap", [(1, 1e-10), (2, 5e-11)])
+def test_certified_but_ill_conditioned_design_gets_leverages_within_the_margin(seed, gap):
+    # Float leverages from R carry a relative error of about p eps cond(R); the
+    # schedule's margin absorbs 4e-7. A certified design of scaled condition 1.5e10
+    # was factored in float64 (errors up to 2.6e-5): it now goes to exact whitening
+    # coordinates, as an uncertified one does.
+    from skprivreg.linear_model._issp_passes import (
+        TRANSFORM_CONDITION,
+        _rank_certified,
+        _scaled_condition,
+        factor_pass,
+        tsqr_pass,
+    )
+    from skprivreg.linear_model._issp_scan import scan_pass
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    x1 = rng.standard_normal(n)
+    X = np.column_stack([x1, x1 + gap * rng.standard_normal(n)])
+    source = RowSource(X, rng.standard_normal(n), fit_intercept=True)
+    _, _, R_unit = tsqr_pass(source)
+    assert _rank_certified(R_unit, n) and _scaled_condition(R_unit) > 100 * TRANSFORM_CONDITION
+    factor = factor_pass(source, n_exclude=10)
+    lev, _ = scan_pass(source, beta=factor.beta, n_candidates=20, factor=factor)
+    exact = _exact_leverages(np.column_stack([X, np.ones(n)]), lev.idx[:20])
+    errors = [abs(float(h) - float(e)) / float(e) for h, e in zip(lev.key[:20], exact)]
+    assert max(errors) < 4e-7
