@@ -2,6 +2,7 @@
 
 import contextlib
 import numbers
+import os
 import threading
 
 import numpy as np
@@ -18,7 +19,7 @@ from .accounting import (
     compose_ledgers,
     group_privacy,
 )
-from .exceptions import BudgetExceededError, CompositionError
+from .exceptions import BudgetExceededError, CompositionError, ConfigurationError
 
 
 # ---------------------------------------------------------------------------
@@ -35,12 +36,18 @@ class BudgetAccountant:
 
     The accountant is a *handle*: :func:`sklearn.base.clone` (which deep-copies
     parameters) returns the same object, so every fit of a ``GridSearchCV``
-    is charged to the same budget. It is thread-safe. A *fitted* estimator
-    pickles without it.
+    is charged to the same budget; so do :func:`copy.copy` and
+    :func:`copy.deepcopy` of an estimator. It is thread-safe. A *fitted*
+    estimator pickles without it: the loaded estimator holds a
+    :class:`DetachedAccountant`, which refuses every fit until an accountant
+    (or ``None``) is set again, so a saved model (or a pipeline step from a
+    ``memory`` cache) never refits outside the budget it was fitted under.
 
     Processes. By default the spends live in this object, and it refuses to
     be pickled: a copy in another process (joblib's workers under
-    ``n_jobs > 1``) would record spends that never reach it. With
+    ``n_jobs > 1``) would record spends that never reach it. For the same
+    reason it refuses to check or record a spend in a process forked from
+    the one that created it (a ``fork`` multiprocessing pool). With
     ``processes=True`` the spends live in a lock-protected append-only file
     (created with mode 0600 in the temporary directory, removed when this
     object is garbage collected) and the accountant pickles as a handle to
@@ -68,7 +75,9 @@ class BudgetAccountant:
     notion : {'full', 'label', 'feature'} or None, default=None
         The notion the budget must guarantee. ``None`` accepts any spends
         whose composition is defined; ``'full'`` refuses label-DP and
-        feature-DP spends (their total would only be label or feature DP).
+        feature-DP spends (their total would only be label or feature DP);
+        ``'label'`` and ``'feature'`` accept full-DP spends too (full DP
+        implies both).
     neighbouring : {'replace-one', 'add-remove', 'zero-out'} or None, default=None
         The relation the total must be stated in. ``None``: the spends'
         common relation, or replace-one after conversion.
@@ -116,6 +125,17 @@ class BudgetAccountant:
         self._reserved = []  # ledgers checked by fits in this process, not yet spent
         self._lock = threading.Lock()
         self._store = FileBudgetStore() if self.processes else None
+        self._pid = os.getpid()
+
+    def _check_process(self):
+        """Refuse to check or record a spend in a forked process (``processes=False``):
+        the child's copy of the spends never reaches the parent's budget."""
+        if self._store is None and os.getpid() != self._pid:
+            raise ConfigurationError(
+                "This BudgetAccountant was created in another process and inherited by "
+                "fork: spends recorded here would never reach its budget. Create it with "
+                "BudgetAccountant(..., processes=True) to share it with other processes."
+            )
 
     @contextlib.contextmanager
     def _locked(self):
@@ -123,6 +143,7 @@ class BudgetAccountant:
 
         Yields the open store file under ``processes=True``, else ``None``.
         """
+        self._check_process()
         with self._lock:
             if self._store is None:
                 yield None
@@ -150,7 +171,8 @@ class BudgetAccountant:
 
     def _total(self, extra=()):
         total = compose_ledgers([*self._spent, *extra], self.composition)
-        if self.notion is not None and total.notion != self.notion:
+        # Full DP implies label DP and feature DP (each protects a part of a record).
+        if self.notion is not None and total.notion not in (self.notion, "full"):
             raise CompositionError(
                 f"This accountant guarantees {self.notion} DP; the spends would "
                 f"compose to {total.notion} DP only."
@@ -315,6 +337,38 @@ class BudgetAccountant:
             f"BudgetAccountant(epsilon={self.epsilon}, delta={self.delta}, "
             f"composition={self.composition!r}; spent {total} in {self.n_spends} fits)"
         )
+
+
+class DetachedAccountant(BudgetAccountant):
+    """The accountant of an estimator loaded from a pickle: it refuses every fit.
+
+    A fitted estimator is saved without its accountant (a handle to a live
+    budget in the process that fitted it). Refitting the loaded estimator, or
+    a clone of it (a pipeline's ``memory`` cache hands back loaded steps),
+    would otherwise run outside that budget unnoticed: set ``accountant`` to
+    a :class:`BudgetAccountant`, or to ``None`` for a fit that no budget
+    records, first. Predicting needs no accountant.
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def _refuse(self, *args, **kwargs):
+        raise ConfigurationError(
+            "This estimator was loaded from a pickle (or from a pipeline's memory cache), "
+            "which does not save its accountant (a live budget of the process that "
+            "fitted it). Set "
+            "set_params(accountant=BudgetAccountant(...)), or accountant=None for a fit "
+            "that no budget records, before fitting it again. Nothing was spent."
+        )
+
+    check = reserve = spend = _refuse
+
+    def __reduce__(self):
+        return (DetachedAccountant, ())
+
+    def __repr__(self):
+        return "DetachedAccountant()"
 
 
 class _Reservation:

@@ -73,7 +73,11 @@ def _ledger_from_json(record):
     return ledger
 
 
-def _remove(path):
+def _remove(path, owner):
+    """Remove the log, in the process that created it only: a child forked from it
+    runs the finalizer too when it exits, and the parent's budget lives on."""
+    if os.getpid() != owner:
+        return
     with contextlib.suppress(OSError):
         os.remove(path)
 
@@ -92,7 +96,7 @@ class FileBudgetStore:
         if path is None:
             fd, path = tempfile.mkstemp(prefix="skprivreg-budget-", suffix=".jsonl")
             os.close(fd)
-            self._finalizer = weakref.finalize(self, _remove, path)
+            self._finalizer = weakref.finalize(self, _remove, path, os.getpid())
         elif not os.path.exists(path):
             raise FileNotFoundError(
                 f"The budget store {path!r} no longer exists: the BudgetAccountant that "

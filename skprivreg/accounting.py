@@ -76,6 +76,7 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "BudgetAccountant",
+    "DetachedAccountant",
     "gdp_delta",
     "gdp_mu",
     "gdp_epsilon",
@@ -494,6 +495,7 @@ def subsample_budget(epsilon, delta, sampling_ratio):
 # move name them here.
 from ._budget_accountant import (  # noqa: E402
     BudgetAccountant,
+    DetachedAccountant,
     _attach_accountant,  # noqa: F401
     _Reservation,  # noqa: F401
 )

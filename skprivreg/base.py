@@ -1,5 +1,6 @@
 """The shared mixin of every skprivreg estimator: privacy parameters, accounting, randomness."""
 
+import copy
 import functools
 import math
 import warnings
@@ -13,7 +14,7 @@ from ._random import (
     public_generators,
     secret_generators,
 )
-from .accounting import BudgetAccountant, PrivacyLedger
+from .accounting import BudgetAccountant, DetachedAccountant, PrivacyLedger
 from .exceptions import PrivacyLeakWarning
 
 __all__ = ["DPEstimatorMixin", "SAMPLE_WEIGHT_MESSAGE"]
@@ -291,9 +292,26 @@ class DPEstimatorMixin:
         state.pop("_reservation", None)  # a hold on a live budget, of this process only
         if "privacy_spent_" in state and state.get("accountant") is not None:
             # A fitted estimator is saved without its accountant (a handle to a
-            # live budget); its privacy_spent_ stays.
-            state = dict(state, accountant=None)
+            # live budget); its privacy_spent_ stays. The loaded estimator (and
+            # its clones) refuse to fit until an accountant is set again.
+            state = dict(state, accountant=DetachedAccountant())
         return state
+
+    def __copy__(self):
+        """A copy that shares the accountant (a handle: its fits are charged to it)."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_reservation"})
+        return new
+
+    def __deepcopy__(self, memo):
+        """A deep copy that shares the accountant (which deep-copies to itself); a pickle
+        saves none (:meth:`__getstate__`)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for key, value in self.__dict__.items():
+            if key != "_reservation":
+                new.__dict__[key] = copy.deepcopy(value, memo)
+        return new
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,7 +15,8 @@ from sklearn.model_selection import GridSearchCV
 
 import skprivreg.linear_model._ssp as ssp_module
 from skprivreg import AdaSSPRegressor, BudgetAccountant, BudgetExceededError
-from skprivreg.accounting import PrivacyEvent, PrivacyLedger
+from skprivreg.accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger
+from skprivreg.exceptions import ConfigurationError
 
 cloudpickle = pytest.importorskip("cloudpickle")  # what loky pickles callables with
 
@@ -163,7 +164,7 @@ def test_estimators_pickle_with_the_handle_and_fitted_ones_without_it():
     unfitted.fit(X, y)
     assert acc.n_spends == 1
     fitted = pickle.loads(pickle.dumps(unfitted))
-    assert fitted.accountant is None
+    assert isinstance(fitted.accountant, DetachedAccountant)
     assert fitted.privacy_spent_.epsilon == pytest.approx(1.0)
     assert clone(est).accountant is acc
 
@@ -263,3 +264,113 @@ def test_an_accountant_pickled_under_its_former_module_still_loads(monkeypatch):
     assert b"skprivreg.accounting" in data and b"_attach_accountant" in data
     other = pickle.loads(data)
     assert other.total() == pytest.approx((0.5, 0.0))
+
+
+# -- copies, saved models and forked processes ---------------------------------
+@pytest.mark.parametrize("make", ["copy", "deepcopy"])
+def test_copies_of_a_fitted_estimator_are_charged_to_its_accountant(make):
+    # The copies dropped the accountant (the pickle state was used), so refitting
+    # a copy spent nothing on the budget.
+    import copy
+
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-2)
+    est = _estimator(acc, epsilon=1.0).fit(X, y)
+    twin = getattr(copy, make)(est)
+    assert twin.accountant is acc
+    with pytest.raises(BudgetExceededError):
+        twin.fit(X, y)
+    assert acc.n_spends == 1
+
+
+def test_a_loaded_model_refuses_to_fit_until_an_accountant_is_set():
+    X, y = _data()
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-2)
+    est = _estimator(acc, epsilon=1.0).fit(X, y)
+    loaded = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    for candidate in (loaded, clone(loaded)):
+        with pytest.raises(ConfigurationError, match="loaded from a pickle"):
+            candidate.fit(X, y)
+    assert acc.n_spends == 1
+    loaded.set_params(accountant=acc).fit(X, y)
+    assert acc.n_spends == 2
+    pickle.loads(pickle.dumps(loaded)).set_params(accountant=None).fit(X, y)
+
+
+def test_a_pipeline_step_from_a_memory_cache_is_not_refitted_outside_the_budget(tmp_path):
+    # A cache hit hands back the fitted private step as unpickled; the pipeline keeps
+    # it, and its next fit (of a clone) on new data ran with no accountant.
+    from joblib import Memory
+
+    from skprivreg.pipeline import PrivatePipeline
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    acc = BudgetAccountant(epsilon=2.5, delta=1e-4)
+    pipe = PrivatePipeline(
+        [("scale", PrivateStandardScaler(epsilon=1.0, x_range=(-5, 5), accountant=acc)),
+         ("fit", _estimator(acc, epsilon=0.5))], memory=Memory(str(tmp_path), verbose=0))
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X, y)
+        pipe.fit(X, y)  # the scaler comes from the cache: nothing new is released
+        spent = acc.total().epsilon
+        with pytest.raises(ConfigurationError, match="memory cache"):
+            pipe.fit(*_data(seed=1))
+    assert acc.total().epsilon == spent
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_cannot_spend_a_budget_of_its_parent():
+    # The child's copy of the spends never reached the parent: four forked fits at
+    # epsilon 1 each were accepted against a budget of 1.
+    import multiprocessing
+
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-2)
+    _INHERITED["acc"] = acc  # what a forked child inherits, unpickled
+    try:
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            outcomes = pool.map(_spend_inherited, range(2))
+    finally:
+        _INHERITED.clear()
+    assert outcomes == ["refused", "refused"]
+    assert acc.n_spends == 0
+    acc.spend(1.0, 0.0)  # the parent's own budget is whole
+
+
+_INHERITED = {}
+
+
+def _spend_inherited(_):
+    try:
+        _INHERITED["acc"].spend(0.5, 0.0)
+    except ConfigurationError:
+        return "refused"
+    return "spent"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_shared_budget_survives_a_forked_child_and_counts_its_spends():
+    # A child's exit ran the store's finalizer, removing the parent's budget file.
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-5, processes=True)
+    acc.spend(1.0, 0.0)
+    pid = os.fork()
+    if pid == 0:  # the child spends, then runs what its exit would run
+        try:
+            acc.spend(0.5, 0.0)
+            acc._store._finalizer()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.path.exists(acc._store.path)
+    assert acc.total().epsilon == pytest.approx(1.5)
+    acc.spend(0.5, 0.0)
+
+
+@pytest.mark.parametrize("notion", ["label", "feature"])
+def test_a_label_or_feature_budget_accepts_a_full_dp_spend_first(notion):
+    acc = BudgetAccountant(epsilon=3.0, notion=notion)
+    acc.spend(1.0, 0.0)  # full DP implies label and feature DP
+    acc.spend(PrivacyLedger([PrivacyEvent("x", 1.0, 0.0, notion=notion)]))
+    assert acc.total().notion == notion

@@ -20,6 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from skprivreg import BudgetAccountant, PrivacyLeakWarning
+from skprivreg.accounting import DetachedAccountant
 from skprivreg.feature_selection import PrivateTopSSelector
 from skprivreg.label_dp import (
     GaussianLabelNoiseRegressor,
@@ -145,7 +146,8 @@ def test_clone_and_pickle(config):
     assert fresh.get_params()["epsilon"] == est.epsilon
     assert not hasattr(fresh, "privacy_spent_")
     restored = pickle.loads(pickle.dumps(est))
-    assert restored.accountant is None  # a live budget handle is not saved
+    # a live budget handle is not saved: the loaded model refuses to refit without one
+    assert isinstance(restored.accountant, DetachedAccountant)
     assert restored.privacy_spent_.epsilon == est.privacy_spent_.epsilon
     np.testing.assert_array_equal(_output(restored, X[:50]), _output(est, X[:50]))
 

@@ -20,6 +20,7 @@ from skprivreg import (
 )
 from skprivreg.accounting import (
     RDP_ORDERS,
+    DetachedAccountant,
     laplace_rdp,
     private_selection_rdp,
     rdp_to_dp,
@@ -448,7 +449,8 @@ def test_a_fitted_search_is_saved_without_the_accountants_it_holds():
     template = AdaSSPRegressor(x_bound=2.0, y_bound=6.5, accountant=acc)
     search = _search(estimator=template, accountant=acc).fit(X, y)
     loaded = pickle.loads(pickle.dumps(search))
-    assert loaded.accountant is None and loaded.estimator.accountant is None
+    assert isinstance(loaded.accountant, DetachedAccountant)
+    assert loaded.estimator.accountant is None
     assert search.estimator.accountant is acc  # the live object keeps its handle
     np.testing.assert_array_equal(loaded.predict(X), search.predict(X))
     assert loaded.privacy_spent_.epsilon == search.privacy_spent_.epsilon
