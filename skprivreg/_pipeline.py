@@ -82,8 +82,9 @@ _SCALER_REPLACEMENT = (
 )
 _BOUNDED = "skprivreg.preprocessing.BoundedScaler(x_range=...) with declared ranges"
 _FUNCTIONS = (
-    "func and inverse_func that are None, element-wise NumPy ufuncs, or functions declared "
-    "with skprivreg.preprocessing.rowwise (a function of the whole batch reads other rows)"
+    "func and inverse_func that are None, element-wise ufuncs of NumPy or scipy.special, "
+    "or functions declared with skprivreg.preprocessing.rowwise (a function of the whole "
+    "batch reads other rows)"
 )
 
 #: scikit-learn classes whose fit learns from the data, or whose refused form is
@@ -154,13 +155,35 @@ def _is_nan(value):
     return isinstance(value, numbers.Real) and math.isnan(value)
 
 
+def _library_ufunc(func):
+    """Whether ``func`` is one of NumPy's or SciPy's (``scipy.special``) own ufuncs.
+
+    Any Python function becomes a ufunc through :func:`numpy.frompyfunc` or
+    :func:`numpy.vectorize`-like tools, and may keep state from one row to the
+    next: only the libraries' own element-wise ufuncs are known to map each
+    entry on its own.
+    """
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str):
+        return False
+    if getattr(np, name, None) is func:
+        return True
+    try:
+        import scipy.special
+    except ImportError:  # pragma: no cover - scipy is a dependency
+        return False
+    return getattr(scipy.special, name, None) is func
+
+
 def _declared_rowwise(func):
-    """Whether ``func`` maps rows on their own: ``None``, an element-wise ufunc, a function
-    marked by :func:`~skprivreg.preprocessing.rowwise`, or a partial of one of these."""
+    """Whether ``func`` maps rows on their own: ``None``, an element-wise ufunc of NumPy
+    or ``scipy.special``, a function marked by :func:`~skprivreg.preprocessing.rowwise`,
+    or a partial of one of these."""
     if func is None or getattr(func, ROWWISE_MARK, False) is True:
         return True
     if isinstance(func, np.ufunc):
-        return func.signature is None  # a generalized ufunc (matmul) combines rows
+        # a generalized ufunc (matmul) combines rows; another's may keep state
+        return func.signature is None and _library_ufunc(func)
     if isinstance(func, functools.partial):
         return _declared_rowwise(func.func)
     return False

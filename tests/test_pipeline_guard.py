@@ -317,6 +317,26 @@ def test_functions_of_the_whole_batch_are_refused():
     assert [p for p, _, _ in leaking_steps(ttr)] == ["transformer"]
 
 
+def test_a_ufunc_made_from_any_python_function_is_not_taken_as_elementwise():
+    # np.frompyfunc makes a ufunc (signature None) of any function, one that keeps
+    # state from row to row included: a running maximum passed strict=True, and the
+    # fitted transform then gave one training record's value exactly.
+    import scipy.special
+
+    seen = {"max": 0.0}
+
+    def running_max_scale(v):
+        seen["max"] = max(seen["max"], abs(v))
+        return v / seen["max"]
+
+    made = np.frompyfunc(running_max_scale, 1, 1)
+    assert isinstance(made, np.ufunc) and made.signature is None
+    assert leaking_steps(_strict(FunctionTransformer(made), _regressor()))
+    assert leaking_steps(_strict(FunctionTransformer(rowwise(made)), _regressor())) == []
+    for library in (np.exp, scipy.special.expit, functools.partial(scipy.special.erf)):
+        assert leaking_steps(_strict(FunctionTransformer(library), _regressor())) == []
+
+
 def test_ufuncs_and_functions_declared_rowwise_pass():
     def local(X):
         return X * 2.0
