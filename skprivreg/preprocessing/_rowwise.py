@@ -17,8 +17,10 @@ def rowwise(func):
     (:func:`sklearn.preprocessing.scale` subtracts the column means) moves
     every row when one record changes, and nothing accounts for that. The
     pipeline guard (:func:`~skprivreg.pipeline.leaking_steps`) accepts
-    ``func`` and ``inverse_func`` that are ``None``, element-wise NumPy
-    ufuncs, functions marked by ``rowwise``, or :func:`functools.partial`
+    ``func`` and ``inverse_func`` that are ``None``, element-wise ufuncs of
+    NumPy or ``scipy.special`` (a ufunc made from a Python function by
+    :func:`numpy.frompyfunc` may keep state from row to row: it needs the
+    mark), functions marked by ``rowwise``, or :func:`functools.partial`
     objects of those. It cannot read a function's code: by marking
     ``func`` you assert that each output row depends only on the same input
     row (and on parameters fixed before the data is seen), and on no other
