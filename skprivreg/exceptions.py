@@ -60,7 +60,10 @@ class ConfigurationError(ValueError):
     """The requested guarantee is infeasible from public facts alone.
 
     Raised before any data access; spends nothing. The message may cite
-    public numbers (for example the minimum sample size).
+    public numbers (for example the minimum sample size). One exception,
+    stated in its message: a condition that needs a privately released bound
+    (the perturbation Lasso's penalty with an estimated ``y_bound``) is
+    checked after that release, whose spend stays recorded.
     """
 
 
