@@ -9,7 +9,6 @@ import argparse
 import os
 import sys
 import time
-import warnings
 
 import numpy as np
 
@@ -352,6 +351,7 @@ def _score(case):
     from sklearn.base import is_regressor
     from sklearn.linear_model import LinearRegression
 
+    from ._warnings import quiet_warnings
     from .exceptions import ConfigurationError
 
     estimator = case["estimator"]
@@ -362,10 +362,9 @@ def _score(case):
     mse_mean = float(np.mean((y_test - np.mean(y_train, axis=0)) ** 2))
     start = time.perf_counter()
     try:
-        with warnings.catch_warnings():
+        with quiet_warnings():
             # The planner's public warnings (e.g. ISSP far below its minimum n)
             # are part of the case's description.
-            warnings.simplefilter("ignore")
             fitted = estimator.fit(X_train, y_train)
     except ConfigurationError:
         # Refused from public facts before any spend (e.g. n too small for a

@@ -11,6 +11,7 @@ from sklearn.feature_selection import SelectorMixin
 
 from .._compat import Interval, StrOptions, check_is_fitted, fit_context, validate_data
 from .._rows import read_into_memory
+from .._warnings import quiet_warnings
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import (
@@ -666,8 +667,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
     def _fit_subsample(self, X, y, rule, plan, private, rngs):
         """``(released support or BOTTOM, threshold)``; threshold ``None`` when not private."""
         if not private:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet_warnings():
                 key = rule(X, y)
             return (BOTTOM if not isinstance(key, tuple) else key), None
         released = run_stable_mode(
@@ -698,8 +698,7 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
         if y_range is not None:
             y_clip = np.clip(y_clip, y_range[0], y_range[1]) / y_bound_magnitude(y_range)
         y_clip = s * y_clip
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
+        with quiet_warnings(), np.errstate(all="ignore"):
             support, d_hat = perturbation_distance(X_clip, y_clip, s, Lambda, self.rsc_constant)
         if not private:
             return support, None

@@ -40,6 +40,7 @@ from scipy import sparse
 from scipy.stats import binom
 
 from .._random import noise_is_reproducible, secret_generators
+from .._warnings import quiet_warnings
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import quiet_floats
 from ..exceptions import PlanningWarning
@@ -380,9 +381,9 @@ def _vote(f, X_j, y_j):
 
 def _evaluate_batch(X, y, batch, f):
     # Warnings raised inside f (e.g. ConvergenceWarning with a duality gap)
-    # carry data-dependent numbers: never let them out.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    # carry data-dependent numbers: never let them out. Entered here, in the
+    # worker (a joblib thread or process), not only around the Parallel call.
+    with quiet_warnings():
         return [_vote(f, _take_rows(X, idx), _take_rows(y, idx)) for idx in batch]
 
 

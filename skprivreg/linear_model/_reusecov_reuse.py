@@ -5,6 +5,7 @@ use its ``_release`` (which checks the budget and spends before reading the
 new outcomes) and its fitted attributes.
 """
 
+import contextlib
 import math
 import warnings
 
@@ -19,6 +20,7 @@ from .._rows import (
     same_row_chunks,
     set_dask_feature_names,
 )
+from .._warnings import quiet_warnings
 from ..accounting import PrivacyLedger
 from ..base import without_float_warnings
 from ..exceptions import PrivacyLeakWarning
@@ -181,11 +183,10 @@ class _CovarianceReuseMixin:
         Finiteness is checked on the workers by the statistics pass, before
         any noise is drawn or budget spent.
         """
-        with warnings.catch_warnings():
-            if hasattr(X, "columns"):
-                # sklearn does not read a Dask frame's names; they are checked
-                # by set_dask_feature_names instead.
-                warnings.filterwarnings("ignore", message="X does not have valid feature")
+        # sklearn does not read a Dask frame's names (it warns that X has none);
+        # they are checked by set_dask_feature_names instead. quiet_warnings, as
+        # warnings.catch_warnings is not thread-safe (see skprivreg._warnings).
+        with quiet_warnings() if hasattr(X, "columns") else contextlib.nullcontext():
             validate_data(self, X, skip_check_array=True, reset=False)
         set_dask_feature_names(self, X, reset=False)
         # Shapes first (an in-memory side as an array), then both on Dask.

@@ -1,7 +1,6 @@
 """Private hyperparameter search: the best of a random number of private runs."""
 
 import math
-import warnings
 from copy import deepcopy
 
 import joblib
@@ -33,6 +32,7 @@ from .._rdp import (
     tnb_pmf,
 )
 from .._rows import read_into_memory
+from .._warnings import quiet_warnings
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_y_bound
@@ -444,8 +444,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             X, y = _SYNTHETIC[variant](rng, (n_train, d), (n_train, *y_shape))
             est = self._candidate(params, prefix, epsilon)
             final = est[-1] if isinstance(est, Pipeline) else est
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet_warnings():
                 try:
                     final.fit(X, y)
                 except PrivateTestFailed:
@@ -498,8 +497,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             seen.add(key)
             est = self._candidate(params, prefix, 1.0)
             head = est[:-1]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet_warnings():
                 rows = head.fit_transform(X) if len(est.steps) > 1 else X
             # As the private estimator will read them: numbers (a text entry would
             # be refused inside a run, after the spend), sparse only if it takes it.
@@ -519,8 +517,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             d = X.shape[1]
             if isinstance(est, Pipeline) and len(est.steps) > 1:
                 head = _take(X, np.arange(min(2, X.shape[0])))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with quiet_warnings():
                     d = est[:-1].fit(head).transform(head).shape[1]
             shapes.append((n_train, d, y_shape))
         return shapes
@@ -672,8 +669,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             order = rng.permutation(n)
             train, val = order[:n_train], order[n_train:]
             est = self._candidate(candidates[index], prefix, eps_c)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with quiet_warnings():
                 try:
                     est.fit(_take(X, train), y[train])
                 except (PrivateTestFailed, PrivacyInfeasibleError):
