@@ -33,7 +33,7 @@ from .._rdp import (
 )
 from .._rows import read_into_memory
 from .._warnings import quiet_warnings
-from ..accounting import PrivacyEvent, PrivacyLedger
+from ..accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
@@ -361,9 +361,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         template = state.get("estimator")
         if "privacy_spent_" in state and hasattr(template, "get_params"):
             # A fitted search is saved without accountants, its template's included
-            # (handles to live budgets, which refuse to be pickled).
+            # (handles to live budgets, which refuse to be pickled): the loaded
+            # template refuses to fit until they are set again.
             params = template.get_params(deep=True)
-            held = {name: None for name, value in params.items()
+            held = {name: DetachedAccountant() for name, value in params.items()
                     if name.rsplit("__", 1)[-1] == "accountant" and value is not None}
             if held:
                 state = dict(state, estimator=clone(template).set_params(**held))
