@@ -316,3 +316,21 @@ def test_laplace_and_gumbel_scales_below_the_normal_range_are_refused():
         laplace_distance_test(0.0, 50.0, 1e-6, rng, sensitivity=5e-324)
     with pytest.raises(ValueError, match="too small to calibrate"):
         gumbel_top_k([0.0, 1e-320], 1, 5e-324, 50.0, rng)
+
+
+def test_square_root_bounds_are_never_rounded_below_the_exact_root():
+    # math.sqrt(3) rounds below sqrt(3): a row (1, 1, 1) of the mapped cube had a norm
+    # above LinearRegression's row bound, and the scaler's 2 sqrt(d) was short too.
+    from fractions import Fraction
+
+    from skprivreg.linear_model._linear import range_map
+    from skprivreg.mechanisms import moment_sums_sensitivity, sqrt_at_least
+
+    below = [d for d in range(1, 1000) if Fraction(math.sqrt(d)) ** 2 < d]
+    assert 3 in below
+    for d in range(1, 1000):
+        root = sqrt_at_least(d)
+        assert Fraction(root) ** 2 >= d > Fraction(math.nextafter(root, 0.0)) ** 2
+        assert Fraction(moment_sums_sensitivity(d)) ** 2 >= 4 * d
+    for d in below[:20]:
+        assert Fraction(range_map((-1.0, 1.0), (-1.0, 1.0), d).row_bound) ** 2 >= d

@@ -42,6 +42,7 @@ from ..mechanisms import (
     gdp_split,
     intercept_gram_sensitivity,
     residual_gradient_sensitivity,
+    sqrt_at_least,
     symmetric_gaussian_matrix,
 )
 from ._base import LinearPredictMixin, solve_psd_repaired
@@ -97,7 +98,7 @@ def range_map(x_range, y_bound, n_features, fit_intercept=True):
     else:
         center, half = np.zeros(n_features), np.abs(fb).max(axis=1)
         y_center, y_half = 0.0, float(np.abs(lb).max())
-    return RangeMap(center, half, y_center, y_half, math.sqrt(n_features), True)
+    return RangeMap(center, half, y_center, y_half, sqrt_at_least(n_features), True)
 
 
 def mean_weight(n_samples, mu):
@@ -181,7 +182,7 @@ def _plan(est, n, d):
         for t in range(1, T):
             weights[f"gradient_{t}"] = 0.45 * rest / (T - 1)
     weights["selection"] = 0.07 * rest
-    row_bound = math.sqrt(d) if est.x_range is not None else 1.0
+    row_bound = sqrt_at_least(d) if est.x_range is not None else 1.0
     return _Plan(private, mu, tuple(bound_events), weights, row_bound, T)
 
 

@@ -42,6 +42,7 @@ import numpy as np
 from .._gram import cache_block_rows
 from .._rows import as_float64_block, check_block_finite, workspace, workspace_like
 from ..bounds import clip_threshold, row_norms
+from ..mechanisms import sqrt_at_least
 
 __all__ = [
     "INTERCEPT",
@@ -102,7 +103,7 @@ class RangeMap:
         may sum the range-clipped raw rows (public conditions, see the module docstring),
         else ``None``."""
         d = self.center.shape[0]
-        if (not self.clip_coordinates or self.row_bound < math.sqrt(d)
+        if (not self.clip_coordinates or self.row_bound < sqrt_at_least(d)
                 or np.any(np.abs(self.center) > _RAW_OFFSET_LIMIT * self.half)
                 or not np.all(np.abs(self.center) + self.half <= _RAW_MAGNITUDE_LIMIT)
                 # Raw products of tiny ranges round in the subnormal range, where
@@ -160,8 +161,8 @@ def _mapped(X_block, y_block, rmap, x_clip=None, check=False):
             check_block_finite(X, "X")  # NaN or infinity, or only a sum that overflowed
     if rmap.clip_coordinates:
         np.clip(Z, -1.0, 1.0, out=Z)
-    if not (rmap.clip_coordinates and rmap.row_bound >= math.sqrt(Z.shape[1])):
-        # coordinates in [-1, 1] already give ||z|| <= sqrt(d)
+    if not (rmap.clip_coordinates and rmap.row_bound >= sqrt_at_least(Z.shape[1])):
+        # coordinates in [-1, 1] already give ||z|| <= sqrt(d) (exactly)
         norms = row_norms(Z, out=workspace("range mapped norms", len(Z)))
         target = clip_threshold(rmap.row_bound, Z.shape[1])
         over = norms > target

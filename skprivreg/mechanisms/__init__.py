@@ -45,6 +45,7 @@ from ._moments import (  # noqa: F401
     randomized_response,
     randomized_response_probabilities,
     released_mean_variance,
+    sqrt_at_least,
 )
 from ._ptr import (  # noqa: F401
     PTRCalibration,
@@ -135,6 +136,7 @@ __all__ = [
     "randomized_response_probabilities",
     "randomized_response",
     "moment_sums_sensitivity",
+    "sqrt_at_least",
     "moment_sums",
     "released_mean_variance",
     "clipped_squared_error_sensitivity",

@@ -4,6 +4,7 @@ Part of :mod:`skprivreg.mechanisms` (import from there).
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from .._rows import workspace_like
 from ._gaussian import add_laplace
 
 __all__ = [
+    "sqrt_at_least",
     "moment_sums_sensitivity",
     "moment_sums",
     "released_mean_variance",
@@ -21,6 +23,16 @@ __all__ = [
     "randomized_response_probabilities",
     "randomized_response",
 ]
+
+
+def sqrt_at_least(value):
+    """The smallest float at least :math:`\\sqrt{v}` (``math.sqrt`` rounds to nearest,
+    below the exact root for some ``v``, e.g. 3): a bound such as the norm
+    :math:`\\sqrt{d}` of a row in :math:`[-1, 1]^d` must not be rounded down."""
+    root = math.sqrt(value)
+    if Fraction(root) ** 2 < Fraction(value):
+        root = math.nextafter(root, math.inf)
+    return root
 
 
 # ---------------------------------------------------------------------------
@@ -46,7 +58,7 @@ def moment_sums_sensitivity(n_features):
     """
     if n_features < 1:
         raise ValueError("n_features must be >= 1.")
-    return 2.0 * math.sqrt(n_features)
+    return 2.0 * sqrt_at_least(n_features)  # times 2: exact
 
 
 def moment_sums(U, overwrite=False, scratch=None):
