@@ -178,6 +178,11 @@ class GramParams:
     def __init__(self, x_bound, y_range, n_outputs, estimator_name=None, cache_bytes=None,
                  n_threads=1, columns=None, x_range=None):
         self.x_bound = None if x_bound is None else float(x_bound)
+        if self.x_bound is not None and not math.isfinite(self.x_bound * self.x_bound):
+            # The pass compares squared norms with the bound's square: above about
+            # 1.3e154 it overflows and no row would be clipped. (Estimators refuse
+            # bounds above 1e60 before this, with their own message.)
+            raise ValueError(f"x_bound={self.x_bound:.3g} is too large: its square overflows.")
         self.y_range = None if y_range is None else tuple(float(v) for v in y_range)
         self.n_outputs = int(n_outputs)
         self.estimator_name = estimator_name
