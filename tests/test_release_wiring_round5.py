@@ -516,3 +516,22 @@ def test_a_row_bound_whose_square_overflows_is_refused_by_the_gram_pass():
     with pytest.raises(ValueError, match="square overflows"):
         GramParams(1e160, None, 1)
     assert GramParams(1e150, None, 1).x_bound == 1e150
+
+
+def test_generators_seeded_by_the_facility_after_the_spend_mark_the_ledger():
+    # A spend recorded outside the testing facility, then generators seeded inside
+    # it: the fit's noise is reproducible, so its ledger is not for publication.
+    import warnings
+
+    from skprivreg.accounting import PrivacyEvent, PrivacyLedger
+    from skprivreg.linear_model import SSPRegressor
+    from skprivreg.testing import reproducible_noise
+
+    est = SSPRegressor(epsilon=1.0, delta=1e-6, x_bound=1.0, y_bound=1.0)
+    est._spend(PrivacyLedger([PrivacyEvent("x", 1.0, 1e-6)]))
+    assert est.privacy_spent_.for_publication
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(3):
+            est._secret_rngs("noise")
+    assert not est.privacy_spent_.for_publication and est.noise_reproducible_
