@@ -304,3 +304,20 @@ def capture_reusecov(monkeypatch):
     monkeypatch.setattr(reusecov_fit, "psd_factor", psd_factor)
     monkeypatch.setattr(reusecov_release, "apply_factor", apply_factor)
     return record
+
+
+def capture_linear(X, y, **params):
+    """``(estimator, [(name, noisy value, event), ...])`` of one LinearRegression fit with
+    reproducible noise (seed 3), in release order."""
+    import skprivreg.linear_model._linear as lin
+    from skprivreg.linear_model import LinearRegression
+    from skprivreg.testing import reproducible_noise
+
+    captured = []
+    lin._CAPTURE = captured
+    try:
+        with quiet(), reproducible_noise(seed=3):
+            est = LinearRegression(random_state=7, **params).fit(X, y)
+    finally:
+        lin._CAPTURE = None
+    return est, captured

@@ -7,7 +7,8 @@ and passing on the unmodified code.
 import math
 
 import numpy as np
-from _privacy_harness import quiet
+import pytest
+from _privacy_harness import capture_linear, quiet
 
 
 # ---------------------------------------------------------------------------
@@ -99,45 +100,26 @@ def _search_for(estimator, acc):
                                delta=1e-6, n_repetitions=2, accountant=acc)
 
 
-def test_a_candidate_spending_more_on_heavy_tails_is_refused_before_any_spend():
-    # Kills: the heavy-tailed synthetic data left out of _check_public_curves.
-    # The candidate's curve is the same on normal data of every scale, so
-    # only the heavy-tailed variant shows that it follows the data.
+@pytest.mark.parametrize(
+    "factor, follows",
+    [(2.0, _heavy_tailed),  # kills: the heavy-tailed variant left out (the curve is
+                            # the same on normal data of every scale)
+     (1.001, lambda X: np.max(np.abs(X)) > 100.0),  # kills: a loose tolerance in _above
+     (2.0, lambda X: np.max(np.abs(X)) < 0.1)],  # kills: the 1e-3 scale left out
+    ids=["heavy tails", "a little more", "small values"])
+def test_a_candidate_whose_spend_follows_the_data_is_refused_before_any_spend(factor,
+                                                                              follows):
+    # Spending 1.001 epsilon raises every point of a Gaussian Renyi curve
+    # (alpha mu^2 / 2, mu increasing in epsilon) by far more than the 1e-9 rounding
+    # allowance of _above and by less than a loose 1e-2.
     from skprivreg import BudgetAccountant
     from skprivreg.exceptions import ConfigurationError
 
     X, y = _search_data()
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    search = _search_for(_spending_more(2.0, _heavy_tailed)(x_bound=2.0, y_bound=6.5), acc)
-    with quiet():
-        try:
-            search.fit(X, y)
-        except ConfigurationError as error:
-            assert "depends on the data" in str(error)
-        else:
-            raise AssertionError("a candidate spending more on heavy tails was not refused")
-    assert acc.n_spends == 0
-
-
-def test_a_candidate_spending_a_little_more_is_refused():
-    # Kills: a loose tolerance in _above (any relative slack well above float
-    # rounding, here 1e-2). Spending 1.001 epsilon raises every point of a
-    # Gaussian Renyi curve (alpha mu^2 / 2, mu increasing in epsilon) by
-    # far more than the 1e-9 rounding allowance and less than 1e-2.
-    from skprivreg import BudgetAccountant
-    from skprivreg.exceptions import ConfigurationError
-
-    X, y = _search_data()
-    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    cand = _spending_more(1.001, lambda X: np.max(np.abs(X)) > 100.0)(x_bound=2.0, y_bound=6.5)
-    search = _search_for(cand, acc)
-    with quiet():
-        try:
-            search.fit(X, y)
-        except ConfigurationError as error:
-            assert "depends on the data" in str(error)
-        else:
-            raise AssertionError("a candidate spending 0.1% more was not refused")
+    search = _search_for(_spending_more(factor, follows)(x_bound=2.0, y_bound=6.5), acc)
+    with quiet(), pytest.raises(ConfigurationError, match="depends on the data"):
+        search.fit(X, y)
     assert acc.n_spends == 0
 
 
@@ -152,13 +134,8 @@ def test_a_run_above_its_planned_curve_stops_the_search():
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
     cand = _spending_more(2.0, lambda X: np.max(np.abs(X)) > 1e6)(x_bound=2e7, y_bound=6.5e7)
     search = _search_for(cand, acc)
-    with quiet():
-        try:
-            search.fit(1e7 * X, 1e7 * y)
-        except RuntimeError as error:
-            assert "planned Renyi-DP curve" in str(error)
-        else:
-            raise AssertionError("a run above the planned curve did not stop the search")
+    with quiet(), pytest.raises(RuntimeError, match="planned Renyi-DP curve"):
+        search.fit(1e7 * X, 1e7 * y)
 
 
 # ---------------------------------------------------------------------------
@@ -227,17 +204,7 @@ def test_boosted_lambda_min_noise_is_drawn_at_the_ledger_sigma(monkeypatch):
 # LinearRegression: declared ranges mapped (not raw) clip every coordinate
 # ---------------------------------------------------------------------------
 def _linear_releases(X, y, **params):
-    import skprivreg.linear_model._linear as lin
-    from skprivreg.linear_model import LinearRegression
-    from skprivreg.testing import reproducible_noise
-
-    captured = []
-    lin._CAPTURE = captured
-    try:
-        with quiet(), reproducible_noise(seed=3):
-            est = LinearRegression(random_state=7, **params).fit(X, y)
-    finally:
-        lin._CAPTURE = None
+    est, captured = capture_linear(X, y, **params)
     return est, [(name, value) for name, value, _ in captured]
 
 
@@ -313,12 +280,8 @@ def test_an_accountant_of_another_relation_refuses_replace_one_spends():
     for relation in ("add-remove", "zero-out"):
         acc = BudgetAccountant(epsilon=10.0, delta=1e-3, neighbouring=relation)
         for call in (acc.check, acc.spend, acc.reserve):
-            try:
+            with pytest.raises(CompositionError):
                 call(0.5, 1e-6)
-            except CompositionError:
-                pass
-            else:
-                raise AssertionError(f"{relation} accountant accepted a replace-one spend")
         assert acc.n_spends == 0
 
 
@@ -334,12 +297,8 @@ def test_a_spent_ledger_cannot_be_amended_to_spend_more():
     acc.spend(planned)
     for final in (PrivacyLedger([PrivacyEvent("release", 1.5, 1e-6)]),
                   PrivacyLedger([PrivacyEvent("release", 1.0, 2e-6)])):
-        try:
+        with pytest.raises(ValueError):
             acc._amend(planned, final)
-        except ValueError:
-            pass
-        else:
-            raise AssertionError("a ledger was amended to a larger spend")
     total = acc.total()
     assert total.epsilon == 1.0 and total.delta == 1e-6
 
@@ -363,12 +322,8 @@ def test_a_replace_one_accountant_charges_add_remove_spends_by_group_privacy():
     assert math.isclose(total.epsilon, eps, rel_tol=1e-12) and math.isclose(eps, 1.2)
     assert math.isclose(total.delta, delta, rel_tol=1e-12)
     small = BudgetAccountant(epsilon=1.0, delta=1e-3, neighbouring="replace-one")
-    try:
+    with pytest.raises(BudgetExceededError):
         small.check(add_remove(0.6, 1e-7))
-    except BudgetExceededError:
-        pass
-    else:
-        raise AssertionError("an add/remove spend of 0.6 passed a replace-one budget of 1")
 
 
 def test_the_budget_check_refuses_a_delta_over_budget_and_epsilon_just_over_it():
@@ -381,12 +336,8 @@ def test_the_budget_check_refuses_a_delta_over_budget_and_epsilon_just_over_it()
     acc.spend(0.9999, 0.0)
     for spend in ((0.0002, 0.0), (1e-6, 2e-6)):  # epsilon 1.0001 > 1; delta 2e-6 > 1e-6
         for call in (acc.check, acc.reserve, acc.spend):
-            try:
+            with pytest.raises(BudgetExceededError):
                 call(*spend)
-            except BudgetExceededError:
-                pass
-            else:
-                raise AssertionError(f"{call.__name__}{spend} passed a budget of (1, 1e-6)")
     assert acc.n_spends == 1
     acc.spend(0.0001, 1e-6)  # exactly the rest fits
     assert acc.n_spends == 2
@@ -401,47 +352,14 @@ def test_a_spent_ledger_cannot_be_amended_to_another_notion():
     planned = PrivacyLedger([PrivacyEvent("release", 1.0, 1e-6)])
     acc.spend(planned)
     final = PrivacyLedger([PrivacyEvent("release", 1.0, 1e-6, notion="label")])
-    try:
+    with pytest.raises(ValueError):
         acc._amend(planned, final)
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("a full-DP ledger was amended to a label-DP one")
     assert acc.total().notion == "full"
-
-
-def test_a_candidate_spending_more_on_small_values_is_refused_before_any_spend():
-    # Kills: the small-scale synthetic data (1e-3) left out of _check_public_curves.
-    from skprivreg import BudgetAccountant
-    from skprivreg.exceptions import ConfigurationError
-
-    X, y = _search_data()
-    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    cand = _spending_more(2.0, lambda X: np.max(np.abs(X)) < 0.1)(x_bound=2.0, y_bound=6.5)
-    search = _search_for(cand, acc)
-    with quiet():
-        try:
-            search.fit(X, y)
-        except ConfigurationError as error:
-            assert "depends on the data" in str(error)
-        else:
-            raise AssertionError("a candidate spending more on small values was not refused")
-    assert acc.n_spends == 0
 
 
 def _capture_linear(X, y, **params):
     """``({name: (noisy value, event)}, estimator)`` of one reproducible LinearRegression fit."""
-    import skprivreg.linear_model._linear as lin
-    from skprivreg.linear_model import LinearRegression
-    from skprivreg.testing import reproducible_noise
-
-    captured = []
-    lin._CAPTURE = captured
-    try:
-        with quiet(), reproducible_noise(seed=3):
-            est = LinearRegression(random_state=7, **params).fit(X, y)
-    finally:
-        lin._CAPTURE = None
+    est, captured = capture_linear(X, y, **params)
     return {name: (value, event) for name, value, event in captured}, est
 
 
