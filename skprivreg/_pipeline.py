@@ -29,6 +29,7 @@ mapped by functions fixed by earlier (released) steps: replacing one input
 row replaces one row at every step.
 """
 
+import contextlib
 import functools
 import math
 import numbers
@@ -63,7 +64,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 
 from ._compat import check_is_fitted
-from .accounting import PrivacyEvent, PrivacyLedger, compose_ledgers
+from .accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger, compose_ledgers
 from .base import DPEstimatorMixin
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .preprocessing._rowwise import ROWWISE_MARK
@@ -619,6 +620,25 @@ class PrivatePipeline(Pipeline):
                 raise ConfigurationError(message + " (strict=True: nothing was fitted.)")
             warnings.warn(message, PrivacyLeakWarning, stacklevel=4)
 
+    @contextlib.contextmanager
+    def _cached_steps_keep_accountants(self):
+        """With ``memory``, a cache hit hands back a fitted step as loaded from its pickle,
+        holding a :class:`~skprivreg.accounting.DetachedAccountant` (its release was
+        charged when it was first fitted). The step then gets back the accountants it
+        was given, so its later fits (of clones) are charged to them again."""
+        held = []
+        for index, (_, step) in enumerate(self.steps):
+            if hasattr(step, "get_params"):
+                held += [(index, key, value)
+                         for key, value in step.get_params(deep=True).items()
+                         if key.rsplit("__", 1)[-1] == "accountant" and value is not None
+                         and not isinstance(value, DetachedAccountant)]
+        yield
+        for index, key, value in held:
+            step = self.steps[index][1]
+            if isinstance(step.get_params(deep=True).get(key), DetachedAccountant):
+                step.set_params(**{key: value})
+
     def fit(self, X, y=None, **params):
         """Run the leak guard, then fit every step as :class:`~sklearn.pipeline.Pipeline` does.
 
@@ -627,7 +647,7 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants():
             return super().fit(X, y, **params)
 
     @available_if(_final_step_has("fit_transform", "transform"))
@@ -639,7 +659,7 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants():
             return super().fit_transform(X, y, **params)
 
     @available_if(_final_step_has("fit_predict"))
@@ -651,7 +671,7 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants():
             return super().fit_predict(X, y, **params)
 
     @property

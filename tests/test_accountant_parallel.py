@@ -298,15 +298,17 @@ def test_a_loaded_model_refuses_to_fit_until_an_accountant_is_set():
     pickle.loads(pickle.dumps(loaded)).set_params(accountant=None).fit(X, y)
 
 
-def test_a_pipeline_step_from_a_memory_cache_is_not_refitted_outside_the_budget(tmp_path):
+def test_a_pipeline_step_from_a_memory_cache_is_charged_when_refitted(tmp_path):
     # A cache hit hands back the fitted private step as unpickled; the pipeline keeps
-    # it, and its next fit (of a clone) on new data ran with no accountant.
+    # it, and its next fit (of a clone) on new data ran with no accountant. The step
+    # now gets its accountant back: a cache hit releases nothing new, a fit on new
+    # data is charged in full.
     from joblib import Memory
 
     from skprivreg.pipeline import PrivatePipeline
     from skprivreg.preprocessing import PrivateStandardScaler
 
-    acc = BudgetAccountant(epsilon=2.5, delta=1e-4)
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-4)
     pipe = PrivatePipeline(
         [("scale", PrivateStandardScaler(epsilon=1.0, x_range=(-5, 5), accountant=acc)),
          ("fit", _estimator(acc, epsilon=0.5))], memory=Memory(str(tmp_path), verbose=0))
@@ -314,11 +316,16 @@ def test_a_pipeline_step_from_a_memory_cache_is_not_refitted_outside_the_budget(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pipe.fit(X, y)
-        pipe.fit(X, y)  # the scaler comes from the cache: nothing new is released
-        spent = acc.total().epsilon
-        with pytest.raises(ConfigurationError, match="memory cache"):
-            pipe.fit(*_data(seed=1))
-    assert acc.total().epsilon == spent
+        assert acc.total().epsilon == pytest.approx(1.5)
+        pipe.fit(X, y)  # the scaler comes from the cache: only the model is refitted
+        assert acc.total().epsilon == pytest.approx(2.0)
+        assert pipe.named_steps["scale"].accountant is acc
+        pipe.fit(*_data(seed=1))  # new rows: both steps are charged
+        assert acc.total().epsilon == pytest.approx(3.5)
+        loaded = pickle.loads(pickle.dumps(pipe))
+        with pytest.raises(ConfigurationError, match="loaded from a pickle"):
+            loaded.fit(*_data(seed=2))  # a saved pipeline still refuses
+    assert acc.total().epsilon == pytest.approx(3.5)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
