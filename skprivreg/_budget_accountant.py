@@ -40,8 +40,9 @@ class BudgetAccountant:
     :func:`copy.deepcopy` of an estimator. It is thread-safe. A *fitted*
     estimator pickles without it: the loaded estimator holds a
     :class:`DetachedAccountant`, which refuses every fit until an accountant
-    (or ``None``) is set again, so a saved model (or a pipeline step from a
-    ``memory`` cache) never refits outside the budget it was fitted under.
+    (or ``None``) is set again, so a saved model never refits outside the
+    budget it was fitted under. (A ``PrivatePipeline`` whose ``memory`` cache
+    hands back such a step gives it back its accountant.)
 
     Processes. By default the spends live in this object, and it refuses to
     be pickled: a copy in another process (joblib's workers under
