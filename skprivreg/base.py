@@ -92,6 +92,10 @@ def _refuse_sample_weight(fit):
     def wrapper(self, *args, **kwargs):
         if kwargs.get("sample_weight") is not None or "sample_weight" in kwargs:
             raise TypeError(SAMPLE_WEIGHT_MESSAGE.format(name=type(self).__name__))
+        accountant = self.__dict__.get("accountant")
+        if isinstance(accountant, DetachedAccountant):
+            # Refused before fit resets anything: the loaded model keeps working.
+            accountant.check(0.0)
         return _releasing_budget(quiet_fit)(self, *args, **kwargs)
 
     return wrapper

@@ -293,6 +293,8 @@ def test_a_loaded_model_refuses_to_fit_until_an_accountant_is_set():
         with pytest.raises(ConfigurationError, match="loaded from a pickle"):
             candidate.fit(X, y)
     assert acc.n_spends == 1
+    # the refused fit left the loaded model as it was
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     loaded.set_params(accountant=acc).fit(X, y)
     assert acc.n_spends == 2
     pickle.loads(pickle.dumps(loaded)).set_params(accountant=None).fit(X, y)
