@@ -83,6 +83,22 @@ def without_float_warnings(method):
     return wrapper
 
 
+def charge_refits_to(estimator, accountant):
+    """Give a fitted sub-estimator (a search's ``best_estimator_``, a Lasso's stage 2)
+    the outer estimator's ``accountant`` wherever it has none.
+
+    Sub-estimators are fitted with ``accountant=None``: their spend is part of
+    the outer estimator's, recorded once. Refitting one directly is a new
+    private fit, which is then charged to the same budget.
+    """
+    if accountant is None or not hasattr(estimator, "get_params"):
+        return
+    held = {name: accountant for name, value in estimator.get_params(deep=True).items()
+            if name.rsplit("__", 1)[-1] == "accountant" and value is None}
+    if held:
+        estimator.set_params(**held)
+
+
 def _refuse_sample_weight(fit):
     """Wrap ``fit`` so ``sample_weight`` is refused with the reason, and the fit
     runs without floating-point warnings (:func:`without_float_warnings`)."""

@@ -383,3 +383,28 @@ def test_a_label_or_feature_budget_accepts_a_full_dp_spend_first(notion):
     acc.spend(1.0, 0.0)  # full DP implies label and feature DP
     acc.spend(PrivacyLedger([PrivacyEvent("x", 1.0, 0.0, notion=notion)]))
     assert acc.total().notion == notion
+
+
+def test_refits_of_a_lasso_s_fitted_stages_are_charged_to_its_accountant():
+    # The stages are fitted with accountant=None (their spend is the regressor's);
+    # refitting one directly was a private fit no budget recorded, and a loaded
+    # model's stages could be refitted even though the model itself refuses.
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 5))
+    y = X[:, :2] @ [2.0, -2.0] + 0.1 * rng.normal(size=20_000)
+    acc = BudgetAccountant(epsilon=20.0, delta=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = PrivateLassoRegressor(epsilon=4.0, delta=1e-6, max_features=2, alpha=0.1,
+                                    sampling="partition", x_range=(-5.0, 5.0), y_bound=20.0,
+                                    accountant=acc).fit(X, y)
+        assert reg.stage2_.accountant is acc and reg.selector_.accountant is acc
+        reg.stage2_.fit(X[:, reg.support_], y)
+        assert acc.n_spends == 2
+        loaded = pickle.loads(pickle.dumps(reg))
+        for stage in (loaded.stage2_, loaded.selector_):
+            with pytest.raises(ConfigurationError, match="loaded from a pickle"):
+                stage.fit(X[:, reg.support_] if stage is loaded.stage2_ else X, y)
+    assert acc.n_spends == 2

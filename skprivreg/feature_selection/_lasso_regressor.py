@@ -11,7 +11,7 @@ from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_da
 from .._rows import read_into_memory
 from .._warnings import quiet_warnings
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import DPEstimatorMixin
+from ..base import DPEstimatorMixin, charge_refits_to
 from ..bounds import (
     check_range_bounds_feasible,
     check_x_range,
@@ -609,6 +609,8 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         self.y_bound_ = y_range
         self.epsilon_ = ledger.epsilon
         self.delta_ = ledger.delta
+        for fitted in (self.selector_, self.stage2_):
+            charge_refits_to(fitted, self.accountant)
         return self
 
     @staticmethod

@@ -34,7 +34,7 @@ from .._rdp import (
 from .._rows import read_into_memory
 from .._warnings import quiet_warnings
 from ..accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger
-from ..base import DPEstimatorMixin
+from ..base import DPEstimatorMixin, charge_refits_to
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
 from ..mechanisms import clipped_squared_error_sensitivity, private_neg_mse
@@ -700,6 +700,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             self._say(f"refit on {n:,} rows")
             est.fit(X, y)  # a PrivateTestFailed propagates: the spend is recorded
         self.best_estimator_ = est
+        charge_refits_to(est, self.accountant)
         self.best_params_ = dict(candidates[index])
         self.best_score_ = float(score)
         self.best_index_ = index

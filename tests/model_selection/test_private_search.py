@@ -323,7 +323,9 @@ def test_refit_on_all_rows_composes_with_the_selection():
     assert search.privacy_spent_.epsilon <= 4.0 * (1 + 1e-9)
     assert acc.ledgers == [search.privacy_spent_]
     model = search.best_estimator_
-    assert model.epsilon == pytest.approx(1.0) and model.accountant is None
+    assert model.epsilon == pytest.approx(1.0) and model.accountant is acc
+    model.fit(X, y)  # a refit of the released model is a new fit, charged to the budget
+    assert acc.n_spends == 2 and acc.ledgers[1] is model.privacy_spent_
     assert model.privacy_spent_.epsilon == pytest.approx(1.0)
     assert search.candidate_epsilon_ < _search().fit(X, y).candidate_epsilon_
 
