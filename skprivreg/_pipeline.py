@@ -65,7 +65,7 @@ from sklearn.utils.metaestimators import available_if
 
 from ._compat import check_is_fitted
 from .accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger, compose_ledgers
-from .base import DPEstimatorMixin
+from .base import DPEstimatorMixin, accountant_params
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .preprocessing._rowwise import ROWWISE_MARK
 
@@ -626,17 +626,13 @@ class PrivatePipeline(Pipeline):
         holding a :class:`~skprivreg.accounting.DetachedAccountant` (its release was
         charged when it was first fitted). The step then gets back the accountants it
         was given, so its later fits (of clones) are charged to them again."""
-        held = []
-        for index, (_, step) in enumerate(self.steps):
-            if hasattr(step, "get_params"):
-                held += [(index, key, value)
-                         for key, value in step.get_params(deep=True).items()
-                         if key.rsplit("__", 1)[-1] == "accountant" and value is not None
-                         and not isinstance(value, DetachedAccountant)]
+        held = [(index, key, value) for index, (_, step) in enumerate(self.steps)
+                for key, value in accountant_params(step).items()
+                if value is not None and not isinstance(value, DetachedAccountant)]
         yield
         for index, key, value in held:
             step = self.steps[index][1]
-            if isinstance(step.get_params(deep=True).get(key), DetachedAccountant):
+            if isinstance(accountant_params(step).get(key), DetachedAccountant):
                 step.set_params(**{key: value})
 
     def fit(self, X, y=None, **params):

@@ -83,6 +83,15 @@ def without_float_warnings(method):
     return wrapper
 
 
+def accountant_params(estimator):
+    """``{name: accountant}`` of every ``accountant`` parameter of ``estimator``, nested
+    ones included (``get_params(deep=True)`` names), whatever its value."""
+    if not hasattr(estimator, "get_params"):
+        return {}
+    return {name: value for name, value in estimator.get_params(deep=True).items()
+            if name.rsplit("__", 1)[-1] == "accountant"}
+
+
 def charge_refits_to(estimator, accountant):
     """Give a fitted sub-estimator (a search's ``best_estimator_``, a Lasso's stage 2)
     the outer estimator's ``accountant`` wherever it has none.
@@ -91,10 +100,10 @@ def charge_refits_to(estimator, accountant):
     the outer estimator's, recorded once. Refitting one directly is a new
     private fit, which is then charged to the same budget.
     """
-    if accountant is None or not hasattr(estimator, "get_params"):
+    if accountant is None:
         return
-    held = {name: accountant for name, value in estimator.get_params(deep=True).items()
-            if name.rsplit("__", 1)[-1] == "accountant" and value is None}
+    held = {name: accountant for name, value in accountant_params(estimator).items()
+            if value is None}
     if held:
         estimator.set_params(**held)
 

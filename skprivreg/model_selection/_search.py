@@ -34,7 +34,7 @@ from .._rdp import (
 from .._rows import read_into_memory
 from .._warnings import quiet_warnings
 from ..accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger
-from ..base import DPEstimatorMixin, charge_refits_to
+from ..base import DPEstimatorMixin, accountant_params, charge_refits_to
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
 from ..mechanisms import clipped_squared_error_sensitivity, private_neg_mse
@@ -363,9 +363,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             # A fitted search is saved without accountants, its template's included
             # (handles to live budgets, which refuse to be pickled): the loaded
             # template refuses to fit until they are set again.
-            params = template.get_params(deep=True)
-            held = {name: DetachedAccountant() for name, value in params.items()
-                    if name.rsplit("__", 1)[-1] == "accountant" and value is not None}
+            held = {name: DetachedAccountant()
+                    for name, value in accountant_params(template).items() if value is not None}
             if held:
                 state = dict(state, estimator=clone(template).set_params(**held))
         return state
@@ -411,8 +410,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         # Nor is any nested accountant charged (an estimator inside the private
         # step): its count of fits would reveal the secret number of runs. The
         # search's own spend covers them all.
-        nested = {name: None for name, value in est.get_params(deep=True).items()
-                  if name.rsplit("__", 1)[-1] == "accountant" and value is not None}
+        nested = {name: None for name, value in accountant_params(est).items()
+                  if value is not None}
         if nested:
             est.set_params(**nested)
         # Runs print nothing: a line per run (of any step, or of the pipeline
