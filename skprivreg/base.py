@@ -121,9 +121,25 @@ def _refuse_sample_weight(fit):
         if isinstance(accountant, DetachedAccountant):
             # Refused before fit resets anything: the loaded model keeps working.
             accountant.check(0.0)
-        return _releasing_budget(quiet_fit)(self, *args, **kwargs)
+        previous = _fitted_attributes(self)
+        try:
+            return _releasing_budget(quiet_fit)(self, *args, **kwargs)
+        except BaseException:
+            if previous and "privacy_spent_" not in self.__dict__:
+                # Refused before any spend (bad input, budget exceeded): nothing
+                # of the new rows was released, so the previous fit stays whole.
+                for name in _fitted_attributes(self):
+                    delattr(self, name)
+                self.__dict__.update(previous)
+            raise
 
     return wrapper
+
+
+def _fitted_attributes(estimator):
+    """``{name: value}`` of ``estimator``'s fitted attributes (names ending in ``_``)."""
+    return {key: value for key, value in vars(estimator).items()
+            if key.endswith("_") and not key.startswith("__")}
 
 
 def _releasing_budget(method):
@@ -150,9 +166,10 @@ class DPEstimatorMixin:
     Subclasses merge :attr:`_privacy_parameter_constraints` into their
     ``_parameter_constraints`` and follow this order in ``fit``:
 
-    1. :meth:`_reset` (no attribute of a previous fit survives, whatever
-       happens next), then validate parameters and data (errors before any
-       budget is spent);
+    1. :meth:`_reset` (no attribute of a previous fit survives a fit that
+       fails after its spend; a fit refused before any spend, for bad input
+       or an exceeded budget, gets the previous fit's attributes back), then
+       validate parameters and data (errors before any budget is spent);
     2. plan the :class:`~skprivreg.accounting.PrivacyLedger` from public facts
        only (n, d, hyperparameters) and :meth:`_spend` it: the accountant
        checks and records it, and ``privacy_spent_`` is set, before any data
@@ -213,8 +230,9 @@ class DPEstimatorMixin:
         return True
 
     def _reset(self):
-        """Delete every fitted attribute, so a failed refit leaves none behind."""
-        for name in [key for key in vars(self) if key.endswith("_") and not key.startswith("__")]:
+        """Delete every fitted attribute, so a refit that fails after its spend leaves
+        none behind (``fit`` restores them when it is refused before any spend)."""
+        for name in _fitted_attributes(self):
             delattr(self, name)
         self.__dict__.pop("_pending_spend", None)
         self.__dict__.pop("_reproducible_draws", None)

@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
 
 import skprivreg.feature_selection._lasso_support as lasso_support_module
 import skprivreg.feature_selection._top_s as top_s_module
@@ -48,6 +49,7 @@ from skprivreg import (
     TukeyEMRegressor,
     WeightedLBARegressor,
 )
+from skprivreg.exceptions import BudgetExceededError
 
 
 # ---------------------------------------------------------------------------
@@ -424,3 +426,53 @@ def test_lasso_regressor_bound_noise_is_secret_whatever_the_seed(monkeypatch):
             except Exception:
                 pass
     assert len(draws) >= 2 and draws[0] != draws[1]
+
+
+# ---------------------------------------------------------------------------
+# A refit refused before any spend keeps the previous model
+# ---------------------------------------------------------------------------
+def _fitted_state(est):
+    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("__")}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_refit_refused_before_any_spend_keeps_the_previous_model(name):
+    """Bad input or an exceeded budget releases nothing of the new rows: the
+    fitted model (its attributes, its ledger) stays whole and usable."""
+    est, (X, y) = _make(name)
+    fitted = _fit(est.set_params(accountant=BudgetAccountant(epsilon=1e3, delta=0.5)), X, y)
+    before = _fitted_state(fitted)
+    assert "privacy_spent_" in before
+
+    X_bad = X.copy()
+    X_bad[5, 0] = np.nan
+    with pytest.raises(ValueError):
+        _fit(fitted, X_bad, y)
+    small = BudgetAccountant(epsilon=1e-3, delta=1e-12)
+    with pytest.raises(BudgetExceededError):
+        _fit(fitted.set_params(accountant=small), X, y)
+    assert small.n_spends == 0
+    after = _fitted_state(fitted)
+    assert sorted(after) == sorted(before)
+    assert all(after[k] is before[k] for k in before), name
+    check_is_fitted(fitted)
+
+
+def test_a_refit_that_fails_after_its_spend_keeps_no_previous_attribute(monkeypatch):
+    """The ledger of the failed fit is recorded; nothing of the previous fit
+    stays beside it (coef_ of one fit with privacy_spent_ of another)."""
+    est, (X, y) = _make("adassp")
+    fitted = _fit(est, X, y)
+    first_ledger = fitted.privacy_spent_
+
+    class Boom(RuntimeError):
+        pass
+
+    def exploding(*args, **kwargs):
+        raise Boom
+
+    monkeypatch.setattr("skprivreg.linear_model._adassp.add_gaussian", exploding)
+    with pytest.raises(Boom):
+        _fit(fitted, X, y)
+    assert fitted.privacy_spent_ is not first_ledger
+    assert not hasattr(fitted, "coef_") and not hasattr(fitted, "intercept_")
