@@ -609,8 +609,9 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.intercept_ = None
 
     def __sklearn_is_fitted__(self):
-        # Set last by a successful fit (None for a network): a fit that fails,
-        # before or after its spend, leaves the estimator unfitted.
+        # Set last by a successful fit (None for a network): a fit that fails
+        # after its spend leaves the estimator unfitted (one refused before any
+        # spend gets the previous fit's attributes back).
         return hasattr(self, "coef_")
 
     # -- predict -------------------------------------------------------
