@@ -35,6 +35,7 @@ import math
 import numbers
 import warnings
 
+import joblib
 import numpy as np
 from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_selector
 from sklearn.feature_extraction import FeatureHasher
@@ -83,9 +84,10 @@ _SCALER_REPLACEMENT = (
 )
 _BOUNDED = "skprivreg.preprocessing.BoundedScaler(x_range=...) with declared ranges"
 _FUNCTIONS = (
-    "func and inverse_func that are None, element-wise ufuncs of NumPy or scipy.special, "
-    "or functions declared with skprivreg.preprocessing.rowwise (a function of the whole "
-    "batch reads other rows)"
+    "func and inverse_func that are None, element-wise ufuncs of NumPy or scipy.special "
+    "(with no keyword but dtype and casting: out= keeps every row in the step's "
+    "parameters), or functions declared with skprivreg.preprocessing.rowwise (a function "
+    "of the whole batch reads other rows)"
 )
 
 #: scikit-learn classes whose fit learns from the data, or whose refused form is
@@ -176,24 +178,35 @@ def _library_ufunc(func):
     return getattr(scipy.special, name, None) is func
 
 
-def _declared_rowwise(func):
+#: Keywords an element-wise ufunc may be called with in a pipeline. ``out`` writes
+#: every row into an array that is a parameter of the step (and is pickled with
+#: it); ``where`` leaves entries of the output unwritten (whatever memory held).
+_UFUNC_KEYWORDS = frozenset({"dtype", "casting"})
+
+
+def _declared_rowwise(func, keywords=None):
     """Whether ``func`` maps rows on their own: ``None``, an element-wise ufunc of NumPy
-    or ``scipy.special``, a function marked by :func:`~skprivreg.preprocessing.rowwise`,
-    or a partial of one of these."""
+    or ``scipy.special`` called with ``keywords`` among :data:`_UFUNC_KEYWORDS`, a
+    function marked by :func:`~skprivreg.preprocessing.rowwise` (the mark covers its
+    keywords), or a partial of one of these (its keywords count too)."""
+    keywords = keywords or {}
     if func is None or getattr(func, ROWWISE_MARK, False) is True:
         return True
     if isinstance(func, np.ufunc):
         # a generalized ufunc (matmul) combines rows; another's may keep state
-        return func.signature is None and _library_ufunc(func)
+        return (func.signature is None and _library_ufunc(func)
+                and set(keywords) <= _UFUNC_KEYWORDS)
     if isinstance(func, functools.partial):
-        return _declared_rowwise(func.func)
+        return _declared_rowwise(func.func, {**func.keywords, **keywords})
     return False
 
 
 def _function_transformer(params):
-    funcs = (params.get("func"), params.get("inverse_func"))
-    if not all(_declared_rowwise(func) for func in funcs):
+    funcs = ((params.get("func"), params.get("kw_args")),
+             (params.get("inverse_func"), params.get("inv_kw_args")))
+    if not all(_declared_rowwise(func, keywords) for func, keywords in funcs):
         return f"a FunctionTransformer with {_FUNCTIONS}"
+    funcs = [func for func, _ in funcs]
     # With both functions, check_inverse=True evaluates them on rows of the data
     # and warns on a mismatch: a warning one record can decide.
     if None not in funcs and params.get("check_inverse", True):
@@ -635,6 +648,23 @@ class PrivatePipeline(Pipeline):
             if isinstance(accountant_params(step).get(key), DetachedAccountant):
                 step.set_params(**{key: value})
 
+    @contextlib.contextmanager
+    def _quiet_memory(self):
+        """A ``joblib.Memory`` given as ``memory`` prints each call it computes, with
+        the rows and labels in it (``verbose=1`` is joblib's default): the steps run
+        with a copy of it that prints nothing (the same cache)."""
+        memory = self.memory
+        if not isinstance(memory, joblib.Memory):
+            yield
+            return
+        self.memory = joblib.Memory(
+            location=memory.location, backend=memory.backend, mmap_mode=memory.mmap_mode,
+            compress=memory.compress, verbose=0, backend_options=memory.backend_options)
+        try:
+            yield
+        finally:
+            self.memory = memory
+
     def fit(self, X, y=None, **params):
         """Run the leak guard, then fit every step as :class:`~sklearn.pipeline.Pipeline` does.
 
@@ -643,7 +673,8 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"), self._cached_steps_keep_accountants():
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
+                self._quiet_memory():
             return super().fit(X, y, **params)
 
     @available_if(_final_step_has("fit_transform", "transform"))
@@ -655,7 +686,8 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"), self._cached_steps_keep_accountants():
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
+                self._quiet_memory():
             return super().fit_transform(X, y, **params)
 
     @available_if(_final_step_has("fit_predict"))
@@ -667,7 +699,8 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"), self._cached_steps_keep_accountants():
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
+                self._quiet_memory():
             return super().fit_predict(X, y, **params)
 
     @property

@@ -9,6 +9,7 @@ its replacement to behave identically on both.
 
 import functools
 import io
+import os
 import pickle
 import warnings
 
@@ -335,6 +336,49 @@ def test_a_ufunc_made_from_any_python_function_is_not_taken_as_elementwise():
     assert leaking_steps(_strict(FunctionTransformer(rowwise(made)), _regressor())) == []
     for library in (np.exp, scipy.special.expit, functools.partial(scipy.special.erf)):
         assert leaking_steps(_strict(FunctionTransformer(library), _regressor())) == []
+
+
+def test_a_ufunc_writing_into_a_parameter_is_refused():
+    # out= (in kw_args or in a partial) writes every transformed row into an array
+    # that is a parameter of the step: the fitted, pickled pipeline held the
+    # private rows (recovered exactly by expm1). where= leaves entries unwritten.
+    X, y = _rows()
+    buf = np.empty_like(X)
+    refused = [FunctionTransformer(np.log1p, kw_args={"out": buf}),
+               FunctionTransformer(functools.partial(np.log1p, out=buf)),
+               FunctionTransformer(functools.partial(functools.partial(np.log1p), out=buf)),
+               FunctionTransformer(np.tanh, kw_args={"where": X > 0}),
+               FunctionTransformer(np.tanh, inverse_func=np.arctanh, check_inverse=False,
+                                   inv_kw_args={"out": buf})]
+    for step in refused:
+        _assert_refused_before_fitting(_strict(step, _regressor()), X, y, "s0", "rowwise")
+        assert not np.array_equal(buf, np.log1p(X))
+    for step in [FunctionTransformer(np.log1p, kw_args={"dtype": np.float64}),
+                 FunctionTransformer(functools.partial(np.log1p, casting="same_kind"))]:
+        assert leaking_steps(_strict(step, _regressor())) == [], step
+
+
+def test_a_joblib_memory_prints_no_row():
+    # joblib.Memory(verbose=1), joblib's default, printed every call it computed
+    # with the rows and labels in it.
+    import contextlib
+    import tempfile
+
+    import joblib
+
+    X, y = _rows(n=400)
+    X[0] = [0.314159, 0.271828, 0.161803]
+    with tempfile.TemporaryDirectory() as location:
+        memory = joblib.Memory(location, verbose=1)
+        pipe = PrivatePipeline([("s0", BoundedScaler(x_range=(-1.0, 1.0))),
+                                ("fit", _regressor())], memory=memory)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            pipe.fit(X, y)
+            pipe.fit(X, y)  # a cache hit
+        assert "0.314159" not in printed.getvalue() and "[Memory]" not in printed.getvalue()
+        assert pipe.memory is memory
+        assert len(os.listdir(os.path.join(location, "joblib"))) > 0  # the same cache
 
 
 def test_ufuncs_and_functions_declared_rowwise_pass():
