@@ -134,7 +134,10 @@ class AdaSSPRegressor(_BaseSSP):
     accountant : BudgetAccountant or None, default=None
         A shared budget charged by every fit.
     random_state : None, int or numpy.random.Generator, default=None
-        Source of the noise; never publish a seed used on private data.
+        Unused for the noise: every fit draws its noise from fresh OS
+        entropy, whatever this is, so clones fitted with the same seed still
+        draw independent noise. Kept for scikit-learn compatibility; see
+        :mod:`skprivreg.testing` for reproducible noise in tests.
 
     verbose : int, default=0
         ``1``: one line per pass over the rows (the pass's name and ``n``);

@@ -166,9 +166,10 @@ class ReuseCovRegressor(
     secret covariance subsample (``cov_subsample``) is drawn on the driver
     and selected lazily (the indices travel in the task graph to the
     cluster, which is trusted as the data owner's environment, and are never
-    stored or returned). All noise is drawn once, on the driver, from the
-    same seeds as for NumPy input, so a Dask fit equals the NumPy fit for
-    the same ``random_state`` up to float64 round-off of the block sums.
+    stored or returned). All noise is drawn once, on the driver, as for
+    NumPy input: inside :func:`skprivreg.testing.reproducible_noise` (which
+    fixes the noise, for tests only) a Dask fit equals the NumPy fit up to
+    float64 round-off of the block sums.
     Not supported (``ConfigurationError`` before any budget is spent):
     ``mechanism='proj'`` under feature DP with more outcomes than rows
     (``l > n``), which keeps the public Y in memory.

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._random import secret_seed_sequence
 from ..accounting import PrivacyLedger
+from ..exceptions import ConfigurationError
 from ..mechanisms import gram_with_exact_corner
 from ._private_bounds import (
     LARGEST_BOUND_SCALE,
@@ -89,6 +90,23 @@ class _ReleaseMixin:
             "proj_mu": release["proj_mu"],
         }
 
+    def _check_bounds_held(self, bound_eps):
+        """Refuse a private release without a bound its notion clips to (declared, or
+        released by this call): the rows would be clipped to a scale of 0 and the
+        release would get no noise. A model fitted with ``epsilon=inf`` and no
+        bound holds none for :meth:`add_outcomes`. Before any spend."""
+        needs = {"x_bound": (self.privacy != "label", self.x_bound_),
+                 "y_bound": (self.privacy != "feature", self.y_bound_)}
+        missing = [name for name, (needed, held) in needs.items()
+                   if needed and held is None and name not in bound_eps]
+        if missing:
+            raise ConfigurationError(
+                f"{type(self).__name__}: a private release under the {self.privacy!r} notion "
+                f"clips to {' and '.join(missing)}, which this model does not hold (it was "
+                "fitted with epsilon=inf without declaring it). Declare it and fit again "
+                "before adding outcomes. Nothing was spent."
+            )
+
     def _scales(self, n_outputs, x_max, y_max, y_abs=None):
         """(x_scale, y_row_scale, w_scale) for sensitivities and heuristics."""
         if self.privacy == "label":
@@ -144,6 +162,8 @@ class _ReleaseMixin:
         # delta) does not depend on the public scales, which the pass measures.
         before_data = plan_reusecov(**plan_args)
         planned = _plan_ledger(before_data, delta, private, association_name, bound_events)
+        if private:
+            self._check_bounds_held(bound_eps)
         check_bound_scales(None if self.privacy == "label" else self.x_bound_,
                            None if self.privacy == "feature" else self.y_bound_, n_outputs)
         self._check_budget(planned)
@@ -249,7 +269,10 @@ class _ReleaseMixin:
                 xtx / rows_used, plan.sigma_cov, rng_cov,
                 exact_corner=self.fit_intercept and self.neighbouring == "replace-one",
             )
-            cov_events = [] if plan.cov_event is None else [plan.cov_event]
+            # The covariance carries the row bound its rows were clipped to: a
+            # bound released by this fit is part of what it releases.
+            cov_events = [e for e in bound_events if e.name == "x_bound"]
+            cov_events += [] if plan.cov_event is None else [plan.cov_event]
             cov_ledger = PrivacyLedger(cov_events, composition="basic",
                                        delta=sum(e.delta for e in cov_events))
             # Its noise is the fit's: reproducible (not for publication) with it.

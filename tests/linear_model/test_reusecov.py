@@ -1213,3 +1213,52 @@ def test_estimated_bounds_leave_the_renyi_curve_of_a_basic_split_unchanged(kw):
     if "cov_subsample" not in kw:  # an amplified release has no Renyi bound
         np.testing.assert_allclose(ledger_rdp(ledgers[0], orders),
                                    ledger_rdp(ledgers[1], orders), rtol=1e-12)
+
+
+@pytest.mark.parametrize("privacy, declared, missing", [
+    ("full", {"x_bound": 5.0}, "y_bound"),
+    ("full", {"y_bound": 5.0}, "x_bound"),
+    ("feature", {"y_bound": 5.0}, "x_bound"),
+    ("label", {"x_bound": 5.0}, "y_bound"),
+])
+def test_add_outcomes_refuses_a_private_release_without_the_bound_it_clips_to(
+        privacy, declared, missing):
+    """A model fitted with epsilon=inf holds no bound it was not given; a private
+    add_outcomes then clipped to a scale of 0 and released the exact association
+    with no noise, charging epsilon 0. Refused before any spend now."""
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(500, 3)), rng.normal(size=(500, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = ReuseCovRegressor(epsilon=np.inf, privacy=privacy, **declared).fit(X, Y)
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-3)
+    est.set_params(accountant=acc)
+    coef = est.coef_
+    with pytest.raises(ConfigurationError, match=missing):
+        est.add_outcomes(X, rng.normal(size=(500, 1)) * 1e3, epsilon=1.0, delta=1e-6)
+    assert acc.n_spends == 0 and est.coef_ is coef
+
+
+def test_a_reused_covariance_carries_the_event_of_its_released_row_bound():
+    """A covariance whose row bound was released by its fit keeps that release in
+    its ledger: a fit reusing it reports it (a bound read from the data makes the
+    reusing fit's epsilon infinite)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(20_000, 3))
+    Y = X @ rng.normal(size=(3, 2)) + rng.normal(size=(20_000, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = ReuseCovRegressor(epsilon=1.0, delta=1e-6, y_bound=10.0).fit(X, Y)
+        (bound_event,) = [e for e in first.privacy_spent_.events if e.name == "x_bound"]
+        cov = first.export_covariance()
+        assert bound_event in cov.ledger.events
+        reuse = ReuseCovRegressor(epsilon=1.0, delta=1e-6, y_bound=10.0, covariance=cov)
+        reuse.fit(X, Y[:, ::-1])
+        names = [e.name for e in reuse.privacy_spent_.events]
+        assert names[0] == "x_bound[reused]"
+        assert reuse.privacy_spent_.epsilon > bound_event.epsilon + 1.0
+        data = ReuseCovRegressor(epsilon=1.0, delta=1e-6, y_bound=10.0, bounds="data")
+        cov = data.fit(X, Y).export_covariance()
+        assert math.isinf(cov.ledger.epsilon)
+        reuse = ReuseCovRegressor(epsilon=1.0, delta=1e-6, y_bound=10.0, covariance=cov)
+        assert math.isinf(reuse.fit(X, Y).privacy_spent_.epsilon)
