@@ -30,6 +30,7 @@ placed before the selector in a Pipeline.
 
 import math
 import numbers
+import struct
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -404,13 +405,37 @@ def _evaluate_subsamples(X, y, subsamples, f, n_jobs=None):
     return [key for batch in results for key in batch]
 
 
+def _vote_class(key):
+    """The class a vote is counted in: votes that are equal *and* indistinguishable.
+
+    ``0.0 == -0.0`` and ``1 == 1.0 == True``, but the released mode is one of
+    the votes: were they counted together, which of them is released would
+    depend on which subsample voted first, and one row could change it with
+    every count unchanged. Floats are classed by their bits, scalars by their
+    type too (recursively inside tuples); other hashable values by type and
+    equality (values that ``f`` returns equal must then be indistinguishable).
+    """
+    if key is SENTINEL:
+        return key
+    if isinstance(key, float):
+        return ("float", struct.pack("<d", key))
+    if isinstance(key, tuple):
+        return ("tuple", tuple(_vote_class(item) for item in key))
+    return (type(key).__module__, type(key).__qualname__, key)
+
+
 def _ranked_counts(keys):
     """``[(key, count), ...]`` by decreasing count; ties broken by a fixed key order.
 
-    ``SENTINEL`` sorts first among equal counts; other keys by their natural
-    order when comparable, else by ``repr``.
+    Votes are counted by :func:`_vote_class`; each class is represented by its
+    first vote (all of its votes are the same value). ``SENTINEL`` sorts first
+    among equal counts; other classes by their natural order when comparable,
+    else by ``repr``.
     """
-    counts = Counter(keys)
+    first = {}
+    for key in keys:
+        first.setdefault(_vote_class(key), key)
+    counts = Counter(_vote_class(key) for key in keys)
     items = list(counts.items())
 
     def natural(kv):
@@ -422,9 +447,10 @@ def _ranked_counts(keys):
         return (-count, key is not SENTINEL, repr(key))
 
     try:
-        return sorted(items, key=natural)
+        ranked = sorted(items, key=natural)
     except TypeError:
-        return sorted(items, key=by_repr)
+        ranked = sorted(items, key=by_repr)
+    return [(first[vote], count) for vote, count in ranked]
 
 
 def _mode_gap_distance(keys, max_appearances):
@@ -567,9 +593,13 @@ def stable_mode(
     y : ndarray of shape (n,) or None
         Passed row-aligned to ``f`` (``None`` for unsupervised ``f``).
     f : callable ``f(X_j, y_j) -> hashable``
-        Sets and integer arrays are canonicalised to sorted tuples. If ``f``
-        raises, the subsample votes ``SENTINEL``; warnings inside ``f`` are
-        suppressed (they may carry data-dependent numbers).
+        Sets and integer arrays are canonicalised to sorted tuples. Votes
+        are counted apart unless they are the same value: ``0.0`` and
+        ``-0.0``, or ``1``, ``1.0`` and ``True``, are different votes (the
+        released mode is one of the votes). Values of other types that
+        compare equal must be indistinguishable. If ``f`` raises, the
+        subsample votes ``SENTINEL``; warnings inside ``f`` are suppressed
+        (they may carry data-dependent numbers).
     epsilon : float
         Finite, > 0.
     delta : float in (0, 1)

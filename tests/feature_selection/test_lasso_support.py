@@ -128,6 +128,29 @@ def test_t2_mode_gap_distance():
     assert _mode_gap_distance([(0,), SENTINEL, SENTINEL, (0,)], 1)[0] is SENTINEL
 
 
+def test_t2_equal_but_distinguishable_votes_are_counted_apart():
+    """0.0 == -0.0 and 1 == 1.0 == True: counted together, the released mode was
+    whichever of them was voted first, which one row could change with every
+    count unchanged (D: every subsample votes 0.0; D': one votes -0.0, first)."""
+    for votes, mode in [([0.0] * 5, 0.0), ([-0.0] + [0.0] * 5, 0.0),
+                        ([(-0.0, 1.0)] + [(0.0, 1.0)] * 5, (0.0, 1.0)),
+                        ([True] + [1] * 5, 1), ([1.0] + [1] * 5, 1)]:
+        released, _, c1, c2 = _mode_gap_distance(votes, 1)
+        assert released == mode and repr(released) == repr(mode), votes
+        assert (c1, c2) == (5, len(votes) - 5)
+    X, y, y_one = np.zeros((200, 1)), np.full(200, 0.1), np.full(200, 0.1)
+    y_one[7] = -3.0  # its subsample's rounded mean is -0.0
+
+    def rounded_mean(X_j, y_j):
+        return round(float(np.mean(y_j)), 0)
+
+    for labels in (y, y_one):
+        for _ in range(60):  # before: -0.0 released in 10% of the fits on y_one
+            value = stable_mode(X, labels, rounded_mean, 5.0, 1e-3, sampling="partition",
+                                subsample_rate=0.1).value
+            assert value is None or math.copysign(1.0, value) == 1.0
+
+
 def test_t2_sentinel_mode_is_bottom():
     X = np.zeros((30, 2))
     res = stable_mode(
