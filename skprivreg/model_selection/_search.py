@@ -49,7 +49,7 @@ _MAX_CAP = 100_000
 def _dp_step(estimator):
     """``(prefix, step)`` of the one private estimator whose epsilon the search sets."""
     if isinstance(estimator, DPEstimatorMixin):
-        return "", estimator
+        return "", _predicting(estimator, estimator)
     if isinstance(estimator, Pipeline):
         leaks = leaking_steps(estimator)
         if leaks:
@@ -68,11 +68,24 @@ def _dp_step(estimator):
                 "search, or use a data-independent step (BoundedScaler with declared ranges)."
             )
         if isinstance(final, DPEstimatorMixin):
-            return f"{name}__", final
+            return f"{name}__", _predicting(final, estimator)
     raise ConfigurationError(
         f"PrivateGridSearchCV tunes a skprivreg estimator (or a pipeline of data-independent "
         f"steps ending in one), got {type(estimator).__name__}: its fits would not be private."
     )
+
+
+def _predicting(step, estimator):
+    """``step``, if it predicts: every run is scored on its validation rows (public facts;
+    a transformer or selector would be refused after the spend)."""
+    if not hasattr(step, "predict"):
+        what = type(step).__name__ if step is estimator else (
+            f"{type(estimator).__name__} ending in {type(step).__name__}")
+        raise ConfigurationError(
+            f"PrivateGridSearchCV scores each run by its predictions; {what} does not "
+            "predict. Tune a regressor (or a pipeline ending in one). Nothing was spent."
+        )
+    return step
 
 
 #: Synthetic data of the dry runs, ``name: (rng, X shape, y shape) -> (X, y)``: the plan
@@ -637,6 +650,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             )
         # The score's scale must be representable (public facts), before the spend.
         clipped_squared_error_sensitivity(y_low, y_high, n_val)
+        # The budget is checked before the heads read rows (for their widths): the
+        # search spends at most (epsilon, delta) in all. Its ledger is checked below.
+        self._check_budget(PrivacyLedger([PrivacyEvent(
+            "private selection and refit (at most)", float(self.epsilon), float(self.delta))]))
         shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
             candidates, prefix, shapes)
