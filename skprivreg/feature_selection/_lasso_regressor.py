@@ -495,12 +495,15 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         n, p = X.shape
         x_range, y_range, bound_eps, eps1, eps2, planned = self._plan(n, p, private)
         _check_stage2_guarantee(self.estimator)
+        # The selection's refusals that need no data, before the spend.
+        probe = self._make_selector(eps1, x_range, y_range, None)
         if self.method == "perturbation":
-            # The selection's refusals that need no data, before the spend.
-            probe = self._make_selector(eps1, x_range, y_range, None)
             probe._check_perturbation_params(p)
             if probe.penalty is not None or y_range is not None or not private:
                 probe._check_penalty(probe._penalty(n, p, y_range))
+        else:
+            with quiet_warnings():  # the selector's fit shows its planning warnings
+                probe._subsample_config(n, private)
         delta2 = self.delta / 2.0
         # The plan of every release (public facts only) is checked and
         # recorded before the data is read; the nested estimators have no

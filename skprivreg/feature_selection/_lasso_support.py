@@ -5,6 +5,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
@@ -462,6 +463,15 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             raise ConfigurationError(
                 f"lasso_params accepts tol and max_iter only, got {sorted(unknown)}."
             )
+        # Checked here, as scikit-learn's Lasso would: an invalid value made every
+        # subsample's fit fail, and the failures were released as a stable vote.
+        tol, max_iter = params["tol"], params["max_iter"]
+        if not (isinstance(tol, Real) and not isinstance(tol, bool) and 0 <= tol < math.inf):
+            raise ConfigurationError(f"lasso_params['tol'] must be a real >= 0, got {tol!r}.")
+        if not (isinstance(max_iter, Integral) and not isinstance(max_iter, bool)
+                and max_iter >= 1):
+            raise ConfigurationError(
+                f"lasso_params['max_iter'] must be an integer >= 1, got {max_iter!r}.")
         return LassoSupportRule(
             alpha=self.alpha,
             noise_level=self.noise_level,
@@ -471,6 +481,24 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             standardize=self.standardize,
             tol=params["tol"],
             max_iter=params["max_iter"],
+        )
+
+    def _subsample_config(self, n, private):
+        """``(rule, plan)`` of the subsample method from public facts (``plan`` is
+        ``None`` when not private); refuses what it cannot run with (``n_jobs=0``,
+        the rule's parameters, a subsampling rate of 1 or more) before any spend."""
+        effective_n_jobs(self.n_jobs)  # raises for n_jobs=0
+        rule = self._selection_rule()
+        if not private:
+            return rule, None
+        return rule, subsample_plan(
+            self.epsilon,
+            self.delta,
+            sampling=self.sampling,
+            subsample_rate=self.subsample_rate,
+            n_subsamples=self.n_subsamples,
+            max_appearances=self.max_appearances,
+            n_samples=n,
         )
 
     def _check_perturbation_params(self, p):
@@ -577,18 +605,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
 
         # The plan and its ledger: public facts only.
         if subsample:
-            rule = self._selection_rule()
-            plan = None
+            rule, plan = self._subsample_config(n, private)
             if private:
-                plan = subsample_plan(
-                    self.epsilon,
-                    self.delta,
-                    sampling=self.sampling,
-                    subsample_rate=self.subsample_rate,
-                    n_subsamples=self.n_subsamples,
-                    max_appearances=self.max_appearances,
-                    n_samples=n,
-                )
                 _warn_if_release_unlikely(plan, self.epsilon)
             ledger = self._ledger(private, "lasso_support_subsample")
             x_range = y_range = None

@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.linear_model import Lasso, LinearRegression
 from sklearn.pipeline import Pipeline
 
-from skprivreg import _cli, _demo
+from skprivreg import BudgetAccountant, _cli, _demo
 from skprivreg.exceptions import ConfigurationError, PrivateTestFailed, UnstableSupportError
 from skprivreg.feature_selection import (
     BOTTOM,
@@ -982,3 +982,47 @@ def test_stable_mode_ledger_is_not_for_publication_inside_reproducible_noise():
         outside = run()
     assert inside.privacy_spent.for_publication is False
     assert outside.privacy_spent.for_publication is True
+
+
+_PUBLIC_REFUSALS = [
+    ("selector n_jobs=0", lambda acc: PrivateLassoSupportSelector(
+        epsilon=1.0, delta=1e-6, noise_level=1.0, n_subsamples=50, n_jobs=0, accountant=acc),
+     ValueError),
+    ("selector tol='abc'", lambda acc: PrivateLassoSupportSelector(
+        epsilon=1.0, delta=1e-6, noise_level=1.0, n_subsamples=50,
+        lasso_params={"tol": "abc"}, accountant=acc), ConfigurationError),
+    ("selector max_iter=0", lambda acc: PrivateLassoSupportSelector(
+        epsilon=1.0, delta=1e-6, noise_level=1.0, n_subsamples=50,
+        lasso_params={"max_iter": 0}, accountant=acc), ConfigurationError),
+    ("regressor lars without max_features", lambda acc: PrivateLassoRegressor(
+        epsilon=1.0, delta=1e-6, selection_rule="lars", x_range=(-5, 5), y_bound=10.0,
+        accountant=acc), ConfigurationError),
+    ("regressor unknown lasso_params", lambda acc: PrivateLassoRegressor(
+        epsilon=1.0, delta=1e-6, noise_level=1.0, lasso_params={"foo": 1},
+        x_range=(-5, 5), y_bound=10.0, accountant=acc), ConfigurationError),
+    ("regressor max_iter=-3", lambda acc: PrivateLassoRegressor(
+        epsilon=1.0, delta=1e-6, noise_level=1.0, lasso_params={"max_iter": -3},
+        x_range=(-5, 5), y_bound=10.0, accountant=acc), ConfigurationError),
+    ("regressor q >= 1", lambda acc: PrivateLassoRegressor(
+        epsilon=200.0, delta=0.1, noise_level=1.0, x_range=(-5, 5), y_bound=10.0,
+        accountant=acc), ValueError),
+    ("regressor n_jobs=0", lambda acc: PrivateLassoRegressor(
+        epsilon=1.0, delta=1e-6, noise_level=1.0, n_jobs=0, x_range=(-5, 5), y_bound=10.0,
+        accountant=acc), ValueError),
+]
+
+
+@pytest.mark.parametrize("name, make, error", _PUBLIC_REFUSALS,
+                         ids=[c[0] for c in _PUBLIC_REFUSALS])
+def test_configurations_refused_from_public_facts_spend_nothing(name, make, error):
+    """Each was refused only after the selection's spend (a wasted budget), or, for
+    invalid lasso_params values, released as a stable empty support."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    y = X[:, 0] + rng.normal(size=3000)
+    acc = BudgetAccountant(epsilon=1000.0, delta=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(error):
+            make(acc).fit(X, y)
+    assert acc.n_spends == 0, name
