@@ -17,6 +17,8 @@ from skprivreg.mechanisms import (
     gaussian_event,
     gaussian_event_from_mu,
     gaussian_sigma,
+    laplace,
+    laplace_distance_test,
     private_upper_bound,
     ptr_calibration,
     ptr_test,
@@ -24,6 +26,7 @@ from skprivreg.mechanisms import (
     stability_mode,
     symmetric_gaussian_matrix,
     truncated_laplace,
+    tukey_ptr_test,
     upper_bound_margin,
 )
 
@@ -111,6 +114,77 @@ def test_truncated_laplace_distribution():
     assert np.all(np.abs(z) <= half_width)
     ks = stats.kstest(z, lambda t: _truncated_laplace_cdf(t, scale, half_width))
     assert ks.pvalue > ALPHA
+
+
+@pytest.mark.parametrize("half_width", [0.4, 60.0])
+def test_truncated_laplace_distribution_below_one_scale_and_far_beyond_the_grid(half_width):
+    rng = np.random.default_rng(4)
+    z = truncated_laplace(1.0, half_width, rng, size=100_000)
+    assert np.all(np.abs(z) <= half_width)
+    ks = stats.kstest(z, lambda t: _truncated_laplace_cdf(t, 1.0, half_width))
+    assert ks.pvalue > ALPHA
+
+
+class _ScriptedUniforms:
+    """A generator whose uniforms are given in order (one per value drawn)."""
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def random(self, size=None):
+        n = 1 if size is None else int(size)
+        out, self.values = np.array(self.values[:n]), self.values[n:]
+        return out if size is not None else float(out[0])
+
+
+def test_truncated_laplace_reaches_its_whole_support():
+    """The inverse CDF of one double reached no value above 36.04 scale (the
+    grid k 2^-53 ends there) and put mass 2^-53 on -A: near such edges a PTR
+    score and its neighbour PASSed with probability 0 on one side only (the
+    realised delta was 116 times the declared one at epsilon 30, delta 1e-5).
+    Every part of [-A, A] is reachable now: 40 successes of the e^-1 trials,
+    then the fraction and the sign."""
+    cal = ptr_calibration(1.0, 30.0, 1e-9)
+    assert cal.half_width / cal.scale > 41.0
+    script = [0.1] * 40 + [0.9] + [0.5] + [0.75]
+    z = truncated_laplace(cal.scale, cal.half_width, _ScriptedUniforms(script))
+    fraction = -math.log1p(-0.5 * -math.expm1(-1.0))
+    assert z == pytest.approx(cal.scale * (40.0 + fraction), rel=1e-12)
+    # the bottom end is no atom: u = 0 everywhere gives the centre's sign draw only
+    script = [0.5] + [0.0] + [0.0]  # K = 0, F = 0, negative sign
+    assert truncated_laplace(cal.scale, cal.half_width, _ScriptedUniforms(script)) == 0.0
+
+
+def test_laplace_distribution():
+    rng = np.random.default_rng(5)
+    z = laplace(1.5, rng, size=100_000)
+    assert stats.kstest(z, stats.laplace(scale=1.5).cdf).pvalue > ALPHA
+
+
+# 50 successes of the e^-1 trials, a stop, the fraction's uniform, a positive sign:
+# a draw of 50.47 scales, beyond NumPy's Laplace (36.7 scales at most).
+_FAR_TAIL = [0.1] * 50 + [0.9] + [0.5] + [0.75]
+_FAR = 50.0 - math.log1p(-0.5 * -math.expm1(-1.0))
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "add_laplace", "distance_test", "tukey_ptr",
+                                       "stability_histogram"])
+def test_laplace_tests_reach_thresholds_beyond_the_uniform_grid(mechanism):
+    """At delta = 1e-20 the thresholds lie 45-48 scales out: NumPy's Laplace never
+    reached them (probability 0 where the neighbour's is positive); every Laplace
+    draw of the mechanisms reaches them now."""
+    rng = _ScriptedUniforms(_FAR_TAIL)
+    if mechanism == "laplace":
+        assert laplace(2.0, rng) == pytest.approx(2.0 * _FAR, rel=1e-12)
+    elif mechanism == "add_laplace":
+        assert add_laplace(np.zeros(1), 2.0, rng)[0] == pytest.approx(2.0 * _FAR, rel=1e-12)
+    elif mechanism == "distance_test":
+        passed, _, threshold = laplace_distance_test(0.0, 1.0, 1e-20, rng)
+        assert threshold > 45.0 and passed
+    elif mechanism == "tukey_ptr":
+        assert tukey_ptr_test(0, 1.0, 1e-20, rng)
+    else:
+        assert list(stability_histogram(["a"], 2.0, 1e-20, rng)) == ["a"]
 
 
 def test_ptr_k_table_of_the_issp_spec():

@@ -13,6 +13,14 @@ hardened against floating-point precision attacks (Mironov 2012, "On
 significance of the least significant bits for differential privacy"); the
 guarantees hold in exact arithmetic. A hardened sampler is future work.
 
+Laplace draws (:func:`laplace`, used by every Laplace mechanism and test here)
+reach the whole support: NumPy's sampler inverts one double on the grid
+``k 2^-53`` and stops near 36.7 scales, where tests at small ``delta`` put
+their thresholds (see :mod:`~skprivreg.mechanisms._sampling`). Gumbel draws
+(the exponential mechanism, :func:`gumbel_top_k`) come from NumPy and stop near
+36.7 scales: a candidate that far behind is chosen with probability 0 instead
+of ``e^-36.7`` or so, a difference of that order in the pure-DP guarantee.
+
 References
 ----------
 - Dwork & Roth (2014), *The Algorithmic Foundations of Differential Privacy*,
@@ -77,6 +85,7 @@ from ._reusecov import (  # noqa: F401
     joint_gram_cross_mu,
     joint_mahalanobis_sq,
 )
+from ._sampling import exponential_magnitudes, laplace  # noqa: F401
 from ._selection import (  # noqa: F401
     above_threshold,
     bound_bins,
@@ -98,6 +107,8 @@ __all__ = [
     "add_laplace",
     "symmetric_gaussian_matrix",
     "truncated_laplace",
+    "laplace",
+    "exponential_magnitudes",
     "PTRCalibration",
     "ptr_calibration",
     "ptr_test",

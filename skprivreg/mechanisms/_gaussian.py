@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..accounting import PrivacyEvent, gdp_epsilon, gdp_mu
+from ._sampling import laplace
 
 __all__ = [
     "gaussian_sigma",
@@ -168,7 +169,7 @@ def add_laplace(value, scale, rng):
     value = np.asarray(value, dtype=np.float64)
     if scale == 0:
         return value.copy()
-    return value + rng.laplace(0.0, scale, size=value.shape)
+    return value + laplace(scale, rng, size=value.shape)
 
 
 def symmetric_gaussian_matrix(d, sigma, rng):

@@ -10,6 +10,7 @@ import numpy as np
 from ..accounting import PrivacyEvent
 from ._gaussian import gaussian_sigma
 from ._reusecov import gram_upper_sensitivity
+from ._sampling import laplace
 
 __all__ = [
     "primo_constant",
@@ -308,7 +309,7 @@ def tukey_ptr_threshold(epsilon_ptr, delta_ptr):
 def tukey_ptr_test(k_hat, epsilon_ptr, delta_ptr, rng):
     """The PTR bit of :func:`tukey_ptr_threshold`; only the bit may be released."""
     threshold = tukey_ptr_threshold(epsilon_ptr, delta_ptr)
-    return bool(k_hat + rng.laplace(0.0, 1.0 / epsilon_ptr) >= threshold)
+    return bool(k_hat + laplace(1.0 / epsilon_ptr, rng) >= threshold)
 
 
 def restricted_tukey_sample(sorted_models, depth_threshold, epsilon_em, rng):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ._gaussian import normal_noise_scale
+from ._sampling import laplace
 
 __all__ = [
     "exponential_mechanism",
@@ -53,8 +54,8 @@ def above_threshold(queries, threshold, epsilon, rng):
     if not epsilon > 0 or math.isinf(epsilon):
         raise ValueError("above_threshold needs a finite epsilon > 0.")
     queries = np.asarray(queries, dtype=np.float64)
-    noisy_threshold = threshold + rng.laplace(0.0, 2.0 / epsilon)
-    noisy_queries = queries + rng.laplace(0.0, 4.0 / epsilon, size=queries.shape)
+    noisy_threshold = threshold + laplace(2.0 / epsilon, rng)
+    noisy_queries = queries + laplace(4.0 / epsilon, rng, size=queries.shape)
     hits = np.flatnonzero(noisy_queries >= noisy_threshold)
     return int(hits[0]) if hits.size else None
 
@@ -159,7 +160,7 @@ def laplace_distance_test(distance, epsilon, delta, rng, sensitivity=1.0, offset
     """
     threshold = laplace_distance_threshold(epsilon, delta, sensitivity, offset)
     scale = normal_noise_scale(float(sensitivity) / float(epsilon), sensitivity)
-    noisy = float(distance) + float(rng.laplace(0.0, scale))
+    noisy = float(distance) + laplace(scale, rng)
     return bool(noisy > threshold), noisy, threshold
 
 

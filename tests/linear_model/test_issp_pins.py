@@ -302,22 +302,20 @@ def test_stability_histogram_noise_is_laplace_two_over_epsilon():
     assert stats.kstest(noise, stats.laplace(scale=1 / eps).cdf).pvalue < 1e-4
 
 
-class _FixedLaplace:
-    """A generator stub whose Laplace draws are a fixed value (threshold pinning)."""
-
-    def __init__(self, value):
-        self.value = value
-
-    def laplace(self, loc, scale, size=None):
-        return loc + self.value
+def _fixed_laplace(monkeypatch, value):
+    """Laplace draws of the histogram fixed at ``value`` (threshold pinning)."""
+    monkeypatch.setattr("skprivreg.mechanisms._ptr.laplace",
+                        lambda scale, rng, size=None, half_width=math.inf: value)
 
 
-def test_stability_histogram_threshold_is_one_plus_two_over_eps_ln_two_over_delta():
+def test_stability_histogram_threshold_is_one_plus_two_over_eps_ln_two_over_delta(monkeypatch):
     eps, delta = 0.3, 1e-5
     thr = 1 + (2 / eps) * math.log(2 / delta)
     count = 5
-    above = stability_histogram(["a"] * count, eps, delta, _FixedLaplace(thr - count + 1e-9))
-    below = stability_histogram(["a"] * count, eps, delta, _FixedLaplace(thr - count - 1e-9))
+    _fixed_laplace(monkeypatch, thr - count + 1e-9)
+    above = stability_histogram(["a"] * count, eps, delta, None)
+    _fixed_laplace(monkeypatch, thr - count - 1e-9)
+    below = stability_histogram(["a"] * count, eps, delta, None)
     assert list(above) == ["a"] and below == {}
 
 
