@@ -21,10 +21,14 @@ from .accounting import (
 )
 from .exceptions import BudgetExceededError, CompositionError, ConfigurationError
 
-
 # ---------------------------------------------------------------------------
 # A budget shared by many fits
 # ---------------------------------------------------------------------------
+# Relative slack of an amended ledger over its plan: the same guarantee computed
+# again, a few roundings apart.
+_AMEND_RTOL = 1e-12
+
+
 class BudgetAccountant:
     """A privacy budget shared by many fits.
 
@@ -57,6 +61,12 @@ class BudgetAccountant:
     ``GridSearchCV(n_jobs=-1)`` records exactly the fits ``n_jobs=1``
     records, and a fit that would overspend is refused in its worker before
     it reads any data.
+
+    A spend is accepted when the composed total stays within the budget up
+    to a relative ``1e-9`` (totals are float sums and root-finding results,
+    and a budget of 0.3 should take spends of 0.1 and 0.2, whose float sum is
+    above 0.3): the total the accountant lets through is at most
+    ``(1 + 1e-9)`` times the budget.
 
     Composition is typed: the total is a :class:`Guarantee` that states its
     notion and neighbouring relation, spends under different relations are
@@ -263,9 +273,11 @@ class BudgetAccountant:
         ledger must state the same notion and relation and at most the planned
         epsilon and delta (a tighter composition may lower them).
         """
+        # The final ledger restates the plan's guarantee (recomputed: a few
+        # roundings apart); the budget's own slack is not granted twice.
         same = (
-            final.epsilon <= planned.epsilon * (1 + _BUDGET_RTOL) + 1e-15
-            and final.delta <= planned.delta * (1 + _BUDGET_RTOL) + 1e-300
+            final.epsilon <= planned.epsilon * (1 + _AMEND_RTOL) + 1e-15
+            and final.delta <= planned.delta * (1 + _AMEND_RTOL) + 1e-300
             and planned.notion == final.notion
             and planned.neighbouring == final.neighbouring
         )

@@ -317,11 +317,16 @@ def _root_or_below(f, lo, hi):
     Given ``f(lo)`` and ``f(hi)`` of opposite signs, either possibly
     infinite (delta 0 in log space): bisection moves an infinite end inward
     until ``f`` is finite at both ends, then Brent's method solves. If no
-    finite bracket is found, returns the end where ``f <= 0``.
+    finite bracket with a sign change is found, returns the end where
+    ``f <= 0`` (else ``hi``).
     """
     f_lo, f_hi = f(lo), f(hi)
     for _ in range(_STEPS):
         if math.isfinite(f_lo) and math.isfinite(f_hi):
+            if (f_lo > 0) == (f_hi > 0) or 0.0 in (f_lo, f_hi):
+                # No sign change left (round-off at extreme arguments): an end;
+                # the callers then step to the valid side.
+                break
             return brentq(f, lo, hi, xtol=1e-15, rtol=1e-14, maxiter=500)
         mid = (lo + hi) / 2
         if mid in (lo, hi):

@@ -463,6 +463,10 @@ def subsampled_guarantee(epsilon, delta, sampling_ratio):
     return math.log1p(q * math.expm1(float(epsilon))), q * float(delta)
 
 
+# Relative rounding allowance of a few float operations (8 units in the last place).
+_ROUNDING = 2.0**-50
+
+
 def subsample_budget(epsilon, delta, sampling_ratio):
     """The budget a mechanism on a subsample may use so that the whole is (epsilon, delta)-DP.
 
@@ -475,19 +479,26 @@ def subsample_budget(epsilon, delta, sampling_ratio):
     Example: ``epsilon = 2.5`` and ``n/s = 10`` give ``epsilon_1 = 4.725837``
     (PRIMO's Algorithm 4 would use the first-order ``(n/s) epsilon = 25``,
     which is unsound for epsilon of order 1). ``delta_1`` must stay below 1;
-    this function raises ``ValueError`` otherwise.
+    this function raises ``ValueError`` otherwise. Both are rounded down, so
+    the whole's guarantee never exceeds ``(epsilon, delta)`` by a rounding.
     """
     q = float(sampling_ratio)
     if not 0 < q <= 1:
         raise ValueError("sampling_ratio must lie in (0, 1].")
-    delta_1 = float(delta) / q
+    delta_1 = math.nextafter(float(delta) / q, 0.0)  # at most delta / q in exact arithmetic
     if not delta_1 < 1:
         raise ValueError(
             "delta / sampling_ratio must be < 1 for the subsampled release."
         )
     if math.isinf(epsilon):
         return math.inf, delta_1
-    return math.log1p(math.expm1(float(epsilon)) / q), delta_1
+    epsilon = float(epsilon)
+    # Rounded down, the safe way: the whole's guarantee log1p(q expm1(eps_1)),
+    # each float step within an ulp or so, must not exceed epsilon.
+    eps_1 = math.log1p(math.expm1(epsilon) / q) * (1.0 - _ROUNDING)
+    while math.log1p(q * math.expm1(eps_1)) * (1.0 + _ROUNDING) > epsilon:
+        eps_1 = math.nextafter(eps_1, 0.0)
+    return eps_1, delta_1
 
 
 # The shared budget lives in its own module, which uses the ledgers above.

@@ -512,3 +512,52 @@ def test_gdp_mu_stays_tight_at_large_epsilon(epsilon):
     mu = gdp_mu(epsilon, 1e-5)
     assert _exact_log_gdp_delta(mu, epsilon) <= math.log(1e-5)
     assert _exact_log_gdp_delta(mu * (1 + 1e-6), epsilon) > math.log(1e-5)
+
+
+def test_the_budget_slack_is_not_granted_twice_by_an_amended_ledger():
+    """A spend may fill the budget up to a relative 1e-9 (float totals); an amended
+    ledger restates its plan within 1e-12 only: with 1e-9 there too, a plan at the
+    budget's edge was amended to 2e-9 above the budget."""
+    from skprivreg import BudgetAccountant
+    from skprivreg.accounting import PrivacyEvent, PrivacyLedger
+
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    planned = PrivacyLedger([PrivacyEvent("release", 1.0 + 9e-10, 1e-6)])
+    acc.spend(planned)  # within the documented slack
+    above = PrivacyLedger([PrivacyEvent("release", (1.0 + 9e-10) * (1 + 9e-10), 1e-6)])
+    with pytest.raises(ValueError):
+        acc._amend(planned, above)
+    restated = PrivacyLedger([PrivacyEvent("release", (1.0 + 9e-10) * (1 + 1e-15), 1e-6)])
+    acc._amend(planned, restated)
+    assert acc.total().epsilon <= 1.0 * (1 + 1e-9)
+
+
+def test_subsample_budget_rounds_the_safe_way():
+    """The amplified guarantee of the returned (eps_1, delta_1), computed exactly,
+    never exceeds the target (rounded to nearest, half of the cases were above
+    by an ulp or so)."""
+    import mpmath
+
+    from skprivreg.accounting import subsample_budget
+
+    mpmath.mp.prec = 200
+    rng = np.random.default_rng(7)
+    for _ in range(3000):
+        eps = float(10.0 ** rng.uniform(-4, 1.5))
+        q = float(10.0 ** rng.uniform(-3, 0))
+        delta = float(10.0 ** rng.uniform(-12, -4)) * q
+        eps_1, delta_1 = subsample_budget(eps, delta, q)
+        whole = mpmath.log1p(mpmath.mpf(q) * mpmath.expm1(mpmath.mpf(eps_1)))
+        assert whole <= mpmath.mpf(eps), (eps, q)
+        assert mpmath.mpf(q) * mpmath.mpf(delta_1) <= mpmath.mpf(delta)
+        assert eps_1 > eps  # amplification still buys budget
+
+
+def test_gdp_epsilon_at_an_extreme_mu_returns_a_valid_epsilon():
+    """Round-off left no sign change in the bracket (mu = 1e12, delta = 1e-300) and
+    Brent's method raised; an end of the bracket is taken and stepped to validity."""
+    from skprivreg.accounting import gdp_delta, gdp_epsilon
+
+    for mu, delta in [(1e12, 1e-300), (1e12, 1e-5), (1e8, 1e-300)]:
+        eps = gdp_epsilon(mu, delta)
+        assert math.isfinite(eps) and gdp_delta(mu, eps) <= delta
