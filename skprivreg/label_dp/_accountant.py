@@ -528,7 +528,9 @@ def delta_for(
     ``mode='lba'``: ``lba_privacy_profile(epsilon, Delta / sqrt(alpha k))``
     for a declared per-point residual-variance floor ``alpha``
     (``residual_var_lower_bound``): every bag has ``RSS_j >= alpha k``.
-    ``mode='llp'``: :func:`llp_privacy_profile`.
+    ``mode='llp'``: :func:`llp_privacy_profile`; with ``allocation='global'``
+    pass the data's ``n_samples``: ``None`` uses the binomial law (n without
+    bound), whose delta can be below the delta at a finite n.
     """
     if mode == "lba":
         if residual_var_lower_bound is None:
@@ -566,7 +568,9 @@ def bag_size_for(
       ``delta - declared_failure_prob``;
     - ``mode='lba', assumption='ptr'``: :func:`lba_ptr_bag_size` (needs
       ``expected_residual_var``);
-    - ``mode='llp'``: :func:`llp_min_bag_size`.
+    - ``mode='llp'``: :func:`llp_min_bag_size` (with ``allocation='global'``,
+      pass the data's ``n_samples``: ``None`` uses the binomial law, which can
+      understate delta at a finite n).
 
     ``inf`` when no bag size reaches the target.
     """
