@@ -85,22 +85,40 @@ class _BlocksTask:
     :mod:`skprivreg._rows`), accumulating into the running partial.
     """
 
-    def __init__(self, run, fn, offsets, clip, check_finite):
+    def __init__(self, run, fn, offsets, clip, check_finite, sizes):
         self.run = run
         self.fn = fn
         self.offsets = [int(o) for o in offsets]
         self.clip = clip
         self.check_finite = check_finite
+        self.sizes = [int(size) for size in sizes]
 
     def __call__(self, params, *blocks):
         k = len(self.offsets)
         total = None
         # No floating-point warning on the worker either (see ``base.quiet_floats``).
         with np.errstate(all="ignore"):
-            for offset, X_b, Y_b in zip(self.offsets, blocks[:k], blocks[k:]):
+            for offset, size, X_b, Y_b in zip(self.offsets, self.sizes, blocks[:k], blocks[k:]):
+                _check_chunk_rows(X_b, Y_b, size)
                 total = self.run(self.fn, offset, X_b, Y_b, self.clip, self.check_finite,
                                  params, total)
         return total
+
+
+def _check_chunk_rows(X_b, Y_b, size):
+    """Refuse a chunk whose rows are not the ``size`` its metadata declares.
+
+    The number of rows is public in every guarantee: a graph whose chunks hold
+    another number of rows than declared (a filter inside ``map_blocks``, a
+    wrong ``from_delayed`` shape, a file that gained rows) would sum rows the
+    plan did not count."""
+    for block in (X_b, Y_b):
+        if block is not None and np.shape(block)[0] != size:
+            raise ValueError(
+                f"A Dask chunk holds {np.shape(block)[0]} rows where its metadata "
+                f"declares {size}: the number of rows must be known before the fit "
+                "(compute the chunk sizes of a graph that selects rows)."
+            )
 
 
 def _cluster_client(collection):
@@ -173,11 +191,13 @@ def chunk_tasks(X, Y=None):
     return x_blocks, y_blocks
 
 
-def reduce_chunks(blocks, offsets, run, fn, combine, params, clip, check_finite, groups=None):
+def reduce_chunks(blocks, offsets, run, fn, combine, params, clip, check_finite, groups=None,
+                  sizes=None):
     """One pass of ``fn`` over row chunks of a Dask array (and its labels).
 
     ``blocks``: the :func:`chunk_tasks` of the arrays; ``offsets`` are the
-    chunks' first rows; ``run(fn, offset, X_b, Y_b, clip, check_finite,
+    chunks' first rows and ``sizes`` their declared numbers of rows (each
+    chunk is refused unless it holds them); ``run(fn, offset, X_b, Y_b, clip, check_finite,
     params, into)`` applies the block function to one raw chunk; ``groups``:
     the chunks of each task (:func:`worker_groups`), None for one task per
     chunk. Returns the combined partial, computed on the workers.
@@ -193,7 +213,8 @@ def reduce_chunks(blocks, offsets, run, fn, combine, params, clip, check_finite,
     if groups is None:
         groups = [[i] for i in range(len(x_blocks))]
     parts = [
-        dask.delayed(_BlocksTask(run, fn, [offsets[i] for i in group], clip, check_finite),
+        dask.delayed(_BlocksTask(run, fn, [offsets[i] for i in group], clip, check_finite,
+                                 [sizes[i] for i in group]),
                      pure=False)(params_task, *[x_blocks[i] for i in group],
                                  *[y_blocks[i] for i in group], dask_key_name=_key("pass"))
         for group in groups

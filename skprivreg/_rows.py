@@ -279,6 +279,24 @@ def _call_raw(fn, offset, X, Y, clip, check_finite, params, into=None):
     return fn(offset, X, Y, params, into)
 
 
+def numpy_owned(array):
+    """True when ``array``'s memory was allocated by NumPy in this process (through
+    any chain of views): no file and no other process can change it during a fit.
+
+    An array over a file (:func:`is_file_backed`), over shared memory
+    (``multiprocessing``'s ``RawArray`` or ``SharedMemory``) or over any other
+    foreign buffer is not: its passes check their rows again, as a file's do.
+    """
+    if sparse.issparse(array):
+        return all(numpy_owned(getattr(array, name))
+                   for name in ("data", "indices", "indptr") if hasattr(array, name))
+    while isinstance(array, np.ndarray):
+        if array.flags.owndata:
+            return True
+        array = array.base
+    return False
+
+
 def is_file_backed(array):
     """True for a view of a memory-mapped file: an ``np.memmap``, any array over an
     ``mmap`` (also through a ``memoryview``), or a sparse matrix whose arrays are.
@@ -338,10 +356,9 @@ class RowSource:
         the block or chunk sizes).
     is_dask : bool
     in_memory : bool
-        ``X`` and ``Y`` are NumPy arrays held in memory (not Dask, not a view
-        of an ``np.memmap``): every pass reads the same values. An array
-        over a file mapped otherwise (``np.frombuffer`` of an ``mmap``)
-        counts as in memory: pass such files as ``np.memmap``.
+        ``X`` and ``Y`` are held in memory NumPy allocated (:func:`numpy_owned`;
+        not Dask, not a file, not shared memory): every pass reads the same
+        values, so passes after the first skip the NaN check.
     n_passes : int
         Passes run so far (each :meth:`reduce` call is one read of the rows).
     """
@@ -363,7 +380,7 @@ class RowSource:
             step = max(self.block_rows, 1)
             sizes = np.diff(np.append(np.arange(0, self.n, step), self.n)).astype(np.int64)
         self.X, self.Y = X, Y
-        self.in_memory = not (self.is_dask or is_file_backed(X) or is_file_backed(Y))
+        self.in_memory = not self.is_dask and numpy_owned(X) and (Y is None or numpy_owned(Y))
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         self._sizes = sizes
         self.fit_intercept = bool(fit_intercept)
@@ -423,7 +440,10 @@ class RowSource:
                     return result
                 if hi in checkpoints:
                     self._progress(label, hi)
-        self.check_finite = False  # validated once, during the first complete pass
+        if self.in_memory:
+            # Validated once, during the first complete pass. Rows that may change
+            # between passes (a file, a Dask graph recomputed) are checked in each.
+            self.check_finite = False
         return result
 
     def _checkpoints(self):
@@ -446,7 +466,8 @@ class RowSource:
             self._groups = worker_groups(self.X)
         result = reduce_chunks(self._chunks, self.offsets.tolist(),
                                _run_block if run is None else run, fn, combine, params,
-                               self.clip, self.check_finite, self._groups)
+                               self.clip, self.check_finite, self._groups,
+                               sizes=self._sizes.tolist())
         if self.verbose:
             self._progress(label, self.n)
         return result

@@ -401,3 +401,99 @@ def test_a_boolean_label_of_the_features_frame_keeps_its_own_conversion(fixed_no
         lazy = make().fit(frame[["a", "b"]], frame["flag"])
     ref = make().fit(pdf[["a", "b"]], pdf["flag"])
     np.testing.assert_allclose(lazy.coef_, ref.coef_, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------------
+# Rows another process can change, and chunks that are not what they declare
+# ---------------------------------------------------------------------------
+def _shared_rows(n, d, rng):
+    import multiprocessing
+
+    raw = multiprocessing.RawArray("d", n * d)
+    X = np.frombuffer(raw, dtype=np.float64).reshape(n, d)
+    X[:] = rng.uniform(-1.0, 1.0, (n, d))
+    return X
+
+
+def test_only_memory_numpy_allocated_counts_as_in_memory():
+    rng = np.random.default_rng(0)
+    owned = rng.uniform(size=(50, 2))
+    y = owned[:, 0]
+    assert RowSource(owned, y).in_memory and RowSource(owned[::2, :1], y[::2]).in_memory
+    shared = _shared_rows(50, 2, rng)
+    assert not RowSource(shared, y).in_memory
+    assert not RowSource(owned, np.frombuffer(bytearray(400))).in_memory
+
+
+def test_rows_in_shared_memory_are_clipped_and_checked_in_every_pass(monkeypatch):
+    """A first pass that found every entry inside its range let LinearRegression's
+    later passes skip the range clip and the NaN check: for an array over shared
+    memory, a value another process wrote after the first pass (here 1e12) entered
+    the released gradients unclipped, 3e11 against a sensitivity of 1.15."""
+    import skprivreg.linear_model._linear as lin
+    from skprivreg.linear_model import LinearRegression
+
+    rng = np.random.default_rng(1)
+    X = _shared_rows(4000, 2, rng)
+    y = X @ np.array([0.5, -0.5]) + 0.05 * rng.standard_normal(4000)
+    real = lin._data_pass
+    written = {"at": (7, 0), "value": 1e12}
+
+    def another_process_writes(source, block, label, streamed=False):
+        out = real(source, block, label, streamed=streamed)
+        if label.startswith("label_moments"):
+            X[written["at"]] = written["value"]
+        return out
+
+    monkeypatch.setattr(lin, "_data_pass", another_process_writes)
+    captured = []
+    monkeypatch.setattr(lin, "_CAPTURE", captured)
+    LinearRegression(epsilon=1.0, delta=1e-6, x_range=(-1, 1), y_bound=3.0,
+                     n_rounds=3).fit(X, y)
+    gradients = [(value, event) for name, value, event in captured if name.startswith("gradient")]
+    assert len(gradients) == 2
+    for value, event in gradients:  # within 8 noise sd + the clipped statistic's scale
+        assert np.abs(value).max() < 8 * event.sigma + 4000 * event.sensitivity
+    X[7, 0] = 0.0
+    written.update(at=(8, 1), value=np.nan)  # after the first pass: refused, not summed
+    with pytest.raises(ValueError, match="NaN"):
+        LinearRegression(epsilon=1.0, delta=1e-6, x_range=(-1, 1), y_bound=3.0,
+                         n_rounds=3).fit(X, y)
+
+
+def test_a_dask_chunk_holding_other_rows_than_declared_is_refused():
+    """The number of rows is public in every guarantee: a graph whose chunks hold
+    fewer rows than their metadata (a filter in map_blocks) was summed as it was,
+    and LinearRegression released the true row count."""
+    da = pytest.importorskip("dask.array")
+    from skprivreg.linear_model import LinearRegression
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1.0, 1.0, (4000, 2))
+    y = X @ np.array([0.5, -0.5])
+    Xd = da.from_array(X, chunks=(1000, 2))
+    filtered = Xd.map_blocks(lambda b: b[b[:, 0] > -0.5], dtype=np.float64)
+    assert filtered.shape == Xd.shape  # the metadata still says 4000 rows
+    yd = da.from_array(y, chunks=1000)
+    est = LinearRegression(epsilon=1.0, x_range=(-1, 1), y_bound=3.0, n_rounds=1)
+    with pytest.raises(ValueError, match="metadata declares 1000"):
+        est.fit(filtered, yd)
+    est.fit(Xd, yd)  # the same graph without the filter fits
+
+
+def test_rows_of_a_file_are_checked_for_nan_in_every_pass(tmp_path):
+    """A file (or a recomputed Dask graph) may change between passes: only the
+    first complete pass was checked, and NaN reached the sums of the next (ISSP's
+    PTR score then failed with certainty, after the spend)."""
+    X = np.memmap(tmp_path / "rows.dat", dtype=np.float64, mode="w+", shape=(100, 2))
+    X[:] = 1.0
+    source = RowSource(X, None, block_rows=10, check_finite=True)
+    (gram,) = source.reduce(block_map(_gram), add_tuples)
+    assert gram[0, 0] == 100.0
+    X[37, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        source.reduce(block_map(_gram), add_tuples)
+    owned = np.ones((100, 2))
+    source = RowSource(owned, None, block_rows=10, check_finite=True)
+    source.reduce(block_map(_gram), add_tuples)
+    assert not source.check_finite  # memory NumPy owns: checked once
