@@ -689,11 +689,12 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             with quiet_warnings():
                 try:
                     est.fit(_take(X, train), y[train])
-                except (PrivateTestFailed, PrivacyInfeasibleError):
-                    # A released failure, or a run whose (secret) training part the
-                    # candidate refuses from public facts: the worst outcome of this
-                    # run. Raised after the spend, it would escape with a chance that
-                    # grows with the secret number of runs.
+                except (PrivateTestFailed, ConfigurationError):
+                    # A released failure, a run whose (secret) training part the
+                    # candidate refuses from public facts, or a refusal from a
+                    # value the run released (a privately estimated bound): the
+                    # worst outcome of this run. Raised after the spend, it would
+                    # escape with a chance that grows with the secret number of runs.
                     continue
                 fitted = est[-1] if isinstance(est, Pipeline) else est
                 self._check_run(fitted.privacy_spent_, q_rdp)

@@ -612,6 +612,32 @@ def test_a_run_refused_as_infeasible_is_a_failed_run_not_an_escape(monkeypatch):
         assert calls
 
 
+def test_a_run_refused_from_a_value_it_released_is_a_failed_run_not_an_escape(monkeypatch):
+    # A ConfigurationError raised inside a run after its releases (the perturbation
+    # Lasso's penalty checked on a privately estimated label bound) escaped the
+    # search with a chance that grows with the secret number of runs.
+    from skprivreg.exceptions import PrivateTestFailed
+
+    X, y = _data(n=1000)
+    original, calls = AdaSSPRegressor.fit, []
+
+    def first_run_refused(self, X_run, y_run):
+        if np.abs(X_run).max() <= 1.0:  # a run on the real rows (dry runs are Gaussian)
+            calls.append(1)
+            if len(calls) == 1:
+                raise ConfigurationError("refused from a released bound")
+        return original(self, X_run, y_run)
+
+    monkeypatch.setattr(AdaSSPRegressor, "fit", first_run_refused)
+    for _ in range(3):
+        calls.clear()
+        try:
+            _search(n_repetitions=4).fit(X, y)
+        except PrivateTestFailed:
+            assert calls == [1]
+        assert calls
+
+
 def test_text_or_sparse_rows_from_a_head_are_refused_before_any_spend():
     # The head's output was checked for NaN only: a text entry (one record) or a sparse
     # output was refused by the private estimator inside the first run, after the spend.
