@@ -176,6 +176,9 @@ def _plan_reusecov(parser, args=None):
                                  "(label DP)")
         parser.add_argument("--y-max-norm", type=float, default=None, metavar="NORM",
                             help="public largest row norm of Y (feature DP)")
+        parser.add_argument("--y-abs-max", type=float, default=None, metavar="Y",
+                            help="public largest |y_ij| (feature DP): the fit's coefficient "
+                                 "scale; omitted: the largest row norm of Y stands for it")
         parser.add_argument("--w-bound", type=float, default=None, metavar="NORM",
                             help="scale of a coefficient vector's norm, for the ridge rule")
         parser.add_argument("--cov-budget", type=_float_or_auto, default="auto",
@@ -196,7 +199,8 @@ def _plan_reusecov(parser, args=None):
         delta=args.delta, privacy=args.privacy, mechanism=args.mechanism,
         composition=args.composition, neighbouring=args.neighbouring, x_bound=args.x_bound,
         y_bound=args.y_bound, x_max_norm=args.x_max_norm, y_max_norm=args.y_max_norm,
-        w_bound=args.w_bound, bounds_budget=args.bounds_budget, cov_budget=args.cov_budget,
+        y_abs_max=args.y_abs_max, w_bound=args.w_bound, bounds_budget=args.bounds_budget,
+        cov_budget=args.cov_budget,
         ridge=args.ridge, cov_subsample=args.cov_subsample,
         fit_intercept=not args.no_intercept, intercept_scaling=args.intercept_scaling,
     )

@@ -84,7 +84,12 @@ class ReuseCovRegressor(
       ``y_bound``; the covariance is exact (no noise, no budget) and the
       public ``max_i ||x_i||`` enters the sensitivity.
 
-    The fit is ``(epsilon, delta)``-DP for the chosen relation.
+    The fit is ``(epsilon, delta)``-DP for the chosen relation. A fit that
+    reuses a released covariance (``covariance=``) spends ``(epsilon, delta)``
+    on its association and is charged that; its ``privacy_spent_`` also lists
+    the covariance's own releases (charged by the fit that made it), so the
+    guarantee of the model as a whole is their composition, above
+    ``(epsilon, delta)``.
 
     **Sensitivities** (replace-one; ``B`` the raw row bound ``x_bound``,
     ``c = intercept_scaling`` with an intercept, else 0): ``sqrt(2)(B^2 +

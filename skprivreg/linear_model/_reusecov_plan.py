@@ -549,6 +549,7 @@ def reusecov_plan(
     y_bound=None,
     x_max_norm=None,
     y_max_norm=None,
+    y_abs_max=None,
     w_bound=None,
     bounds_budget=0.1,
     cov_budget="auto",
@@ -580,6 +581,11 @@ def reusecov_plan(
         Public largest row norm of the augmented X (label DP).
     y_max_norm : float or None
         Public largest row norm of Y (feature DP).
+    y_abs_max : float or None
+        Public largest ``|y_ij|`` (feature DP): the fit's coefficient scale
+        ``w = max |y_ij| / x_scale`` (for ``cov_budget='auto'`` and the
+        ridge). ``None``: ``y_max_norm`` stands for it, and an ``'auto'``
+        split may differ from the fit's.
     w_bound : float or None
         Coefficient-norm scale for the ridge and ``cov_budget='auto'``.
     bounds_budget : float in (0, 1), default=0.1
@@ -638,6 +644,8 @@ def reusecov_plan(
         if y_max_norm is None:
             unit.append("y_max_norm")
         y_row = y_entry = 1.0 if y_max_norm is None else float(y_max_norm)
+        if y_abs_max is not None:
+            y_entry = float(y_abs_max)  # as the fit's coefficient scale
     else:
         y_row = math.sqrt(l) * y_entry
     w_scale = float(w_bound) if w_bound is not None else y_entry / x_scale

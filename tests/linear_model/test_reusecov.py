@@ -1262,3 +1262,24 @@ def test_a_reused_covariance_carries_the_event_of_its_released_row_bound():
         assert math.isinf(cov.ledger.epsilon)
         reuse = ReuseCovRegressor(epsilon=1.0, delta=1e-6, y_bound=10.0, covariance=cov)
         assert math.isinf(reuse.fit(X, Y).privacy_spent_.epsilon)
+
+
+def test_the_feature_dp_plan_splits_the_budget_as_the_fit_does():
+    """Under feature DP the fit's coefficient scale is max |y_ij| / x_scale (the labels
+    are public); the planner used the largest row norm of Y, so an 'auto' split
+    differed from the fit's (0.395 against 0.366). With y_abs_max they agree."""
+    rng = np.random.default_rng(0)
+    n, d, l = 20_000, 3, 3
+    X = rng.normal(size=(n, d))
+    Y = X @ rng.normal(size=(d, l)) + rng.normal(size=(n, l))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = ReuseCovRegressor(epsilon=1.0, delta=1e-6, privacy="feature",
+                                x_bound=4.0).fit(X, Y)
+    plan = reusecov_plan(n_samples=n, n_features=d, n_outputs=l, epsilon=1.0, delta=1e-6,
+                         privacy="feature", x_bound=4.0,
+                         y_max_norm=float(np.linalg.norm(Y, axis=1).max()),
+                         y_abs_max=float(np.abs(Y).max()))
+    assert plan.cov_budget == pytest.approx(fit.cov_budget_, rel=1e-12)
+    assert plan.sigma_cov == pytest.approx(fit.noise_std_["covariance"], rel=1e-12)
+    assert plan.sigma_assoc == pytest.approx(fit.noise_std_["association"], rel=1e-12)
