@@ -114,10 +114,11 @@ def _check_chunk_rows(X_b, Y_b, size):
     plan did not count."""
     for block in (X_b, Y_b):
         if block is not None and np.shape(block)[0] != size:
+            # The count the chunk holds is not named: a filter's exact count.
             raise ValueError(
-                f"A Dask chunk holds {np.shape(block)[0]} rows where its metadata "
-                f"declares {size}: the number of rows must be known before the fit "
-                "(compute the chunk sizes of a graph that selects rows)."
+                f"A Dask chunk does not hold the {size} rows its metadata declares: the "
+                "number of rows must be known before the fit (compute the chunk sizes "
+                "of a graph that selects rows)."
             )
 
 

@@ -649,6 +649,27 @@ class PrivatePipeline(Pipeline):
                 step.set_params(**{key: value})
 
     @contextlib.contextmanager
+    def _whole_or_unfitted(self):
+        """A refit that fails after a private step released something leaves no private
+        step with its previous model: a step refused before its own spend gets its
+        previous attributes back (:class:`~skprivreg.base.DPEstimatorMixin`), which
+        beside an earlier step refitted on the new rows would predict silently from
+        a mixed model. Those steps are reset; the steps that spent keep their ledger."""
+        private = [step for _, step in private_steps(self)
+                   if isinstance(step, DPEstimatorMixin)]
+        before = {id(step): step.__dict__.get("privacy_spent_") for step in private}
+        try:
+            yield
+        except BaseException:
+            spent = [step.__dict__.get("privacy_spent_") is not before[id(step)]
+                     for step in private]
+            if any(spent):
+                for step, its_own in zip(private, spent):
+                    if not its_own:
+                        step._reset()
+            raise
+
+    @contextlib.contextmanager
     def _quiet_memory(self):
         """A ``joblib.Memory`` given as ``memory`` prints each call it computes, with
         the rows and labels in it (``verbose=1`` is joblib's default): the steps run
@@ -674,7 +695,7 @@ class PrivatePipeline(Pipeline):
         """
         self._guard()
         with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
-                self._quiet_memory():
+                self._quiet_memory(), self._whole_or_unfitted():
             return super().fit(X, y, **params)
 
     @available_if(_final_step_has("fit_transform", "transform"))
@@ -687,7 +708,7 @@ class PrivatePipeline(Pipeline):
         """
         self._guard()
         with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
-                self._quiet_memory():
+                self._quiet_memory(), self._whole_or_unfitted():
             return super().fit_transform(X, y, **params)
 
     @available_if(_final_step_has("fit_predict"))
@@ -700,7 +721,7 @@ class PrivatePipeline(Pipeline):
         """
         self._guard()
         with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
-                self._quiet_memory():
+                self._quiet_memory(), self._whole_or_unfitted():
             return super().fit_predict(X, y, **params)
 
     @property

@@ -493,10 +493,19 @@ def subsample_budget(epsilon, delta, sampling_ratio):
     if math.isinf(epsilon):
         return math.inf, delta_1
     epsilon = float(epsilon)
-    # Rounded down, the safe way: the whole's guarantee log1p(q expm1(eps_1)),
-    # each float step within an ulp or so, must not exceed epsilon.
-    eps_1 = math.log1p(math.expm1(epsilon) / q) * (1.0 - _ROUNDING)
-    while math.log1p(q * math.expm1(eps_1)) * (1.0 + _ROUNDING) > epsilon:
+    # Rounded down, the safe way: the whole's guarantee, each float step within
+    # an ulp or so, must not exceed epsilon. Both directions in forms that do
+    # not overflow at a large epsilon: log1p(expm1(e)/q) = e - ln q +
+    # log1p((q - 1) e^-e), and log1p(q expm1(e)) = e + ln q + log1p((1/q - 1) e^-e).
+    eps_1 = (epsilon - math.log(q) + math.log1p((q - 1.0) * math.exp(-epsilon))
+             if epsilon > 1.0 else math.log1p(math.expm1(epsilon) / q)) * (1.0 - _ROUNDING)
+
+    def whole(e):
+        if e > 1.0:
+            return e + math.log(q) + math.log1p((1.0 / q - 1.0) * math.exp(-e))
+        return math.log1p(q * math.expm1(e))
+
+    while whole(eps_1) * (1.0 + _ROUNDING) > epsilon:
         eps_1 = math.nextafter(eps_1, 0.0)
     return eps_1, delta_1
 

@@ -551,6 +551,9 @@ def test_subsample_budget_rounds_the_safe_way():
         assert whole <= mpmath.mpf(eps), (eps, q)
         assert mpmath.mpf(q) * mpmath.mpf(delta_1) <= mpmath.mpf(delta)
         assert eps_1 > eps  # amplification still buys budget
+    eps_1, _ = subsample_budget(700.0, 1e-6, 1e-5)  # expm1(700) / q overflowed
+    whole = mpmath.log1p(mpmath.mpf(1e-5) * mpmath.expm1(mpmath.mpf(eps_1)))
+    assert math.isfinite(eps_1) and 700.0 < eps_1 and whole <= 700
 
 
 def test_gdp_epsilon_at_an_extreme_mu_returns_a_valid_epsilon():

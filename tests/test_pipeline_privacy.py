@@ -215,3 +215,45 @@ def test_private_pipeline_is_non_deterministic_when_any_step_is():
     assert get_tags(nested).non_deterministic
     plain = PrivatePipeline([("scale", BoundedScaler(x_range=(-1.0, 1.0))), ("fit", Ridge())])
     assert not get_tags(plain).non_deterministic
+
+
+def test_a_failed_refit_leaves_no_step_of_the_previous_model_beside_a_new_one():
+    """The scaler refits on the new rows and spends; the regressor is refused by the
+    budget and got its previous coefficients back: the pipeline then predicted
+    silently from a model of other scaled features. It is unfitted now; a refit
+    refused before any step spends keeps the whole previous model."""
+    import warnings
+
+    from sklearn.exceptions import NotFittedError
+
+    import skprivreg as sp
+
+    rng = np.random.default_rng(0)
+    X1 = rng.normal(size=(5000, 3))
+    y1 = X1 @ np.array([1.0, -2.0, 0.5])
+    X2 = 100 * rng.normal(size=(5000, 3)) + 50
+    y2 = X2 @ np.array([1.0, -2.0, 0.5]) / 100
+    acc = sp.BudgetAccountant(epsilon=3.0, delta=1e-5)
+    pipe = sp.make_private_pipeline(
+        sp.PrivateStandardScaler(epsilon=1.0, delta=1e-6, accountant=acc),
+        sp.AdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=5.0, y_bound=10.0,
+                           accountant=acc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X1, y1)
+        with pytest.raises(sp.BudgetExceededError):
+            pipe.fit(X2, y2)  # the scaler spends 1, the regressor is refused
+        with pytest.raises(NotFittedError):
+            pipe.predict(X2[:5])
+        scaler, regressor = pipe.steps[0][1], pipe.steps[1][1]
+        assert hasattr(scaler, "privacy_spent_") and not hasattr(regressor, "coef_")
+
+    acc2 = sp.BudgetAccountant(epsilon=2.5, delta=1e-5)
+    pipe.set_params(privatestandardscaler__accountant=acc2, adasspregressor__accountant=acc2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X1, y1)
+        kept = pipe.predict(X1[:5])
+        with pytest.raises(sp.BudgetExceededError):
+            pipe.fit(X2, y2)  # the scaler is refused first: nothing spent
+    np.testing.assert_array_equal(pipe.predict(X1[:5]), kept)

@@ -411,17 +411,23 @@ def _vote_class(key):
     ``0.0 == -0.0`` and ``1 == 1.0 == True``, but the released mode is one of
     the votes: were they counted together, which of them is released would
     depend on which subsample voted first, and one row could change it with
-    every count unchanged. Floats are classed by their bits, scalars by their
-    type too (recursively inside tuples); other hashable values by type and
-    equality (values that ``f`` returns equal must then be indistinguishable).
+    every count unchanged. Floats, complex numbers and NumPy scalars are
+    classed by their type and bits, other values by type and equality
+    (recursively inside tuples): values that ``f`` returns equal must then be
+    indistinguishable.
     """
     if key is SENTINEL:
         return key
-    if isinstance(key, float):
-        return ("float", struct.pack("<d", key))
+    kind = (type(key).__module__, type(key).__qualname__)
+    if isinstance(key, np.generic):  # a NumPy scalar inside a tuple: its type and bytes
+        return (*kind, key.tobytes())
+    if isinstance(key, float):  # float and its subclasses, by their bits
+        return (*kind, struct.pack("<d", key))
+    if isinstance(key, complex):
+        return (*kind, struct.pack("<dd", key.real, key.imag))
     if isinstance(key, tuple):
         return ("tuple", tuple(_vote_class(item) for item in key))
-    return (type(key).__module__, type(key).__qualname__, key)
+    return (*kind, key)
 
 
 def _ranked_counts(keys):

@@ -134,7 +134,12 @@ def test_t2_equal_but_distinguishable_votes_are_counted_apart():
     count unchanged (D: every subsample votes 0.0; D': one votes -0.0, first)."""
     for votes, mode in [([0.0] * 5, 0.0), ([-0.0] + [0.0] * 5, 0.0),
                         ([(-0.0, 1.0)] + [(0.0, 1.0)] * 5, (0.0, 1.0)),
-                        ([True] + [1] * 5, 1), ([1.0] + [1] * 5, 1)]:
+                        ([True] + [1] * 5, 1), ([1.0] + [1] * 5, 1),
+                        # inside tuples NumPy scalars stay as they are; complex zeros
+                        ([(np.float32(-0.0),)] + [(np.float32(0.0),)] * 5,
+                         (np.float32(0.0),)),
+                        ([(np.float64(1.0),)] + [(1.0,)] * 5, (1.0,)),
+                        ([complex(0.0, -0.0)] + [0j] * 5, 0j)]:
         released, _, c1, c2 = _mode_gap_distance(votes, 1)
         assert released == mode and repr(released) == repr(mode), votes
         assert (c1, c2) == (5, len(votes) - 5)
