@@ -15,7 +15,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 
 from .._compat import Interval, StrOptions, fit_context, validate_data, validate_params
-from .._rows import RowSource, is_dask_collection, is_file_backed, validate_blockwise_data
+from .._rows import (
+    RowSource,
+    is_dask_collection,
+    is_file_backed,
+    numpy_owned,
+    validate_blockwise_data,
+)
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import (
@@ -53,6 +59,21 @@ def _row_source(X, y, *, fit_intercept, chunk_size, clip, check_finite):
         return RowSource(X, y.reshape(-1), fit_intercept=fit_intercept, clip=clip)
     return RowSource(X, y, block_rows=chunk_size or DEFAULT_BLOCK,
                      fit_intercept=fit_intercept, clip=clip, check_finite=check_finite)
+
+
+def _shifted_labels(y, shift):
+    """``y - shift``; a finite label that the shift takes out of the float64 range is
+    refused (before any spend) as NaN or infinity is: its rows would sum to NaN."""
+    if not shift:
+        return y
+    with np.errstate(over="ignore", invalid="ignore"):
+        shifted = y - shift
+    if not is_dask_collection(shifted) and not np.all(np.isfinite(shifted)):
+        raise ValueError(
+            "y minus label_center leaves the float64 range for some label: choose a "
+            "label_center nearer the labels. Nothing was spent."
+        )
+    return shifted
 
 
 def _label_shift(label_center, fit_intercept):
@@ -100,7 +121,7 @@ def _issp_trace(X, y, *, n_candidates=None, dense=True, _constants="proven", **p
     est._refuse_predicted_fail(plan)
     rngs = {**est._public_rngs("partition"), **est._secret_rngs("histogram", "ptr", "noise")}
     shift = _label_shift(est.label_center, est.fit_intercept)
-    source = _row_source(X, y - shift if shift else y, fit_intercept=est.fit_intercept,
+    source = _row_source(X, _shifted_labels(y, shift), fit_intercept=est.fit_intercept,
                          chunk_size=est.chunk_size, clip=est.feature_clip, check_finite=False)
     if isinstance(est.residual_bound, str):
         r0 = private_residual_scale(source, plan.eps_r0, plan.delta_r0, rngs["partition"],
@@ -584,9 +605,9 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     def _shifted_source(self, X, y):
         """``(a, row source of (X, y - a))``: the label shift and the rows the passes read."""
         shift = _label_shift(self.label_center, self.fit_intercept)
-        source = _row_source(X, y - shift if shift else y, fit_intercept=self.fit_intercept,
+        source = _row_source(X, _shifted_labels(y, shift), fit_intercept=self.fit_intercept,
                              chunk_size=self.chunk_size, clip=self.feature_clip,
-                             check_finite=self._streamed(X))
+                             check_finite=self._streamed(X) or not numpy_owned(y))
         return shift, source
 
     def _say(self, message):

@@ -20,6 +20,8 @@ well conditioned and float64 resolves their leverages again.
 """
 
 import decimal
+import fractions
+import math
 
 import numpy as np
 
@@ -205,6 +207,23 @@ def dd_matmul(X, T_hi, T_lo):
     X = np.asarray(X, dtype=np.float64)
     T_hi = np.asarray(T_hi, dtype=np.float64)
     T_lo = np.asarray(T_lo, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # such rows are redone exactly
+        out = _dd_products(X, T_hi, T_lo)
+    # A row whose terms are huge (an entry near the float64 maximum, or of
+    # opposite signs that cancel) has an error of about 2^-104 of them, not
+    # small against its unit-scale image, or overflowed: it is mapped in exact
+    # rational arithmetic instead (one record must not make a full-rank design
+    # look singular).
+    with np.errstate(over="ignore", invalid="ignore"):
+        magnitude = np.abs(X) @ (np.abs(T_hi) + np.abs(T_lo))
+    inexact = ~(np.all(np.isfinite(out), axis=1) & np.all(magnitude <= _DD_TERMS_MAX, axis=1))
+    for i in np.flatnonzero(inexact & np.all(np.isfinite(X), axis=1)):
+        out[i] = _exact_row_product(X[i], T_hi, T_lo)
+    return out
+
+
+def _dd_products(X, T_hi, T_lo):
+    """The double-double product of :func:`dd_matmul`, before exact rows."""
     m, q = X.shape
     Xh, Xl = _split26(X)
     th, tl = _split26(T_hi)
@@ -224,3 +243,24 @@ def dd_matmul(X, T_hi, T_lo):
                 cv += (sv - (total - back)) + (prod - back)
                 sv[...] = total
     return s + c
+
+
+# Largest sum of term magnitudes a double-double row product is trusted with:
+# its error, about 2^-104 of it, stays below 2^-40 of a unit-scale result.
+_DD_TERMS_MAX = 2.0**64
+
+
+def _exact_row_product(x, T_hi, T_lo):
+    """``x (T_hi + T_lo)`` in exact rationals, each entry rounded once to float64."""
+    xs = [fractions.Fraction(float(v)) for v in x]
+    out = np.empty(T_hi.shape[1])
+    for j in range(T_hi.shape[1]):
+        exact = sum((xs[k] * (fractions.Fraction(float(T_hi[k, j]))
+                              + fractions.Fraction(float(T_lo[k, j])))
+                     for k in range(len(xs)) if T_hi[k, j] or T_lo[k, j]),
+                    fractions.Fraction(0))
+        try:
+            out[j] = float(exact)
+        except OverflowError:
+            out[j] = math.copysign(math.inf, exact)
+    return out

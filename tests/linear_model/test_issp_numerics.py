@@ -832,3 +832,41 @@ def test_certified_but_ill_conditioned_design_gets_leverages_within_the_margin(s
     exact = _exact_leverages(np.column_stack([X, np.ones(n)]), lev.idx[:20])
     errors = [abs(float(h) - float(e)) / float(e) for h, e in zip(lev.key[:20], exact)]
     assert max(errors) < 4e-7
+
+
+def test_double_double_rows_near_the_float64_maximum_are_mapped_exactly():
+    """An entry at the float64 maximum split into an infinite high half, and huge
+    entries of opposite signs cancelled beyond double-double's reach: the mapped
+    row was NaN or off by 1e270, the full-rank design was judged singular and
+    ISSP's test failed with certainty where its neighbour passes. Such rows are
+    mapped in exact rationals now (correctly rounded)."""
+    from fractions import Fraction
+
+    from skprivreg.linear_model._issp_exact import dd_matmul
+
+    big = np.finfo(np.float64).max
+    X = np.array([[big, 0.0], [1.7e308, -1.7e308], [1e308, 1e308], [0.3, -1.2]])
+    T_hi = np.array([[2.0**-1000, 3 * 2.0**-1000], [2.0**-1000, 3 * 2.0**-1000 + 2.0**-1040]])
+    T_lo = np.zeros((2, 2))
+    out = dd_matmul(X, T_hi, T_lo)
+    for i in range(len(X)):
+        for j in range(2):
+            exact = sum(Fraction(X[i, k]) * Fraction(T_hi[k, j]) for k in range(2))
+            assert out[i, j] == float(exact), (i, j)
+
+
+def test_a_label_the_center_shifts_out_of_range_is_refused_before_any_spend():
+    """label_center = -1e300 turned the finite label 1.8e308 into infinity inside the
+    fit, and the release was NaN; refused before any spend now, as infinity is."""
+    from skprivreg import BudgetAccountant
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 2))
+    y = X @ np.array([1.0, -2.0]) - 1e300
+    y[0] = np.finfo(np.float64).max
+    acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    est = ISSPRegressor(epsilon=8.0, delta=1e-6, label_center=-1e300, residual_bound=10.0,
+                        predicted_fail="spend", accountant=acc)
+    with pytest.raises(ValueError, match="label_center"):
+        est.fit(X, y)
+    assert acc.n_spends == 0
