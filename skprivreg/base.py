@@ -121,13 +121,24 @@ def _refuse_sample_weight(fit):
         if isinstance(accountant, DetachedAccountant):
             # Refused before fit resets anything: the loaded model keeps working.
             accountant.check(0.0)
+        return keeping(self, *args, **kwargs)
+
+    keeping = _keeping_previous_model(_releasing_budget(quiet_fit))
+    return wrapper
+
+
+def _keeping_previous_model(fit):
+    """Wrap a fitting method so that, refused before any spend (bad input, an exceeded
+    budget), it gives the estimator back its previous fitted attributes: nothing of
+    the new rows was released. A fit that fails after its spend keeps none."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
         previous = _fitted_attributes(self)
         try:
-            return _releasing_budget(quiet_fit)(self, *args, **kwargs)
+            return fit(self, *args, **kwargs)
         except BaseException:
             if previous and "privacy_spent_" not in self.__dict__:
-                # Refused before any spend (bad input, budget exceeded): nothing
-                # of the new rows was released, so the previous fit stays whole.
                 for name in _fitted_attributes(self):
                     delattr(self, name)
                 self.__dict__.update(previous)
@@ -203,6 +214,8 @@ class DPEstimatorMixin:
             cls.__init__ = _keyword_only_init(cls, cls.__dict__["__init__"])
         if "fit" in cls.__dict__:
             cls.fit = _refuse_sample_weight(cls.__dict__["fit"])
+        if "fit_aggregated" in cls.__dict__:  # a fit from released data
+            cls.fit_aggregated = _keeping_previous_model(cls.__dict__["fit_aggregated"])
         outcomes = getattr(cls, "add_outcomes", None)  # from a mixin, too
         if outcomes is not None and not getattr(outcomes, "_releases_budget", False):
             cls.add_outcomes = _releasing_budget(outcomes)

@@ -201,3 +201,29 @@ def test_an_amended_ledger_restates_its_delta_within_the_amend_tolerance():
     restated = PrivacyLedger([PrivacyEvent("release", 1.0, edge * (1 + 1e-15))])
     acc._amend(planned, restated)
     assert acc.total().delta <= 1e-6 * (1 + 1e-9)
+
+
+# -- base.py: fit_aggregated keeps the previous model when refused ------------------------
+def test_a_refused_fit_aggregated_keeps_the_previous_model():
+    # fit_aggregated (a fit from released data) reset the estimator before checking its
+    # arguments: a refused call destroyed a charged model and its privacy_spent_.
+    from skprivreg.label_dp import WeightedLBARegressor, aggregate
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_011, 3))
+    y = np.clip(0.1 * X @ np.array([1.0, 2.0, 3.0]) + 0.3 * rng.normal(size=20_011), -1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = WeightedLBARegressor(epsilon=20.0, delta=1e-5, y_bound=(-1, 1),
+                                   assumption="declared", residual_var_lower_bound=0.05,
+                                   accountant=BudgetAccountant(epsilon=100, delta=1e-3))
+        est.fit(X, y)
+        llp, _ = aggregate(X, y, mode="llp", epsilon=20.0, delta=1e-5, y_bound=(-1, 1),
+                           noise_fraction=0.5)
+    before = _fitted_state(est)
+    for call in (lambda: est.fit_aggregated(llp), lambda: est.fit_aggregated(llp, X[:10]),
+                 lambda: est.fit_aggregated("not a dataset")):
+        with pytest.raises((ValueError, TypeError)):
+            call()
+        after = _fitted_state(est)
+        assert sorted(after) == sorted(before) and all(after[k] is before[k] for k in before)
