@@ -3,6 +3,7 @@
 import copy
 import functools
 import math
+import traceback
 import warnings
 
 import numpy as np
@@ -137,14 +138,28 @@ def _keeping_previous_model(fit):
         previous = _fitted_attributes(self)
         try:
             return fit(self, *args, **kwargs)
-        except BaseException:
-            if previous and "privacy_spent_" not in self.__dict__:
+        except BaseException as exc:
+            if "privacy_spent_" in self.__dict__:
+                forget_secret_frames(exc)
+            elif previous:
                 for name in _fitted_attributes(self):
                     delattr(self, name)
                 self.__dict__.update(previous)
             raise
 
     return wrapper
+
+
+def forget_secret_frames(exc):
+    """Clear the local variables of the finished frames in ``exc``'s traceback.
+
+    An exception raised after a spend (a failed private test) would keep the
+    fit's frames alive, and with them its secret generators, whose draws can
+    be replayed from their seeds, and secret intermediate values: any code
+    that stores the traceback's variables (an error tracker) would hold them.
+    The exception, its message and the frames' names and lines stay.
+    """
+    traceback.clear_frames(exc.__traceback__)
 
 
 def _fitted_attributes(estimator):

@@ -227,3 +227,42 @@ def test_a_refused_fit_aggregated_keeps_the_previous_model():
             call()
         after = _fitted_state(est)
         assert sorted(after) == sorted(before) and all(after[k] is before[k] for k in before)
+
+
+# -- base.py / aggregate: an exception after the spend keeps no secret generator ----------
+def _generators_in_traceback(exc):
+    from skprivreg._random import SpendFirstGenerator
+
+    found, tb = [], exc.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            values = value.values() if isinstance(value, dict) else [value]
+            found += [v for v in values
+                      if isinstance(v, (np.random.Generator, SpendFirstGenerator))]
+        tb = tb.tb_next
+    return found
+
+
+def _lba_rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_011, 3))
+    return X, np.clip(0.1 * X @ np.array([1.0, 2.0, 3.0]) + 0.3 * rng.normal(size=20_011),
+                      -1, 1)
+
+
+def test_a_failed_private_check_keeps_no_secret_generator_in_its_traceback():
+    # PrivacyCheckFailedError kept fit's (and aggregate's) frames alive with the secret
+    # generators, whose seeds replay the private check's draw: an error tracker that
+    # stores a traceback's variables would hold them.
+    from skprivreg.exceptions import PrivacyCheckFailedError
+    from skprivreg.label_dp import WeightedLBARegressor, aggregate
+
+    X, y = _lba_rows()  # (this frame holds no generator of its own)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(PrivacyCheckFailedError) as fit_failure:
+            WeightedLBARegressor(epsilon=20.0, delta=1e-5, y_bound=(-1, 1)).fit(X, y)
+        with pytest.raises(PrivacyCheckFailedError) as aggregate_failure:
+            aggregate(X, y, epsilon=20.0, delta=1e-5, y_bound=(-1, 1))
+    assert _generators_in_traceback(fit_failure.value) == []
+    assert _generators_in_traceback(aggregate_failure.value) == []

@@ -26,7 +26,7 @@ from .._rows import (
     sum_over_row_blocks,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import quiet_floats, without_float_warnings
+from ..base import forget_secret_frames, quiet_floats, without_float_warnings
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
 from ..mechanisms import bound_bins, ptr_calibration, ptr_test
@@ -564,8 +564,11 @@ def aggregate(
         ledger.for_publication = False
     try:
         dataset = run_aggregation(X, y, plan, rngs, feature_names=feature_names)
-    except PrivacyCheckFailedError as exc:
-        exc.ledger = ledger
+    except BaseException as exc:
+        if isinstance(exc, PrivacyCheckFailedError):
+            exc.ledger = ledger
+        forget_secret_frames(exc)  # the secret generators and draws of this run
+        del rngs  # this frame's own (it is still running)
         raise
     return dataset, ledger
 
