@@ -842,17 +842,34 @@ def test_double_double_rows_near_the_float64_maximum_are_mapped_exactly():
     mapped in exact rationals now (correctly rounded)."""
     from fractions import Fraction
 
-    from skprivreg.linear_model._issp_exact import dd_matmul
+    from skprivreg.linear_model._issp_exact import (
+        dd_matmul,
+        exact_gram,
+        exact_whitening_transform,
+    )
 
     big = np.finfo(np.float64).max
     X = np.array([[big, 0.0], [1.7e308, -1.7e308], [1e308, 1e308], [0.3, -1.2]])
     T_hi = np.array([[2.0**-1000, 3 * 2.0**-1000], [2.0**-1000, 3 * 2.0**-1000 + 2.0**-1040]])
     T_lo = np.zeros((2, 2))
     out = dd_matmul(X, T_hi, T_lo)
+    rows = [X]
+    # The whitening transform of a design holding such a row: its terms cancel.
+    rng = np.random.default_rng(0)
+    design = np.vstack([[1.7e308, -1.7e308], rng.normal(size=(200, 2))])
+    design = np.hstack([design, np.ones((201, 1))])  # the intercept column: it cancels
+    T = exact_whitening_transform(exact_gram(design), 3)
+    mapped = dd_matmul(design[:1], *T)
+    rows.append((design[:1], T, mapped))
     for i in range(len(X)):
         for j in range(2):
             exact = sum(Fraction(X[i, k]) * Fraction(T_hi[k, j]) for k in range(2))
             assert out[i, j] == float(exact), (i, j)
+    x, (t_hi, t_lo), z = rows[1]
+    for j in range(3):
+        exact = sum(Fraction(x[0, k]) * (Fraction(t_hi[k, j]) + Fraction(t_lo[k, j]))
+                    for k in range(3))
+        assert z[0, j] == float(exact), j
 
 
 def test_a_label_the_center_shifts_out_of_range_is_refused_before_any_spend():
