@@ -649,6 +649,13 @@ class PrivatePipeline(Pipeline):
                 step.set_params(**{key: value})
 
     @contextlib.contextmanager
+    def _fitting(self):
+        """The context every fitting method runs its steps in (see the class docstring)."""
+        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
+                self._quiet_memory(), self._whole_or_unfitted():
+            yield
+
+    @contextlib.contextmanager
     def _whole_or_unfitted(self):
         """A refit that fails after a private step released something leaves no private
         step with its previous model: a step refused before its own spend gets its
@@ -694,8 +701,7 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
-                self._quiet_memory(), self._whole_or_unfitted():
+        with self._fitting():
             return super().fit(X, y, **params)
 
     @available_if(_final_step_has("fit_transform", "transform"))
@@ -707,8 +713,7 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
-                self._quiet_memory(), self._whole_or_unfitted():
+        with self._fitting():
             return super().fit_transform(X, y, **params)
 
     @available_if(_final_step_has("fit_predict"))
@@ -720,8 +725,7 @@ class PrivatePipeline(Pipeline):
         (see the class docstring).
         """
         self._guard()
-        with np.errstate(all="ignore"), self._cached_steps_keep_accountants(), \
-                self._quiet_memory(), self._whole_or_unfitted():
+        with self._fitting():
             return super().fit_predict(X, y, **params)
 
     @property
