@@ -30,6 +30,8 @@ import uuid
 
 import numpy as np
 
+from ._threads import single_threaded_blas
+
 __all__ = ["DRIVER_FOLD_MAX_BLOCKS", "TREE_FAN_IN", "chunk_tasks", "reduce_chunks",
            "tree_reduce", "worker_groups"]
 
@@ -96,8 +98,9 @@ class _BlocksTask:
     def __call__(self, params, *blocks):
         k = len(self.offsets)
         total = None
-        # No floating-point warning on the worker either (see ``base.quiet_floats``).
-        with np.errstate(all="ignore"):
+        # No floating-point warning on the worker either (see ``base.quiet_floats``);
+        # BLAS on one thread, as in a threaded pass (:mod:`skprivreg._threads`).
+        with np.errstate(all="ignore"), single_threaded_blas():
             for offset, size, X_b, Y_b in zip(self.offsets, self.sizes, blocks[:k], blocks[k:]):
                 _check_chunk_rows(X_b, Y_b, size)
                 total = self.run(self.fn, offset, X_b, Y_b, self.clip, self.check_finite,

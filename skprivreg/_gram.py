@@ -32,17 +32,15 @@ Dask chunk is itself split into cache-sized blocks on its worker. Block
 functions draw nothing random.
 """
 
-import contextlib
 import math
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from sklearn.utils import assert_all_finite
-from threadpoolctl import ThreadpoolController
 
 from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace, workspace_like
+from ._threads import single_threaded_blas
 from .base import quiet_floats
 from .bounds import clip_threshold
 
@@ -400,37 +398,10 @@ def threads_for(source):
     return 1 if source.is_dask else N_THREADS
 
 
-_LIMIT = {"lock": threading.Lock(), "users": 0, "limiter": None}
-
-
-@contextlib.contextmanager
-def _single_threaded_blas():
-    """BLAS on one thread while any threaded pass runs (reference-counted).
-
-    The limit is process-wide: the first pass to enter sets it, the last to
-    leave restores the previous setting, so concurrent fits (a threaded
-    grid search) never leave BLAS limited after they finish.
-    """
-    with _LIMIT["lock"]:
-        if _LIMIT["users"] == 0:
-            if _LIMIT.get("pid") != os.getpid():  # finding the libraries costs milliseconds
-                _LIMIT["controller"], _LIMIT["pid"] = ThreadpoolController(), os.getpid()
-            _LIMIT["limiter"] = _LIMIT["controller"].limit(limits=1, user_api="blas")
-        _LIMIT["users"] += 1
-    try:
-        yield
-    finally:
-        with _LIMIT["lock"]:
-            _LIMIT["users"] -= 1
-            if _LIMIT["users"] == 0:
-                _LIMIT["limiter"].restore_original_limits()
-                _LIMIT["limiter"] = None
-
-
 def reduce_threaded(source, fn, combine, params=None, *, label="", n_threads=1):
     """``source.reduce(...)``, with BLAS kept to one thread when the pass runs threads."""
     if n_threads > 1:
-        with _single_threaded_blas():
+        with single_threaded_blas():
             return source.reduce(fn, combine, params, label=label)
     return source.reduce(fn, combine, params, label=label)
 

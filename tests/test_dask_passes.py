@@ -329,6 +329,57 @@ def test_a_pass_task_raises_no_floating_point_warning():
         gram_statistics(source, x_bound=3.0, y_bound=1e307)
 
 
+def test_a_pass_task_multiplies_with_blas_on_one_thread_and_restores_it():
+    """Under Dask's threaded scheduler the tasks share the driver's BLAS: each
+    task holds it to one thread (a piece's product is too small for BLAS's
+    threads to pay). The first task to enter and the last to leave run on
+    different threads, which outlive the pass: the previous setting is back
+    after it, and a threaded NumPy pass on this thread still limits BLAS."""
+    import threading
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from skprivreg._gram import cache_blocked, reduce_threaded
+    from skprivreg._rows import RowSource
+
+    def blas_threads():
+        info = [p for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+        if not info:
+            pytest.skip("no BLAS library reported by threadpoolctl")
+        return max(p["num_threads"] for p in info)
+
+    seen, threads = [], set()
+    both_in = threading.Barrier(2, timeout=30)
+
+    def block(offset, X_b, Y_b, params=None, into=None):
+        threads.add(threading.get_ident())
+        if offset < 2_000:  # the first two tasks meet: they run on two threads at once
+            both_in.wait()
+        seen.append(blas_threads())
+        part = np.dot(X_b.T, X_b)
+        return (part,) if into is None else (into[0] + part,)
+
+    X = np.random.default_rng(0).uniform(-1.0, 1.0, size=(4_000, 3))
+    source = RowSource(da.from_array(X, chunks=(1_000, 3)), None, block_rows=None,
+                       check_finite=True)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        with dask.config.set(scheduler="threads", num_workers=2):
+            (gram,) = source.reduce(block)
+        assert blas_threads() == 2
+        numpy_seen = []
+
+        def numpy_block(X_b, Y_b):
+            numpy_seen.append(blas_threads())
+            return (np.dot(X_b.T, X_b),)
+
+        reduce_threaded(RowSource(X, None), cache_blocked(numpy_block, 3, 2), lambda a, b: a,
+                        n_threads=2)
+        assert blas_threads() == 2
+    np.testing.assert_allclose(gram, X.T @ X, rtol=1e-12)
+    assert len(threads) >= 2
+    assert len(seen) == 4 and set(seen) == {1}
+    assert numpy_seen and set(numpy_seen) == {1}
+
+
 def test_an_in_memory_side_joins_a_dask_side_under_a_random_name():
     # Dask names from_array arrays by a hash of their values: every task key would carry
     # a fingerprint of the private rows to the scheduler, its dashboard and its logs.
