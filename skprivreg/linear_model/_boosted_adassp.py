@@ -1,6 +1,7 @@
 """Boosted AdaSSP (Tang et al. 2023) with every release composed in GDP."""
 
 import math
+from fractions import Fraction
 from functools import partial
 from numbers import Integral, Real
 
@@ -20,6 +21,7 @@ from ..mechanisms import (
     gdp_split,
     intercept_gram_sensitivity,
     residual_gradient_sensitivity,
+    sqrt_at_least,
     symmetric_gaussian_matrix,
 )
 from ._adassp import adassp_ridge
@@ -222,7 +224,7 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         private = not math.isinf(self.epsilon)
         c = 1.0 if self.fit_intercept else 0.0
         B = float(x_bound)
-        R = math.hypot(B, c)
+        R = sqrt_at_least(Fraction(B) ** 2 + Fraction(c) ** 2)  # never rounded down
         names = ["lambda_min", "XtX"] + [f"gradient_{t}" for t in range(self.n_rounds)]
         sens = [B**2 + c**2, intercept_gram_sensitivity(B, c)] + [
             residual_gradient_sensitivity(R, y_bound)

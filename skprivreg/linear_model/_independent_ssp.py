@@ -10,6 +10,7 @@ least as tight and exact for Gaussian releases.
 
 import math
 from dataclasses import replace
+from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -27,6 +28,7 @@ from ..mechanisms import (
     gram_upper_sensitivity,
     gram_with_exact_corner,
     joint_gram_cross_calibration,
+    sqrt_at_least,
 )
 from ._base import LinearPredictMixin, split_intercept
 from ._private_bounds import (
@@ -34,6 +36,7 @@ from ._private_bounds import (
     bound_epsilons,
     check_bound_scales,
     check_bounds_feasible,
+    check_data_bounds_supported,
     count_bounds,
     label_magnitude,
     planned_bound_events,
@@ -264,14 +267,18 @@ class IndependentSSPRegressor(
         sens_cov = gram_upper_sensitivity(x_raw, c) / n
         sens_assoc = cross_sensitivity(x_raw, y_bound or 0.0, c) / n
         f = float(self.cov_budget)
-        root_l = math.sqrt(n_outputs)
+
+        def root_l(value):
+            """``sqrt(l) * value`` never rounded down: a label row of ``l`` bounds attains it."""
+            return sqrt_at_least(n_outputs * Fraction(value) ** 2)
+
         if not private:
             # Non-private test mode: no noise, no guarantee (the ledger says inf).
             events = [
-                PrivacyEvent("covariance x l", math.inf, 0.0, sensitivity=root_l * sens_cov,
+                PrivacyEvent("covariance x l", math.inf, 0.0, sensitivity=root_l(sens_cov),
                              sigma=0.0),
                 PrivacyEvent("association x l", math.inf, 0.0,
-                             sensitivity=root_l * sens_assoc, sigma=0.0),
+                             sensitivity=root_l(sens_assoc), sigma=0.0),
             ]
             return events, 0.0, 0.0, PrivacyLedger(events, delta=0.0)
         if self.composition == "gdp" and sens_cov > 0 and sens_assoc > 0:
@@ -281,10 +288,10 @@ class IndependentSSPRegressor(
             # calibrated as one joint release of ReuseCov's shape.
             joint, sigma_gram, sigma_assoc, _ = joint_gram_cross_calibration(
                 "covariance+association x l", x_bound=x_raw,
-                y_row_bound=root_l * y_bound, n_rows=n, mu=gdp_mu(epsilon, delta),
+                y_row_bound=root_l(y_bound), n_rows=n, mu=gdp_mu(epsilon, delta),
                 share=f, delta=delta, intercept=c,
             )
-            sigma_cov = root_l * sigma_gram
+            sigma_cov = root_l(sigma_gram)
             joint = replace(joint, components=(("covariance", sigma_cov),
                                                ("association", sigma_assoc)))
             ledger = PrivacyLedger([*bound_events, joint], composition="gdp", delta=delta)
@@ -293,9 +300,9 @@ class IndependentSSPRegressor(
             mu = gdp_mu(epsilon, delta)
             # l independent releases of sigma with sensitivity Delta each are one
             # Gaussian release of sensitivity sqrt(l) Delta (a row changes all).
-            cov = gaussian_event_from_mu("covariance x l", root_l * sens_cov,
+            cov = gaussian_event_from_mu("covariance x l", root_l(sens_cov),
                                          math.sqrt(f) * mu, f * delta)
-            assoc = gaussian_event_from_mu("association x l", root_l * sens_assoc,
+            assoc = gaussian_event_from_mu("association x l", root_l(sens_assoc),
                                            math.sqrt(1 - f) * mu, (1 - f) * delta)
             ledger = PrivacyLedger([*bound_events, cov, assoc], composition="gdp", delta=delta)
             return [cov, assoc], cov.sigma, assoc.sigma, ledger
@@ -349,6 +356,7 @@ class IndependentSSPRegressor(
         source = statistics_source(X, y, verbose=self.verbose, name=type(self).__name__)
         if bound_eps:
             counts = count_bounds(None, None, source)  # releases nothing; refuses NaN
+            check_data_bounds_supported(counts, bound_eps)
             self._spend(planned)
             rng_bounds = self._secret_rngs("bounds")["bounds"]
             estimated, bound_events = release_bounds(counts, bound_eps, rng_bounds,

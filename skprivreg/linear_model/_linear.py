@@ -11,6 +11,7 @@ estimator validates, plans, spends and solves.
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import partial
 from numbers import Integral, Real
 
@@ -46,7 +47,7 @@ from ..mechanisms import (
     symmetric_gaussian_matrix,
 )
 from ._base import LinearPredictMixin, solve_psd_repaired
-from ._private_bounds import count_bounds
+from ._private_bounds import check_data_bounds_supported, count_bounds
 from ._range_blocks import (
     INTERCEPT,
     RangeMap,
@@ -170,7 +171,7 @@ def _plan(est, n, d):
     T = int(est.n_rounds)
     w_mean = mean_weight(n, mu)
     weights = {"label_moments": w_mean}
-    if est.x_range is None:
+    if est.x_range is None and est.fit_intercept:  # without an intercept rows are not centred
         weights["feature_mean"] = 0.05
     rest = 1.0 - sum(weights.values())
     weights["XtX"] = 0.30 * rest
@@ -205,10 +206,17 @@ def _ledger(plan, events, delta):
     return PrivacyLedger([*plan.bound_events, *events], composition="gdp", delta=delta)
 
 
+def _row_norm_bound(plan, fit_intercept):
+    """``||(z, c)||`` of a mapped row with its intercept column, never rounded down:
+    the row of ones with ``c = 1`` attains ``sqrt(d + 1)``."""
+    c = Fraction(_INTERCEPT if fit_intercept else 0.0)
+    return sqrt_at_least(Fraction(plan.row_bound) ** 2 + c * c)
+
+
 def planned_ledger(plan, delta, fit_intercept=True):
     """The ledger of one fit with unit residual clip (its epsilon, delta, mu are final)."""
     mus = _mus(plan)
-    R = math.hypot(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
+    R = _row_norm_bound(plan, fit_intercept)
     sens = {
         "label_moments": 2.0,
         "feature_mean": 2.0,
@@ -295,7 +303,8 @@ class LinearRegression(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Bas
     rows are clipped to it, a private mean :math:`\\hat m` of the clipped rows
     is released in the GDP part (5% of :math:`\\mu^2`, sensitivity
     ``2 B^``), and rows are mapped to :math:`\\mathrm{clip}_1((x - \\hat m)/\\hat B)`
-    (``B = 1``). If ``y_bound`` is None, a private bound ``Y^`` on
+    (``B = 1``); with ``fit_intercept=False`` rows are not centred and no mean
+    is released (:math:`\\hat m = 0`). If ``y_bound`` is None, a private bound ``Y^`` on
     ``|y|`` is released and ``u = clip(y / Y^, -1, 1)`` (the intercept absorbs
     the offset). Too few rows for a private bound raise
     :class:`~skprivreg.exceptions.ConfigurationError` before any spend,
@@ -554,18 +563,17 @@ def _fit_private(source, plan, est, rngs):
         counts = count_bounds(None, None, source)
         counts_x, counts_y = counts["x_bound"], counts["y_bound"]
         bound_eps = {e.name: e.epsilon for e in plan.bound_events}
-        for name, counted in (("x_bound", counts_x), ("y_bound", counts_y)):
-            # A bound read from the data above the largest bin is refused before
-            # any release (the first noisy value records the spend).
-            if name in bound_eps and math.isinf(bound_eps[name]) and counted[-1] > 0:
-                raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
+        # A bound read from the data above the largest bin is refused before any
+        # release (the first noisy value records the spend).
+        check_data_bounds_supported(counts, bound_eps)
         if est.x_range is None:
             x_clip = _range_bound(counts_x, n, bound_eps["x_bound"], rngs["bounds"], bins,
                                   "x_bound", plan.private)
-            (x_sum,) = _data_pass(source, partial(feature_sum_block, x_clip=x_clip),
-                                  "feature_mean")
-            noisy_sum = release("feature_mean", x_sum, 2.0 * x_clip)
-            center = noisy_sum / n if fit_intercept else np.zeros(d)
+            center = np.zeros(d)  # no centring without an intercept (it would add one)
+            if fit_intercept:
+                (x_sum,) = _data_pass(source, partial(feature_sum_block, x_clip=x_clip),
+                                      "feature_mean")
+                center = release("feature_mean", x_sum, 2.0 * x_clip) / n
             half = np.full(d, x_clip)
         else:
             fb = range_map(est.x_range, (0.0, 1.0), d, fit_intercept)
@@ -581,7 +589,7 @@ def _fit_private(source, plan, est, rngs):
                         est.x_range is not None)
 
     common = dict(rmap=rmap, fit_intercept=fit_intercept, x_clip=x_clip)
-    R = math.hypot(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
+    R = _row_norm_bound(plan, fit_intercept)
     gram_sens = (intercept_gram_sensitivity(plan.row_bound, _INTERCEPT) if fit_intercept
                  else math.sqrt(2.0) * plan.row_bound**2)
 

@@ -37,6 +37,7 @@ __all__ = [
     "label_magnitude",
     "bound_epsilons",
     "check_bounds_feasible",
+    "check_data_bounds_supported",
     "planned_bound_events",
     "bound_block_counts",
     "count_bounds",
@@ -204,6 +205,21 @@ def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept
     return dict(zip((*BOUND_NAMES, "over"), counts))
 
 
+def check_data_bounds_supported(counts, bound_eps):
+    """Refuse a bound read from the data (infinite epsilon) above the largest bin.
+
+    Call it on :func:`count_bounds`'s counts before the spend: the refusal
+    depends on the data, as the bound read from it does (an infinite-epsilon
+    release), and must come before anything is charged, as any refusal of
+    the input does.
+    """
+    bins = bound_bins()
+    for name, eps in bound_eps.items():
+        # No bin lies above every row (argmax would give the first).
+        if math.isinf(eps) and counts[name][-1] > 0:
+            raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
+
+
 def release_bounds(counts, bound_eps, rng, *, n_samples, quantile="auto", notions=None,
                    neighbouring="replace-one"):
     """The missing bounds from :func:`count_bounds`: ``({name: bound}, [events])``.
@@ -215,13 +231,12 @@ def release_bounds(counts, bound_eps, rng, *, n_samples, quantile="auto", notion
     carries ``notions[name]`` (default ``'full'``) and ``neighbouring``.
     """
     notions = notions or {}
+    check_data_bounds_supported(counts, bound_eps)
     bins = bound_bins()
     resolved, events = {}, []
     for name, eps in bound_eps.items():
         notion = notions.get(name, "full")
         if math.isinf(eps):
-            if counts[name][-1] > 0:
-                raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
             bound, event = data_norm_bound(
                 bins[np.argmax(counts[name] == 0)], name=name, notion=notion
             )

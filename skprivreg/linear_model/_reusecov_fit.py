@@ -20,6 +20,7 @@ from ..mechanisms import gram_with_exact_corner
 from ._private_bounds import (
     LARGEST_BOUND_SCALE,
     check_bound_scales,
+    check_data_bounds_supported,
     count_bounds,
     planned_bound_events,
     release_bounds,
@@ -180,6 +181,7 @@ class _ReleaseMixin:
                                   intercept=self._intercept())
             if public is not None and counts["over"][0]:
                 raise _public_side_error(self.privacy, "above the limit")
+            check_data_bounds_supported(counts, bound_eps)
             self._spend(planned)
             seq = secret_seed_sequence(self.random_state)
             rng_bounds = np.random.Generator(np.random.PCG64(_child_seed(seq, _BOUNDS_CHILD)))

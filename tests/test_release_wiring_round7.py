@@ -1,0 +1,157 @@
+"""Round 7: release wiring found by this round's audits.
+
+Each test fails on the code before its fix (checked by restoring the old file).
+All are deterministic: exact rational arithmetic on released constants,
+captured calibration arguments, refusals before any spend.
+"""
+
+import math
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from skprivreg import BudgetAccountant
+from skprivreg.linear_model import (
+    BoostedAdaSSPRegressor,
+    IndependentSSPRegressor,
+    LinearRegression,
+    ReuseCovRegressor,
+)
+from skprivreg.linear_model import _boosted_adassp, _independent_ssp
+from skprivreg.mechanisms import sqrt_at_least
+
+
+def _smallest_root_at_least(root, value):
+    """``root`` is the smallest float whose exact square is at least ``value``."""
+    exact = Fraction(value)
+    below = math.nextafter(root, 0.0)
+    return Fraction(root) ** 2 >= exact and (root == 0 or Fraction(below) ** 2 < exact)
+
+
+# -- sqrt_at_least: exact arguments, far from 1 ---------------------------------------------
+@pytest.mark.parametrize("value", [
+    3, 10, 11, Fraction(11), Fraction(10) + 1, Fraction(1e-300) ** 2, Fraction(1e-170) ** 2 * 3,
+    Fraction(1e200) ** 2 * 7, 5e-324, 1.7e308, Fraction(1, 3),
+])
+def test_sqrt_at_least_is_the_smallest_float_whose_square_is_at_least_the_exact_value(value):
+    # Before: one step up from math.sqrt(float(value)); 1e-600 became 5e-324.
+    assert _smallest_root_at_least(sqrt_at_least(value), value)
+
+
+def test_sqrt_at_least_on_many_values():
+    rng = np.random.default_rng(0)
+    mantissas, exponents = rng.uniform(1.0, 10.0, 300), rng.integers(-300, 300, 300)
+    for m, e in zip(mantissas, exponents):
+        value = float(m) * 10.0 ** int(e)
+        assert _smallest_root_at_least(sqrt_at_least(value), value)
+        assert _smallest_root_at_least(sqrt_at_least(Fraction(value) ** 2 + 1), Fraction(value) ** 2 + 1)
+
+
+# -- the row norm of a mapped row with its intercept column --------------------------------
+@pytest.mark.parametrize("d", [10, 17, 20, 25])
+def test_linear_regression_xty_sensitivity_is_not_below_twice_the_norm_of_a_row_of_ones(d):
+    # A mapped row z = (1, ..., 1) with u = 1, replaced by u = -1, changes A^T u by
+    # exactly 2 sqrt(d + 1). math.hypot(sqrt_at_least(d), 1) is below sqrt(d + 1) for
+    # these d.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (400, d))
+    y = X.sum(axis=1) / d
+    est = LinearRegression(x_range=(-1.0, 1.0), y_bound=(-1.0, 1.0), epsilon=1.0,
+                           delta=1e-6, n_rounds=1).fit(X, y)
+    event = {e.name: e for e in est.privacy_spent_.events}["Xty"]
+    assert Fraction(event.sensitivity) ** 2 >= 4 * (d + 1)
+
+
+def test_boosted_adassp_gradient_row_bound_is_not_rounded_down(monkeypatch):
+    # R = hypot(B, c) rounds to nearest: below sqrt(B^2 + c^2) for B = 0.1, c = 1.
+    seen = []
+    real = _boosted_adassp.residual_gradient_sensitivity
+
+    def spy(row_bound, residual_bound):
+        seen.append(row_bound)
+        return real(row_bound, residual_bound)
+
+    monkeypatch.setattr(_boosted_adassp, "residual_gradient_sensitivity", spy)
+    B = next(b for b in (0.1 * k for k in range(1, 200))
+             if Fraction(math.hypot(b, 1.0)) ** 2 < Fraction(b) ** 2 + 1)
+    X = np.random.default_rng(0).uniform(-B, B, (300, 2)) / math.sqrt(2)
+    BoostedAdaSSPRegressor(x_bound=B, y_bound=1.0, epsilon=1.0, delta=1e-6,
+                           n_rounds=2).fit(X, X.sum(axis=1))
+    assert seen and all(Fraction(r) ** 2 >= Fraction(B) ** 2 + 1 for r in seen)
+
+
+# -- IndependentSSP: sqrt(l) times a bound or a noise scale -----------------------------
+def _outputs_rows(n_outputs, n=300):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (n, 2))
+    return X, np.clip(X @ rng.normal(size=(2, n_outputs)), -1.0, 1.0)
+
+
+def test_independent_ssp_joint_release_scales_by_sqrt_l_without_rounding_down(monkeypatch):
+    # l = 3: math.sqrt(3) is below the exact root, so the label row bound sqrt(l) y_bound
+    # of the joint release and the covariance copies' scale sqrt(l) sigma were short.
+    seen = {}
+    real = _independent_ssp.joint_gram_cross_calibration
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        seen["y_row_bound"], seen["sigma_gram"] = kwargs["y_row_bound"], out[1]
+        return out
+
+    monkeypatch.setattr(_independent_ssp, "joint_gram_cross_calibration", spy)
+    X, Y = _outputs_rows(3)
+    est = IndependentSSPRegressor(x_bound=math.sqrt(2), y_bound=1.0, epsilon=1.0,
+                                  delta=1e-6).fit(X, Y)
+    assert Fraction(seen["y_row_bound"]) ** 2 >= 3
+    components = dict(est.privacy_spent_.events[-1].components)
+    assert Fraction(components["covariance"]) ** 2 >= 3 * Fraction(seen["sigma_gram"]) ** 2
+
+
+# -- a bound read from the data above the largest bin: refused before the spend ---------
+@pytest.mark.parametrize("make", [
+    lambda acc: IndependentSSPRegressor(epsilon=1.0, delta=1e-6, y_bound=20.0, bounds="data",
+                                        accountant=acc),
+    lambda acc: ReuseCovRegressor(epsilon=1.0, delta=1e-6, y_bound=20.0, bounds="data",
+                                  accountant=acc),
+    lambda acc: LinearRegression(epsilon=1.0, delta=1e-6, y_bound=(-20.0, 20.0), bounds="data",
+                                 accountant=acc),
+], ids=["independent_ssp", "reusecov", "linear_regression"])
+def test_a_data_bound_above_the_largest_bin_is_refused_before_the_spend(make):
+    # IndependentSSP and ReuseCov recorded the spend, then refused: the accountant was
+    # charged and the previous model dropped for input that is refused as bad.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = X @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=2000)
+    bad = X.copy()
+    bad[0, 0] = 1e13  # above the largest public bin, 2^40
+    acc = BudgetAccountant(epsilon=math.inf, delta=1e-3)  # a data bound spends inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the data bound warns that it leaks
+        est = make(acc).fit(X, y)
+        spends, coef = acc.n_spends, est.coef_.copy()
+        with pytest.raises(ValueError, match="not supported"):
+            est.fit(bad, y)
+    assert acc.n_spends == spends
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
+# -- LinearRegression without an intercept releases no feature mean ----------------------
+def test_linear_regression_without_intercept_or_ranges_spends_nothing_on_a_mean():
+    # The released mean was discarded (rows are not centred without an intercept), yet
+    # 5% of mu^2 was charged to it and taken from the other releases.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3))
+    y = X @ np.array([1.0, -1.0, 0.5])
+    kwargs = dict(y_bound=(-5.0, 5.0), epsilon=1.0, delta=1e-6, n_rounds=1)
+    without = LinearRegression(fit_intercept=False, **kwargs).fit(X, y)
+    names = [e.name for e in without.privacy_spent_.events]
+    assert "feature_mean" not in names and "x_bound" in names
+    with_intercept = LinearRegression(fit_intercept=True, **kwargs).fit(X, y)
+    assert "feature_mean" in [e.name for e in with_intercept.privacy_spent_.events]
+    # the Gram matrix gets 30% of what the moments and the mean leave
+    mus = {e.name: e.mu for e in without.privacy_spent_.events if e.mu is not None}
+    total = math.sqrt(sum(m * m for m in mus.values()))
+    w_mean = (mus["label_moments"] / total) ** 2
+    assert (mus["XtX"] / total) ** 2 == pytest.approx(0.30 * (1.0 - w_mean), rel=1e-9)
