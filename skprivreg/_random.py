@@ -179,6 +179,10 @@ class SpendFirstGenerator:
         self._before = before
 
     def __getattr__(self, name):
+        if name.startswith("__"):
+            # A protocol probe (copy, deepcopy, a pretty-printer's hasattr) is no
+            # draw: it neither spends nor reaches the generator.
+            raise AttributeError(name)
         self._before()
         return getattr(self._rng, name)
 

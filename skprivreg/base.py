@@ -146,8 +146,24 @@ def _keeping_previous_model(fit):
                     delattr(self, name)
                 self.__dict__.update(previous)
             raise
+        finally:
+            _close_pending_spend(self)
 
     return wrapper
+
+
+def _close_pending_spend(estimator):
+    """End the fit's spend-first generators (:meth:`DPEstimatorMixin._secret_rngs`).
+
+    A generator that outlives its fit (held by a refused fit's traceback, which
+    an error tracker or a pretty-printer may walk) must never record that fit's
+    plan later: it would be charged to the accountant and written over the
+    model the estimator holds (the previous one, given back). Once closed, a
+    draw from it raises instead.
+    """
+    state = estimator.__dict__.pop("_pending_spend", None)
+    if state is not None:
+        state["closed"] = True
 
 
 def forget_secret_frames(exc):
@@ -352,6 +368,8 @@ class DPEstimatorMixin:
         self._pending_spend = state
 
         def before():
+            if state.get("closed"):
+                raise RuntimeError("This fit has ended: its secret generators draw nothing more.")
             if not state["spent"]:
                 state["spent"] = True
                 self._spend(spend)
