@@ -443,6 +443,41 @@ def private_steps(estimator):
     return found
 
 
+def _fitted_private_steps(estimator):
+    """The private steps of ``estimator`` as fitted (the clones scikit-learn fitted
+    inside a ``ColumnTransformer`` or with ``memory``), else as given."""
+    found = []
+
+    def visit(step):
+        if isinstance(step, DPEstimatorMixin):
+            found.append(step)
+        for _, child in _children(step, fitted=True) or ():
+            visit(child)
+
+    visit(estimator)
+    return found
+
+
+def _ledgers(estimator):
+    return [step.__dict__["privacy_spent_"] for step in _fitted_private_steps(estimator)
+            if "privacy_spent_" in step.__dict__]
+
+
+def _pipelines(estimator):
+    """``estimator`` and every ``Pipeline`` nested in it (as given and as fitted)."""
+    found = {}
+
+    def visit(step):
+        if isinstance(step, Pipeline):
+            found.setdefault(id(step), step)
+        for fitted in (False, True):
+            for _, child in _children(step, fitted=fitted) or ():
+                visit(child)
+
+    visit(estimator)
+    return list(found.values())
+
+
 def _leak_message(path, cls, replacement):
     return (
         f"Step {path!r} ({cls}) learns from the data without a privacy guarantee; "
@@ -661,17 +696,22 @@ class PrivatePipeline(Pipeline):
         step with its previous model: a step refused before its own spend gets its
         previous attributes back (:class:`~skprivreg.base.DPEstimatorMixin`), which
         beside an earlier step refitted on the new rows would predict silently from
-        a mixed model. Those steps are reset; the steps that spent keep their ledger."""
-        private = [step for _, step in private_steps(self)
-                   if isinstance(step, DPEstimatorMixin)]
-        before = {id(step): step.__dict__.get("privacy_spent_") for step in private}
+        a mixed model. Those steps are reset; the steps that spent keep their ledger.
+
+        The fitted steps are compared, not the templates: scikit-learn fits
+        clones of the steps of a ``ColumnTransformer`` (and of every
+        transformer when ``memory`` is set), which replace the previous
+        fitted clones. A step spent in this fit when its ledger is one that
+        no step held before."""
+        held = {id(ledger): ledger for ledger in _ledgers(self)}  # kept alive: ids stay unique
         try:
             yield
         except BaseException:
-            spent = [step.__dict__.get("privacy_spent_") is not before[id(step)]
-                     for step in private]
+            steps = _fitted_private_steps(self)
+            spent = [step.__dict__.get("privacy_spent_") is not None
+                     and id(step.__dict__["privacy_spent_"]) not in held for step in steps]
             if any(spent):
-                for step, its_own in zip(private, spent):
+                for step, its_own in zip(steps, spent):
                     if not its_own:
                         step._reset()
             raise
@@ -679,19 +719,20 @@ class PrivatePipeline(Pipeline):
     @contextlib.contextmanager
     def _quiet_memory(self):
         """A ``joblib.Memory`` given as ``memory`` prints each call it computes, with
-        the rows and labels in it (``verbose=1`` is joblib's default): the steps run
-        with a copy of it that prints nothing (the same cache)."""
-        memory = self.memory
-        if not isinstance(memory, joblib.Memory):
-            yield
-            return
-        self.memory = joblib.Memory(
-            location=memory.location, backend=memory.backend, mmap_mode=memory.mmap_mode,
-            compress=memory.compress, verbose=0, backend_options=memory.backend_options)
+        the rows and labels in it (``verbose=1`` is joblib's default): this pipeline and
+        every pipeline nested in it run with a copy that prints nothing (the same cache)."""
+        loud = [pipe for pipe in _pipelines(self) if isinstance(pipe.memory, joblib.Memory)]
+        for pipe in loud:
+            memory = pipe.memory
+            pipe.memory = joblib.Memory(
+                location=memory.location, backend=memory.backend, mmap_mode=memory.mmap_mode,
+                compress=memory.compress, verbose=0, backend_options=memory.backend_options)
+            pipe.__dict__.setdefault("_loud_memory", memory)
         try:
             yield
         finally:
-            self.memory = memory
+            for pipe in loud:
+                pipe.memory = pipe.__dict__.pop("_loud_memory")
 
     def fit(self, X, y=None, **params):
         """Run the leak guard, then fit every step as :class:`~sklearn.pipeline.Pipeline` does.

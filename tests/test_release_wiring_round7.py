@@ -5,10 +5,12 @@ All are deterministic: exact rational arithmetic on released constants,
 captured calibration arguments, refusals before any spend.
 """
 
+import copy
 import math
 import warnings
 from fractions import Fraction
 
+import joblib
 import numpy as np
 import pytest
 
@@ -18,8 +20,9 @@ from skprivreg.linear_model import (
     IndependentSSPRegressor,
     LinearRegression,
     ReuseCovRegressor,
+    _boosted_adassp,
+    _independent_ssp,
 )
-from skprivreg.linear_model import _boosted_adassp, _independent_ssp
 from skprivreg.mechanisms import sqrt_at_least
 
 
@@ -46,7 +49,8 @@ def test_sqrt_at_least_on_many_values():
     for m, e in zip(mantissas, exponents):
         value = float(m) * 10.0 ** int(e)
         assert _smallest_root_at_least(sqrt_at_least(value), value)
-        assert _smallest_root_at_least(sqrt_at_least(Fraction(value) ** 2 + 1), Fraction(value) ** 2 + 1)
+        norm_squared = Fraction(value) ** 2 + 1
+        assert _smallest_root_at_least(sqrt_at_least(norm_squared), norm_squared)
 
 
 # -- the row norm of a mapped row with its intercept column --------------------------------
@@ -155,3 +159,107 @@ def test_linear_regression_without_intercept_or_ranges_spends_nothing_on_a_mean(
     total = math.sqrt(sum(m * m for m in mus.values()))
     w_mean = (mus["label_moments"] / total) ** 2
     assert (mus["XtX"] / total) ** 2 == pytest.approx(0.30 * (1.0 - w_mean), rel=1e-9)
+
+
+# -- a refused fit's spend-first generators, left in its traceback -----------------------
+def _generators_in(exc):
+    from skprivreg._random import SpendFirstGenerator
+
+    found, tb = [], exc.__traceback__
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            values = value.values() if isinstance(value, dict) else [value]
+            found += [g for g in values if isinstance(g, SpendFirstGenerator)]
+        tb = tb.tb_next
+    return found
+
+
+def test_a_refused_fits_generators_never_spend_after_it_ended():
+    # A refit refused before its spend (NaN in the first pass) gives the previous model
+    # back, but its generators stayed live in the traceback: a hasattr probe (a
+    # pretty-printer's) or deepcopy ran the one-shot spend, charging the refused plan and
+    # writing it over the previous model's privacy_spent_.
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    X = np.random.default_rng(0).uniform(-1.0, 1.0, (5000, 3))
+    acc = BudgetAccountant(epsilon=50.0, delta=1e-2)
+    scaler = PrivateStandardScaler(epsilon=5.0, x_range=(-1.0, 1.0), accountant=acc).fit(X)
+    spent, mean = scaler.privacy_spent_, scaler.mean_.copy()
+    bad = X.copy()
+    bad[123, 0] = np.nan
+    with pytest.raises(ValueError) as info:
+        scaler.set_params(epsilon=0.1).fit(bad)
+    generators = _generators_in(info.value)
+    assert generators  # the frames still hold them (a refused fit's locals are kept)
+    for generator in generators:
+        assert not hasattr(generator, "__rich_repr__")
+        with pytest.raises(TypeError, match="never pickled"):
+            copy.deepcopy(generator)  # no __deepcopy__: refused, and nothing spent
+        with pytest.raises(RuntimeError, match="ended"):
+            generator.normal()
+    assert acc.n_spends == 1
+    assert scaler.privacy_spent_ is spent
+    np.testing.assert_array_equal(scaler.mean_, mean)
+
+
+# -- PrivatePipeline: steps that scikit-learn clones before fitting ----------------------
+def _two_fits(kind, tmp_path):
+    from sklearn.compose import ColumnTransformer
+
+    from skprivreg import AdaSSPRegressor, PrivatePipeline
+    from skprivreg.preprocessing import PrivateStandardScaler
+
+    rng = np.random.default_rng(0)
+    X1 = rng.uniform(-1.0, 1.0, (4000, 3))
+    X2 = 0.2 * rng.uniform(-1.0, 1.0, (4000, 3)) + 0.5
+    y1, y2 = X1 @ np.array([1.0, 2.0, 3.0]), X2 @ np.array([1.0, 2.0, 3.0])
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-3)  # room for one regressor fit only
+    scaler = PrivateStandardScaler(epsilon=1.0, x_range=(-1.0, 1.0))
+    regressor = AdaSSPRegressor(epsilon=1.0, x_bound=6.0, y_bound=7.0, accountant=acc)
+    if kind == "column_transformer":
+        first = ColumnTransformer([("s", scaler, [0, 1, 2])], sparse_threshold=0)
+        pipe = PrivatePipeline([("ct", first), ("r", regressor)])
+    else:
+        pipe = PrivatePipeline([("s", scaler), ("r", regressor)],
+                               memory=joblib.Memory(str(tmp_path), verbose=0))
+    return pipe.fit(X1, y1), X2, y2
+
+
+@pytest.mark.parametrize("kind", ["column_transformer", "memory"])
+def test_a_refit_refused_after_a_cloned_step_spent_leaves_no_previous_model(kind, tmp_path):
+    # The guard compared the template steps, whose ledgers never change when
+    # scikit-learn fits clones: the refitted scaler (new rows) stayed beside the
+    # regressor given back its previous model.
+    from skprivreg.exceptions import BudgetExceededError
+
+    pipe, X2, y2 = _two_fits(kind, tmp_path)
+    with pytest.raises(BudgetExceededError):
+        pipe.fit(X2, y2)
+    assert not hasattr(pipe[-1], "coef_")
+
+
+def test_a_nested_pipelines_memory_prints_nothing(tmp_path):
+    # joblib.Memory prints each call it computes, rows included (verbose=1 by default):
+    # only the outer pipeline's memory was quieted.
+    import contextlib
+    import io
+
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from skprivreg import AdaSSPRegressor, PrivatePipeline
+    from skprivreg.preprocessing import BoundedScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (2000, 3))
+    X[0] = [0.123456, -0.654321, 0.999999]
+    memory = joblib.Memory(str(tmp_path))
+    inner = Pipeline([("b", BoundedScaler(x_range=(-1.0, 1.0))),
+                      ("t", FunctionTransformer(np.tanh))], memory=memory)
+    pipe = PrivatePipeline([("pre", inner),
+                            ("r", AdaSSPRegressor(epsilon=1.0, x_bound=2.0, y_bound=7.0))])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        pipe.fit(X, X.sum(axis=1))
+    assert out.getvalue() == ""
+    assert inner.memory is memory  # given back
