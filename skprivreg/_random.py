@@ -37,6 +37,7 @@ Reproducible noise for tests
 import contextlib
 import contextvars
 import numbers
+import os
 import secrets
 import threading
 import warnings
@@ -60,7 +61,7 @@ __all__ = [
 #: Bits of operating-system entropy behind every secret draw.
 ENTROPY_BITS = 256
 
-#: The seed of the active reproducible_noise block of this context, or None.
+#: ``(seed, pid)`` of the active reproducible_noise block of this context, or None.
 _testing_seed_var = contextvars.ContextVar("skprivreg_reproducible_noise_seed",
                                           default=None)
 _calls = {"n": 0}
@@ -125,7 +126,13 @@ def public_generators(random_state, purposes):
 
 
 def _testing_seed():
-    return _testing_seed_var.get()
+    """The seed of the active block, or None: also in a process forked inside the block,
+    which inherits the context variable (and the call counter) and would repeat the
+    parent's next streams; process workers draw fresh OS entropy."""
+    active = _testing_seed_var.get()
+    if active is None or active[1] != os.getpid():
+        return None
+    return active[0]
 
 
 def noise_is_reproducible():
@@ -245,7 +252,7 @@ def reproducible_noise(seed=0):
         stacklevel=3,
     )
     previous = _testing_seed_var.get()
-    token = _testing_seed_var.set(int(seed))
+    token = _testing_seed_var.set((int(seed), os.getpid()))
     try:
         yield
     finally:

@@ -263,3 +263,28 @@ def test_a_nested_pipelines_memory_prints_nothing(tmp_path):
         pipe.fit(X, X.sum(axis=1))
     assert out.getvalue() == ""
     assert inner.memory is memory  # given back
+
+
+# -- reproducible_noise does not reach a process forked inside the block -----------------
+def _child_reproducible_and_draw(_):
+    from skprivreg._random import noise_is_reproducible, secret_generators
+
+    return noise_is_reproducible(), float(secret_generators(["noise"])["noise"].normal())
+
+
+def test_a_process_forked_inside_reproducible_noise_draws_fresh_entropy():
+    # A forked worker inherited the block's seed and call counter: the first fit of every
+    # worker drew the same "fresh" noise (random_state=None), contrary to the docs.
+    import multiprocessing
+
+    from skprivreg.testing import reproducible_noise
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with reproducible_noise(0):
+            with multiprocessing.get_context("fork").Pool(2) as pool:
+                results = pool.map(_child_reproducible_and_draw, range(4), chunksize=1)
+    assert [flag for flag, _ in results] == [False] * 4
+    assert len({draw for _, draw in results}) == 4

@@ -118,6 +118,10 @@ def private_top_s_correlations(
         Ignored outside :func:`skprivreg.testing.reproducible_noise`: the
         Gumbel noise is secret and drawn from fresh OS entropy on every call
         (inside the facility, an int gives the same noise on every call).
+        An event carries no mark of the facility (estimators mark their
+        ledgers themselves): a ledger built from an event returned inside it
+        is not fit for publication, and the caller sets
+        ``ledger.for_publication = False``.
 
     Returns
     -------
