@@ -721,18 +721,22 @@ class PrivatePipeline(Pipeline):
         """A ``joblib.Memory`` given as ``memory`` prints each call it computes, with
         the rows and labels in it (``verbose=1`` is joblib's default): this pipeline and
         every pipeline nested in it run with a copy that prints nothing (the same cache)."""
-        loud = [pipe for pipe in _pipelines(self) if isinstance(pipe.memory, joblib.Memory)]
-        for pipe in loud:
-            memory = pipe.memory
-            pipe.memory = joblib.Memory(
-                location=memory.location, backend=memory.backend, mmap_mode=memory.mmap_mode,
-                compress=memory.compress, verbose=0, backend_options=memory.backend_options)
-            pipe.__dict__.setdefault("_loud_memory", memory)
+        # The originals are kept here, not on the pipelines: a nested PrivatePipeline
+        # quiets (and restores) its own memory again inside this block.
+        saved = []
         try:
+            for pipe in _pipelines(self):
+                memory = pipe.memory
+                if isinstance(memory, joblib.Memory):
+                    saved.append((pipe, memory))
+                    pipe.memory = joblib.Memory(
+                        location=memory.location, backend=memory.backend,
+                        mmap_mode=memory.mmap_mode, compress=memory.compress, verbose=0,
+                        backend_options=memory.backend_options)
             yield
         finally:
-            for pipe in loud:
-                pipe.memory = pipe.__dict__.pop("_loud_memory")
+            for pipe, memory in reversed(saved):
+                pipe.memory = memory
 
     def fit(self, X, y=None, **params):
         """Run the leak guard, then fit every step as :class:`~sklearn.pipeline.Pipeline` does.

@@ -176,7 +176,9 @@ class SpendFirstGenerator:
     Estimators hand these to mechanisms so that the fit's spend is recorded
     before any noise is drawn, whatever the order of data passes and
     releases; ``before`` is a one-shot callable shared by the generators of
-    one fit. Attribute access is forwarded to the wrapped generator.
+    one fit. Access to a public attribute is forwarded to the wrapped
+    generator (a private or special name raises ``AttributeError``, spending
+    nothing); after the fit has ended it raises ``RuntimeError``.
     """
 
     __slots__ = ("_rng", "_before")
@@ -186,9 +188,10 @@ class SpendFirstGenerator:
         self._before = before
 
     def __getattr__(self, name):
-        if name.startswith("__"):
-            # A protocol probe (copy, deepcopy, a pretty-printer's hasattr) is no
-            # draw: it neither spends nor reaches the generator.
+        if name.startswith("_"):
+            # A protocol probe (copy, deepcopy, a pretty-printer's hasattr of
+            # __rich_repr__ or _repr_pretty_) is no draw: it neither spends nor
+            # reaches the generator, whose draws are all public methods.
             raise AttributeError(name)
         self._before()
         return getattr(self._rng, name)

@@ -24,6 +24,16 @@ __all__ = ["single_threaded_blas"]
 _LIMIT = {"lock": threading.Lock(), "users": 0, "limiter": None}
 
 
+def _reset_in_child():
+    # A process forked while a pass ran in another thread would inherit its count
+    # (BLAS never restored) or its held lock (the next pass waiting forever).
+    _LIMIT.update(lock=threading.Lock(), users=0, limiter=None, pid=None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
+
+
 @contextlib.contextmanager
 def single_threaded_blas():
     """BLAS on one thread while any threaded pass or pass task runs (reference-counted).

@@ -288,3 +288,82 @@ def test_a_process_forked_inside_reproducible_noise_draws_fresh_entropy():
                 results = pool.map(_child_reproducible_and_draw, range(4), chunksize=1)
     assert [flag for flag, _ in results] == [False] * 4
     assert len({draw for _, draw in results}) == 4
+
+
+def test_a_nested_private_pipeline_with_memory_fits_and_refuses_as_alone(tmp_path):
+    # The originals were kept on the pipelines themselves: the inner PrivatePipeline
+    # restored (and removed) the outer's record, which then raised KeyError after every
+    # step had spent, hiding a refit's BudgetExceededError.
+    from skprivreg import AdaSSPRegressor, PrivatePipeline
+    from skprivreg.exceptions import BudgetExceededError
+    from skprivreg.preprocessing import BoundedScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (2000, 3))
+    y = X @ np.array([1.0, 2.0, 3.0])
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-3)
+    memory = joblib.Memory(str(tmp_path), verbose=1)
+    inner = PrivatePipeline([("scale", BoundedScaler(x_range=(-1.0, 1.0))),
+                             ("fit", AdaSSPRegressor(epsilon=1.0, x_bound=2.0, y_bound=6.5,
+                                                     accountant=acc))], memory=memory)
+    outer = PrivatePipeline([("model", inner)]).fit(X, y)
+    assert inner.memory is memory and acc.n_spends == 1
+    with pytest.raises(BudgetExceededError):
+        outer.fit(X, y)
+    assert inner.memory is memory and acc.n_spends == 1
+
+
+def test_a_private_or_special_name_never_reaches_the_spend():
+    # Only double-underscore names were refused: a pretty-printer's _repr_pretty_ probe
+    # during a fit ran the spend (and after the fit raised RuntimeError from hasattr).
+    from skprivreg._random import SpendFirstGenerator
+
+    calls = []
+    generator = SpendFirstGenerator(np.random.default_rng(0), lambda: calls.append(1))
+    for name in ("_repr_pretty_", "_repr_html_", "__rich_repr__", "__deepcopy__"):
+        assert not hasattr(generator, name)
+    assert calls == []
+    generator.normal()
+    assert calls == [1]
+
+
+def _child_enters_a_pass(queue):
+    from skprivreg import _threads
+
+    with _threads.single_threaded_blas():
+        pass
+    queue.put(_threads._LIMIT["users"])
+
+
+def test_a_process_forked_during_a_threaded_pass_starts_with_no_pass_of_its_own():
+    # The child inherited the parent's count of passes running: its own passes never
+    # restored BLAS, and a lock held at the fork would have blocked them for ever.
+    import multiprocessing
+    import threading
+
+    from skprivreg import _threads
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    inside, leave = threading.Event(), threading.Event()
+
+    def a_pass():
+        with _threads.single_threaded_blas():
+            inside.set()
+            leave.wait(30)
+
+    runner = threading.Thread(target=a_pass)
+    runner.start()
+    try:
+        assert inside.wait(30)
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_child_enters_a_pass, args=(queue,))
+        child.start()
+        users = queue.get(timeout=60)
+        child.join(60)
+    finally:
+        leave.set()
+        runner.join(30)
+    assert users == 0 and child.exitcode == 0
+    assert _threads._LIMIT["users"] == 0
