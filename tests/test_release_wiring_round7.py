@@ -367,3 +367,19 @@ def test_a_process_forked_during_a_threaded_pass_starts_with_no_pass_of_its_own(
         runner.join(30)
     assert users == 0 and child.exitcode == 0
     assert _threads._LIMIT["users"] == 0
+
+
+def test_boosted_adassp_lambda_min_sensitivity_is_not_rounded_down():
+    # B^2 + c^2 in floating point rounds to nearest: 1.36 for B = 0.6000000000000001,
+    # c = 1, below the exact sum a row of norm B with its intercept column attains.
+    from skprivreg.mechanisms import value_at_least
+
+    B = 0.6000000000000001
+    assert Fraction(B * B + 1.0) < Fraction(B) ** 2 + 1  # the case is real
+    X = np.random.default_rng(0).uniform(-B, B, (300, 2)) / math.sqrt(2)
+    est = BoostedAdaSSPRegressor(x_bound=B, y_bound=1.0, epsilon=1.0, delta=1e-6,
+                                 n_rounds=1).fit(X, X.sum(axis=1))
+    event = {e.name: e for e in est.privacy_spent_.events}["lambda_min"]
+    assert Fraction(event.sensitivity) >= Fraction(B) ** 2 + 1
+    assert value_at_least(Fraction(1, 3)) == math.nextafter(1 / 3, 1.0)
+    assert value_at_least(Fraction(1, 2)) == 0.5

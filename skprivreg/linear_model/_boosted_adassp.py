@@ -23,6 +23,7 @@ from ..mechanisms import (
     residual_gradient_sensitivity,
     sqrt_at_least,
     symmetric_gaussian_matrix,
+    value_at_least,
 )
 from ._adassp import adassp_ridge
 from ._base import LinearPredictMixin, solve_psd_repaired, split_intercept
@@ -226,7 +227,8 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         B = float(x_bound)
         R = sqrt_at_least(Fraction(B) ** 2 + Fraction(c) ** 2)  # never rounded down
         names = ["lambda_min", "XtX"] + [f"gradient_{t}" for t in range(self.n_rounds)]
-        sens = [B**2 + c**2, intercept_gram_sensitivity(B, c)] + [
+        sens = [value_at_least(Fraction(B) ** 2 + Fraction(c) ** 2),
+                intercept_gram_sensitivity(B, c)] + [
             residual_gradient_sensitivity(R, y_bound)
         ] * self.n_rounds
         mu = gdp_mu(epsilon, self.delta) if private else math.inf

@@ -54,6 +54,7 @@ from ._moments import (  # noqa: F401
     randomized_response_probabilities,
     released_mean_variance,
     sqrt_at_least,
+    value_at_least,
 )
 from ._ptr import (  # noqa: F401
     PTRCalibration,
@@ -148,6 +149,7 @@ __all__ = [
     "randomized_response",
     "moment_sums_sensitivity",
     "sqrt_at_least",
+    "value_at_least",
     "moment_sums",
     "released_mean_variance",
     "clipped_squared_error_sensitivity",

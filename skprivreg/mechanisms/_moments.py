@@ -13,6 +13,7 @@ from ._gaussian import add_laplace
 
 __all__ = [
     "sqrt_at_least",
+    "value_at_least",
     "moment_sums_sensitivity",
     "moment_sums",
     "released_mean_variance",
@@ -49,6 +50,17 @@ def sqrt_at_least(value):
     while root > 0 and Fraction(math.nextafter(root, 0.0)) ** 2 >= exact:
         root = math.nextafter(root, 0.0)
     return root
+
+
+def value_at_least(value):
+    """The smallest float at least ``value`` (an exact :class:`~fractions.Fraction`):
+    a bound such as :math:`B^2 + c^2` must not be rounded down, as ``B**2 + c**2``
+    in floating point may be."""
+    exact = Fraction(value)
+    rounded = float(exact)
+    if Fraction(rounded) < exact:
+        rounded = math.nextafter(rounded, math.inf)
+    return rounded
 
 
 # ---------------------------------------------------------------------------
