@@ -20,6 +20,7 @@ from skprivreg.linear_model import (
     IndependentSSPRegressor,
     LinearRegression,
     ReuseCovRegressor,
+    SSPRegressor,
     _boosted_adassp,
     _independent_ssp,
 )
@@ -121,7 +122,11 @@ def test_independent_ssp_joint_release_scales_by_sqrt_l_without_rounding_down(mo
                                   accountant=acc),
     lambda acc: LinearRegression(epsilon=1.0, delta=1e-6, y_bound=(-20.0, 20.0), bounds="data",
                                  accountant=acc),
-], ids=["independent_ssp", "reusecov", "linear_regression"])
+    lambda acc: SSPRegressor(epsilon=1.0, delta=1e-6, y_bound=20.0, bounds="data",
+                             accountant=acc),
+    lambda acc: BoostedAdaSSPRegressor(epsilon=1.0, delta=1e-6, y_bound=20.0, bounds="data",
+                                       n_rounds=1, accountant=acc),
+], ids=["independent_ssp", "reusecov", "linear_regression", "ssp", "boosted_adassp"])
 def test_a_data_bound_above_the_largest_bin_is_refused_before_the_spend(make):
     # IndependentSSP and ReuseCov recorded the spend, then refused: the accountant was
     # charged and the previous model dropped for input that is refused as bad.

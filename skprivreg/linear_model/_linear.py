@@ -502,11 +502,11 @@ def _range_bound(counts, n, epsilon, rng, bins, name, private):
     """A private bound, or (``epsilon=inf``) the smallest bin above every row.
 
     The latter is read from the data: with a finite fit epsilon
-    (``bounds='data'``) it warns with a :class:`PrivacyLeakWarning`.
+    (``bounds='data'``) it warns with a :class:`PrivacyLeakWarning`. Rows above
+    every bin were refused before the spend
+    (:func:`~skprivreg.linear_model._private_bounds.check_data_bounds_supported`).
     """
     if math.isinf(epsilon):
-        if counts[-1] > 0:  # no bin lies above every row (argmax would give the first)
-            raise ValueError(f"{name}: values above {bins[-1]:.3g} are not supported.")
         maximum = float(bins[np.argmax(counts == 0)])
         return data_norm_bound(maximum, name=name)[0] if private else maximum
     return private_norm_bound(counts, n, epsilon, rng, name=name)[0]
