@@ -424,18 +424,20 @@ def leaking_steps(estimator):
     return found
 
 
-def private_steps(estimator):
-    """``[(path, step)]`` of the private steps (``DPEstimatorMixin``) of an unfitted estimator.
+def private_steps(estimator, fitted=False):
+    """``[(path, step)]`` of the private steps (``DPEstimatorMixin``) of ``estimator``.
 
     Nested pipelines, column transformers, feature unions and target
-    transformers are searched, as by :func:`leaking_steps`.
+    transformers are searched, as by :func:`leaking_steps`. ``fitted``: the
+    steps as fitted (the clones scikit-learn fits inside a
+    ``ColumnTransformer`` or with ``memory``), where there are any.
     """
     found = []
 
     def visit(path, step):
         if isinstance(step, DPEstimatorMixin):
             found.append((path or type(step).__name__, step))
-        children = _children(step, fitted=False)
+        children = _children(step, fitted=fitted)
         for name, child in children or ():
             visit(f"{path}__{name}" if path else name, child)
 
@@ -443,23 +445,8 @@ def private_steps(estimator):
     return found
 
 
-def _fitted_private_steps(estimator):
-    """The private steps of ``estimator`` as fitted (the clones scikit-learn fitted
-    inside a ``ColumnTransformer`` or with ``memory``), else as given."""
-    found = []
-
-    def visit(step):
-        if isinstance(step, DPEstimatorMixin):
-            found.append(step)
-        for _, child in _children(step, fitted=True) or ():
-            visit(child)
-
-    visit(estimator)
-    return found
-
-
 def _ledgers(estimator):
-    return [step.__dict__["privacy_spent_"] for step in _fitted_private_steps(estimator)
+    return [step.__dict__["privacy_spent_"] for _, step in private_steps(estimator, fitted=True)
             if "privacy_spent_" in step.__dict__]
 
 
@@ -707,7 +694,7 @@ class PrivatePipeline(Pipeline):
         try:
             yield
         except BaseException:
-            steps = _fitted_private_steps(self)
+            steps = [step for _, step in private_steps(self, fitted=True)]
             spent = [step.__dict__.get("privacy_spent_") is not None
                      and id(step.__dict__["privacy_spent_"]) not in held for step in steps]
             if any(spent):
