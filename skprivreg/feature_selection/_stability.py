@@ -373,9 +373,14 @@ def _vote(f, X_j, y_j):
 
     Exceptions are not propagated: whether ``f`` fails on some subsample is
     data-dependent and must not leave the mechanism except through the vote.
+    A value that cannot be counted (its vote class cannot be hashed, as a
+    signalling ``Decimal('sNaN')``) is the same kind of failure: decided for
+    this vote alone, so the counts keep their sensitivity.
     """
     try:
-        return canonical_key(f(X_j, y_j))
+        key = canonical_key(f(X_j, y_j))
+        hash(_vote_class(key))
+        return key
     except Exception:  # noqa: BLE001 - any failure of f is one vote, never a message
         return SENTINEL
 
@@ -436,7 +441,12 @@ def _ranked_counts(keys):
     Votes are counted by :func:`_vote_class`; each class is represented by its
     first vote (all of its votes are the same value). ``SENTINEL`` sorts first
     among equal counts; other classes by their natural order when comparable,
-    else by ``repr``.
+    else by ``repr``. Comparing two votes may raise anything (``f``'s values
+    are arbitrary: ``Decimal('NaN') < x`` raises ``InvalidOperation``), and
+    whether two votes are compared at all depends on tied counts, so on the
+    data: no such error leaves (the order among tied counts changes the
+    release only with probability below ``delta``, as a tie fails the test
+    unless the noise exceeds the threshold).
     """
     first = {}
     for key in keys:
@@ -450,13 +460,21 @@ def _ranked_counts(keys):
 
     def by_repr(kv):
         key, count = kv
-        return (-count, key is not SENTINEL, repr(key))
+        return (-count, key is not SENTINEL, _safe_repr(key))
 
     try:
         ranked = sorted(items, key=natural)
-    except TypeError:
+    except Exception:  # noqa: BLE001 - see the docstring
         ranked = sorted(items, key=by_repr)
     return [(first[vote], count) for vote, count in ranked]
+
+
+def _safe_repr(value):
+    """``repr(value)``, or its type's name when that raises (never an error)."""
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001
+        return type(value).__qualname__
 
 
 def _mode_gap_distance(keys, max_appearances):

@@ -17,6 +17,7 @@ epsilon.
 """
 
 import math
+from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..linear_model._base import LinearPredictMixin
-from ..mechanisms import add_gaussian, gaussian_event
+from ..mechanisms import add_gaussian, gaussian_event, value_at_least
 from ._label_bound import EVENT_NAME, data_label_bound, private_label_bound
 from ._lba import fit_on_aggregates
 
@@ -245,7 +246,7 @@ class GaussianLabelNoiseRegressor(
         self._spend(planned)
         rngs = self._secret_rngs("bounds", "noise")
         a, b, bound_events = self._resolve_bounds(y, private, rngs["bounds"], data_bound)
-        ledger, event = self._planned_ledger(b - a, private)
+        ledger, event = self._planned_ledger(value_at_least(Fraction(b) - Fraction(a)), private)
         if bound_events:
             ledger = PrivacyLedger([*bound_events, event])
         self._settle(ledger)

@@ -14,6 +14,7 @@ import numpy as np
 from scipy import special
 
 from .._gdp import _log_gdp_delta_array, float_at_least
+from ..mechanisms import quotient_at_least
 
 __all__ = ["llp_log_privacy_profile", "llp_privacy_profile", "llp_min_bag_size"]
 
@@ -411,7 +412,7 @@ def llp_log_privacy_profile(
         raise ValueError("bag_size must be >= 1.")
     if noise_fraction == 0:
         return 0.0
-    ratio = label_range / noise_scale
+    ratio = quotient_at_least(label_range, noise_scale)  # never rounded down
     args = (epsilon, k, noise_fraction, ratio, n_samples, allocation)
     logs = []
     per_bag_all_noisy = allocation == "per_bag" and math.ceil(noise_fraction * k) >= k

@@ -8,10 +8,12 @@ here reads data or spends budget.
 import math
 import warnings
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, InsufficientDataError, PrivacyLeakWarning
+from ..mechanisms import value_at_least
 from ._accountant import (
     lba_c_star,
     lba_epsilon,
@@ -104,7 +106,8 @@ class AggregationPlan:
     def label_range(self):
         if self.label_bounds is None:
             return None
-        return float(self.label_bounds[1] - self.label_bounds[0])
+        low, high = self.label_bounds
+        return value_at_least(Fraction(high) - Fraction(low))  # never rounded down
 
     def ledger(self):
         """The :class:`~skprivreg.accounting.PrivacyLedger` of this run."""
@@ -482,7 +485,8 @@ def plan_aggregation(
     if not 0 < ptr_target_failure < 0.5:
         raise ValueError("ptr_target_failure must lie in (0, 0.5).")
     m_min = resolve_n_bags_min(n_bags_min, p, private)
-    delta_range = None if label_bounds is None else label_bounds[1] - label_bounds[0]
+    delta_range = (None if label_bounds is None
+                   else value_at_least(Fraction(label_bounds[1]) - Fraction(label_bounds[0])))
 
     eps_ptr = delta_ptr = 0.0
     c = rss_threshold = None

@@ -10,7 +10,6 @@ least as tight and exact for Gaussian releases.
 
 import math
 from dataclasses import replace
-from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -28,7 +27,8 @@ from ..mechanisms import (
     gram_upper_sensitivity,
     gram_with_exact_corner,
     joint_gram_cross_calibration,
-    sqrt_at_least,
+    quotient_at_least,
+    sqrt_times_at_least,
 )
 from ._base import LinearPredictMixin, split_intercept
 from ._private_bounds import (
@@ -264,13 +264,13 @@ class IndependentSSPRegressor(
         rounds to ``c^2`` when ``c >> x_raw``)."""
         c = float(self.intercept_scaling) if self.fit_intercept else 0.0
         x_raw = float(x_raw)
-        sens_cov = gram_upper_sensitivity(x_raw, c) / n
-        sens_assoc = cross_sensitivity(x_raw, y_bound or 0.0, c) / n
+        sens_cov = quotient_at_least(gram_upper_sensitivity(x_raw, c), n)
+        sens_assoc = quotient_at_least(cross_sensitivity(x_raw, y_bound or 0.0, c), n)
         f = float(self.cov_budget)
 
         def root_l(value):
             """``sqrt(l) * value`` never rounded down: a label row of ``l`` bounds attains it."""
-            return sqrt_at_least(n_outputs * Fraction(value) ** 2)
+            return sqrt_times_at_least(n_outputs, value)
 
         if not private:
             # Non-private test mode: no noise, no guarantee (the ledger says inf).

@@ -31,6 +31,7 @@ from .._compat import Interval, StrOptions, fit_context
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import ConfigurationError
+from ..mechanisms import hypot_at_least
 from ._base import LinearPredictMixin
 from ._private_bounds import (
     LARGEST_BOUND_SCALE,
@@ -527,7 +528,7 @@ class ReuseCovRegressor(
         if x_bound is None:
             return None
         if self.fit_intercept:
-            return math.hypot(x_bound, self.intercept_scaling)
+            return hypot_at_least(x_bound, self.intercept_scaling)
         return float(x_bound)
 
     # -- fit ---------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from .._random import secret_seed_sequence
 from ..accounting import PrivacyLedger
 from ..exceptions import ConfigurationError
-from ..mechanisms import gram_with_exact_corner
+from ..mechanisms import gram_with_exact_corner, hypot_at_least, sqrt_times_at_least
 from ._private_bounds import (
     LARGEST_BOUND_SCALE,
     check_bound_scales,
@@ -118,7 +118,8 @@ class _ReleaseMixin:
             y_row = y_max
             y_entry = y_abs
         else:
-            y_row = None if self.y_bound_ is None else math.sqrt(n_outputs) * self.y_bound_
+            y_row = (None if self.y_bound_ is None
+                     else sqrt_times_at_least(n_outputs, self.y_bound_))
             y_entry = self.y_bound_
         if self.w_bound is not None:
             w_scale = float(self.w_bound)
@@ -153,7 +154,7 @@ class _ReleaseMixin:
             n=n, d_eff=d_eff, n_outputs=n_outputs, epsilon=epsilon, delta=delta,
             privacy=self.privacy, mechanism=self.mechanism,
             composition=self.composition, neighbouring=self.neighbouring,
-            x_scale=math.hypot(1.0, self._intercept()), y_row_scale=1.0, w_scale=1.0,
+            x_scale=hypot_at_least(1.0, self._intercept()), y_row_scale=1.0, w_scale=1.0,
             x_raw=None if self.privacy == "label" else 1.0,
             cov_budget=self.cov_budget, cov_rows=cov_rows,
             reused_sigma_cov=None if reused is None else reused.sigma, ridge=self.ridge,

@@ -17,8 +17,11 @@ from ..mechanisms import (
     gaussian_event,
     gaussian_event_from_mu,
     gram_upper_sensitivity,
+    hypot_at_least,
     joint_gram_cross_calibration,
     primo_gaussian_event,
+    quotient_at_least,
+    sqrt_times_at_least,
     subsampled_gaussian_event,
 )
 from ._reusecov_stats import association_sensitivity, covariance_sensitivity
@@ -328,8 +331,9 @@ def plan_reusecov(
         sens_assoc = association_sensitivity(x_scale, y_row_scale, n, neighbouring)
     else:
         x_raw = _raw_bound_above(x_scale, c) if x_raw is None else float(x_raw)
-        sens_cov = gram_upper_sensitivity(x_raw, c, neighbouring) / m
-        sens_assoc = cross_sensitivity(x_raw, y_row_scale, c, privacy, neighbouring) / n
+        sens_cov = quotient_at_least(gram_upper_sensitivity(x_raw, c, neighbouring), m)
+        sens_assoc = quotient_at_least(
+            cross_sensitivity(x_raw, y_row_scale, c, privacy, neighbouring), n)
     no_cov = privacy == "label" or reused_sigma_cov is not None
     use_joint = (
         joint and not no_cov and composition == "gdp" and sampling_ratio is None
@@ -632,7 +636,7 @@ def reusecov_plan(
     y_entry = 1.0 if y_mag is None else y_mag
 
     def augmented(bound):
-        return math.hypot(bound, intercept_scaling) if fit_intercept else bound
+        return hypot_at_least(bound, intercept_scaling) if fit_intercept else bound
 
     if privacy == "label":
         if x_max_norm is None:
@@ -647,17 +651,17 @@ def reusecov_plan(
         if y_abs_max is not None:
             y_entry = float(y_abs_max)  # as the fit's coefficient scale
     else:
-        y_row = math.sqrt(l) * y_entry
+        y_row = sqrt_times_at_least(l, y_entry)
     w_scale = float(w_bound) if w_bound is not None else y_entry / x_scale
     proj_radius = proj_c_fro = None
     if mechanism == "proj":
         # A-priori bounds: ||X||_F <= sqrt(n) x_scale, ||Y||_F <= sqrt(n) y_row.
         if privacy == "label":
-            proj_radius = math.sqrt(n * l) * y_entry
-            proj_c_fro = math.sqrt(l) * math.sqrt(n) * x_scale / n
+            proj_radius = sqrt_times_at_least(n * l, y_entry)
+            proj_c_fro = quotient_at_least(sqrt_times_at_least(l * n, x_scale), n)
         else:
-            proj_radius = math.sqrt(n) * x_scale
-            proj_c_fro = math.sqrt(d_eff) * math.sqrt(n) * y_row / n
+            proj_radius = sqrt_times_at_least(n, x_scale)
+            proj_c_fro = quotient_at_least(sqrt_times_at_least(d_eff * n, y_row), n)
     epsilon_release = epsilon - sum(bound_eps.values())
     plan = plan_reusecov(
         n=n, d_eff=d_eff, n_outputs=l, epsilon=epsilon_release, delta=delta,

@@ -9,6 +9,7 @@ the replace-one / zero-out sensitivities of :math:`X^\\top X / m` and
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import numpy as np
 from sklearn.utils import check_consistent_length
@@ -33,6 +34,7 @@ from .._rows import (
     workspace_like,
 )
 from ..bounds import clip_threshold, row_norms
+from ..mechanisms import sqrt_at_least, value_at_least
 
 __all__ = [
     "SufficientStats",
@@ -448,8 +450,10 @@ def covariance_sensitivity(x_scale, n_rows, neighbouring="replace-one"):
     ``x' = B e_2``), ``B^2 / m`` for zero-out, with ``B`` the row-norm
     bound of the (augmented) design and ``m`` the number of rows averaged.
     """
-    factor = math.sqrt(2.0) if neighbouring == "replace-one" else 1.0
-    return factor * x_scale**2 / n_rows
+    if math.isinf(x_scale):
+        return math.inf
+    factor = 2 if neighbouring == "replace-one" else 1  # under the root
+    return sqrt_at_least(factor * Fraction(x_scale) ** 4 / Fraction(n_rows) ** 2)
 
 
 def association_sensitivity(x_scale, y_row_scale, n_rows, neighbouring="replace-one"):
@@ -461,7 +465,9 @@ def association_sensitivity(x_scale, y_row_scale, n_rows, neighbouring="replace-
     Y is private, the public ``max_i ||y^i||`` under feature DP. Under label
     DP ``B_x`` is the public ``max_i ||x_i||``.
     """
-    factor = 2.0 if neighbouring == "replace-one" else 1.0
-    return factor * x_scale * y_row_scale / n_rows
+    if math.isinf(x_scale) or math.isinf(y_row_scale):
+        return math.inf
+    factor = 2 if neighbouring == "replace-one" else 1
+    return value_at_least(factor * Fraction(x_scale) * Fraction(y_row_scale) / Fraction(n_rows))
 
 

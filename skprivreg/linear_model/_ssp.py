@@ -22,9 +22,13 @@ from ..mechanisms import (
     add_gaussian,
     gaussian_event,
     gaussian_event_from_mu,
+    gram_upper_sensitivity,
+    hypot_at_least,
     intercept_gram_sensitivity,
+    sqrt_times_at_least,
     symmetric_gaussian_matrix,
 )
+from ..mechanisms import cross_sensitivity as mechanisms_cross_sensitivity
 from ._base import (
     LinearPredictMixin,
     solve_psd_repaired,
@@ -56,18 +60,21 @@ def gram_sensitivity(x_bound_eff):
 
     For rows with ``||x|| <= B``, the upper-triangle vector of
     ``x x^T - x' x'^T`` has squared norm ``(||D||_F^2 + sum_i D_ii^2)/2 <= 2 B^4``,
-    with equality at ``x = B e_1``, ``x' = B e_2``.
+    with equality at ``x = B e_1``, ``x' = B e_2``. Never rounded down
+    (:func:`~skprivreg.mechanisms.gram_upper_sensitivity` without a constant column).
     """
-    return math.sqrt(2.0) * x_bound_eff**2
+    return gram_upper_sensitivity(x_bound_eff)
 
 
 def cross_sensitivity(x_bound_eff, y_bound, n_outputs=1):
     """Replace-one L2 (Frobenius) sensitivity of ``X^T Y``: ``2 B sqrt(l) y_bound``.
 
     ``||x y^T - x' y'^T||_F <= 2 B sqrt(l) y_bound`` for ``|y_j| <= y_bound``,
-    with equality at ``x' = -x``, ``y' = y``.
+    with equality at ``x' = -x``, ``y' = y``. Never rounded down
+    (:func:`~skprivreg.mechanisms.cross_sensitivity` at the outcome-row
+    bound ``sqrt(l) y_bound``, itself rounded up).
     """
-    return 2.0 * x_bound_eff * math.sqrt(n_outputs) * y_bound
+    return mechanisms_cross_sensitivity(x_bound_eff, sqrt_times_at_least(n_outputs, y_bound))
 
 
 class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
@@ -150,7 +157,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
 
     def _x_bound_eff(self, x_bound):
         if self.fit_intercept:
-            return math.hypot(x_bound, self.intercept_scaling)
+            return hypot_at_least(x_bound, self.intercept_scaling)
         return x_bound
 
     # -- fit -------------------------------------------------------------

@@ -13,6 +13,12 @@ hardened against floating-point precision attacks (Mironov 2012, "On
 significance of the least significant bits for differential privacy"); the
 guarantees hold in exact arithmetic. A hardened sampler is future work.
 
+Sensitivities, bound norms and Gaussian noise scales ``sensitivity / mu`` are
+computed in exact rational arithmetic and rounded up once
+(:func:`sqrt_at_least`, :func:`hypot_at_least`, :func:`sqrt_times_at_least`,
+:func:`value_at_least`, :func:`quotient_at_least`): a float rounded to nearest
+can fall an ulp below the exact value and calibrate slightly too little noise.
+
 Laplace draws (:func:`laplace`, used by every Laplace mechanism and test here)
 reach the whole support: NumPy's sampler inverts one double on the grid
 ``k 2^-53`` and stops near 36.7 scales, where tests at small ``delta`` put
@@ -53,8 +59,6 @@ from ._moments import (  # noqa: F401
     randomized_response,
     randomized_response_probabilities,
     released_mean_variance,
-    sqrt_at_least,
-    value_at_least,
 )
 from ._ptr import (  # noqa: F401
     PTRCalibration,
@@ -85,6 +89,13 @@ from ._reusecov import (  # noqa: F401
     joint_gram_cross_calibration,
     joint_gram_cross_mu,
     joint_mahalanobis_sq,
+)
+from ._rounding import (  # noqa: F401
+    hypot_at_least,
+    quotient_at_least,
+    sqrt_at_least,
+    sqrt_times_at_least,
+    value_at_least,
 )
 from ._sampling import exponential_magnitudes, laplace  # noqa: F401
 from ._selection import (  # noqa: F401
@@ -150,6 +161,9 @@ __all__ = [
     "moment_sums_sensitivity",
     "sqrt_at_least",
     "value_at_least",
+    "hypot_at_least",
+    "quotient_at_least",
+    "sqrt_times_at_least",
     "moment_sums",
     "released_mean_variance",
     "clipped_squared_error_sensitivity",

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..accounting import PrivacyEvent, gdp_epsilon, gdp_mu
+from ._rounding import quotient_at_least
 from ._sampling import laplace
 
 __all__ = [
@@ -53,7 +54,8 @@ def gaussian_sigma(sensitivity, epsilon, delta, method="analytic"):
     if math.isinf(epsilon) or sensitivity == 0:
         return 0.0
     if method == "analytic":
-        return normal_noise_scale(sensitivity / gdp_mu(epsilon, delta), sensitivity)
+        return normal_noise_scale(quotient_at_least(sensitivity, gdp_mu(epsilon, delta)),
+                                  sensitivity)
     if method == "classical":
         if epsilon >= 1:
             raise ValueError(
@@ -147,7 +149,7 @@ def gaussian_event_from_mu(
         notion=notion,
         neighbouring=neighbouring,
         sensitivity=float(sensitivity),
-        sigma=normal_noise_scale(float(sensitivity) / mu, sensitivity),
+        sigma=normal_noise_scale(quotient_at_least(float(sensitivity), mu), sensitivity),
         mu=float(mu),
     )
 

@@ -4,16 +4,14 @@ Part of :mod:`skprivreg.mechanisms` (import from there).
 """
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from .._rows import workspace_like
 from ._gaussian import add_laplace
+from ._rounding import sqrt_at_least
 
 __all__ = [
-    "sqrt_at_least",
-    "value_at_least",
     "moment_sums_sensitivity",
     "moment_sums",
     "released_mean_variance",
@@ -24,43 +22,6 @@ __all__ = [
     "randomized_response_probabilities",
     "randomized_response",
 ]
-
-
-def sqrt_at_least(value):
-    """The smallest float at least :math:`\\sqrt{v}` (``math.sqrt`` rounds to nearest,
-    below the exact root for some ``v``, e.g. 3): a bound such as the norm
-    :math:`\\sqrt{d}` of a row in :math:`[-1, 1]^d` must not be rounded down.
-
-    ``value`` may be an exact :class:`~fractions.Fraction`, for a bound that
-    floating-point arithmetic would round before the root: the norm
-    :math:`\\sqrt{B^2 + c^2}` of a row with its intercept column is
-    ``sqrt_at_least(Fraction(B) ** 2 + Fraction(c) ** 2)`` (``math.hypot``
-    rounds to nearest), and :math:`\\sqrt{l}\\,x` is
-    ``sqrt_at_least(l * Fraction(x) ** 2)``.
-    """
-    exact = Fraction(value)
-    if exact <= 0:
-        return math.sqrt(exact)  # 0.0, or math's error for a negative value
-    # A first root within an ulp or two: the value scaled exactly by a power
-    # of 4 into the range of floats, then the root scaled back.
-    k = (exact.numerator.bit_length() - exact.denominator.bit_length()) // 2
-    root = math.ldexp(math.sqrt(exact / Fraction(4) ** k), k)
-    while Fraction(root) ** 2 < exact:
-        root = math.nextafter(root, math.inf)
-    while root > 0 and Fraction(math.nextafter(root, 0.0)) ** 2 >= exact:
-        root = math.nextafter(root, 0.0)
-    return root
-
-
-def value_at_least(value):
-    """The smallest float at least ``value`` (an exact :class:`~fractions.Fraction`):
-    a bound such as :math:`B^2 + c^2` must not be rounded down, as ``B**2 + c**2``
-    in floating point may be."""
-    exact = Fraction(value)
-    rounded = float(exact)
-    if Fraction(rounded) < exact:
-        rounded = math.nextafter(rounded, math.inf)
-    return rounded
 
 
 # ---------------------------------------------------------------------------

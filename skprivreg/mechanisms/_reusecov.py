@@ -119,10 +119,12 @@ sensitivity :math:`2 K \\max_i\\lVert a_i\\rVert` (Lemma 1 with
 
 import math
 from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 
 from ._gaussian import gaussian_event_from_mu, symmetric_gaussian_matrix
+from ._rounding import sqrt_at_least
 
 __all__ = [
     "gram_upper_sensitivity",
@@ -156,13 +158,17 @@ def gram_upper_sensitivity(x_bound, intercept=0.0, neighbouring="replace-one"):
     """
     if x_bound < 0 or intercept < 0:
         raise ValueError("x_bound and intercept must be >= 0.")
-    B2, c2 = float(x_bound) ** 2, float(intercept) ** 2
-    if neighbouring == "zero-out":
-        return math.sqrt(B2 * B2 + B2 * c2 + c2 * c2)
-    if neighbouring != "replace-one":
+    if neighbouring not in ("replace-one", "zero-out"):
         raise ValueError("neighbouring must be 'replace-one' or 'zero-out'.")
-    t = max(-c2 / 2.0, -B2)
-    return math.sqrt(_gram_sq(t, B2, c2))
+    if math.isinf(x_bound) or math.isinf(intercept):
+        return math.inf
+    # Exact rational arithmetic, one rounding up at the end (a sensitivity
+    # rounded to nearest can fall an ulp below the exact one).
+    B2, c2 = Fraction(x_bound) ** 2, Fraction(intercept) ** 2
+    if neighbouring == "zero-out":
+        return sqrt_at_least(B2 * B2 + B2 * c2 + c2 * c2)
+    t = max(-c2 / 2, -B2)
+    return sqrt_at_least(_gram_sq(t, B2, c2))
 
 
 def cross_sensitivity(x_bound, y_row_bound, intercept=0.0, notion="full",
@@ -175,16 +181,18 @@ def cross_sensitivity(x_bound, y_row_bound, intercept=0.0, notion="full",
     (Lemma 1).
     """
     _check(x_bound, y_row_bound, intercept, notion, neighbouring)
-    B2, c2, K = float(x_bound) ** 2, float(intercept) ** 2, float(y_row_bound)
+    if any(math.isinf(v) for v in (x_bound, y_row_bound, intercept)):
+        return math.inf
+    B2, c2, K2 = Fraction(x_bound) ** 2, Fraction(intercept) ** 2, Fraction(y_row_bound) ** 2
     if neighbouring == "zero-out":
-        return K * math.sqrt(B2 + c2)
+        return sqrt_at_least(K2 * (B2 + c2))
     if notion == "feature":
-        return 2.0 * K * math.sqrt(B2)
-    return 2.0 * K * math.sqrt(B2 + c2)
+        return sqrt_at_least(4 * K2 * B2)
+    return sqrt_at_least(4 * K2 * (B2 + c2))
 
 
 def _gram_sq(t, B2, c2):
-    return 2.0 * B2 * B2 - 2.0 * t * t + c2 * (2.0 * B2 - 2.0 * t)
+    return 2 * B2 * B2 - 2 * t * t + c2 * (2 * B2 - 2 * t)
 
 
 def _cross_sq(t, B2, c2, K2, notion):
@@ -286,7 +294,10 @@ def joint_gram_cross_calibration(name, *, x_bound, y_row_bound, n_rows, mu, shar
     s1, s2 = d1 / (math.sqrt(f) * mu), d2 / (math.sqrt(1.0 - f) * mu)
     gamma = joint_gram_cross_mu(x_bound, y_row_bound, s1, s2, n_rows, intercept, notion,
                                 neighbouring) / mu
-    sigma_gram, sigma_cross = gamma * s1, gamma * s2
+    # J is evaluated in floating point (tens of roundings, each within half
+    # an ulp): the scales are widened by 2^-40 relative, far above that error,
+    # so the release is at most mu-GDP however the roundings fell.
+    sigma_gram, sigma_cross = (gamma * s * (1.0 + _JOINT_MARGIN) for s in (s1, s2))
     # A unit-sensitivity Gaussian event of the joint mu (sigma = mu / mu = 1);
     # the two actual noise scales are its components.
     event = replace(
@@ -294,6 +305,10 @@ def joint_gram_cross_calibration(name, *, x_bound, y_row_bound, n_rows, mu, shar
         components=(("covariance", sigma_gram), ("association", sigma_cross)),
     )
     return event, sigma_gram, sigma_cross, gamma
+
+
+#: Relative widening of the joint release's noise scales (floating-point error of J).
+_JOINT_MARGIN = 2.0**-40
 
 
 def gram_with_exact_corner(gram, sigma, rng, *, exact_corner):

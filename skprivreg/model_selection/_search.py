@@ -518,6 +518,23 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             check_array(rows, accept_sparse=["csr", "csc"] if sparse_ok else False,
                         dtype=np.float64, ensure_all_finite=True, input_name="X")
 
+    def _stated_notion(self, candidates, prefix, n_features, n_train, y_shape):
+        """The notion the candidates' runs compose to, from public facts only.
+
+        Dry fits on synthetic data of the input's width (a notion never depends
+        on the width). ``'full'`` (accepted by every accountant, so the precise
+        check after the heads' widths decides) when a candidate cannot be
+        fitted so, e.g. one whose parameters name the width its head produces.
+        """
+        if self.accountant is None:
+            return "full"  # nothing to check it against
+        shapes = [(n_train, n_features, y_shape)] * len(candidates)
+        try:
+            ledgers = self._dry_ledgers(candidates, prefix, float(self.epsilon), shapes)
+            return PrivacyLedger.concatenate(ledgers).notion
+        except Exception:  # noqa: BLE001 - synthetic data only: nothing of the rows
+            return "full"
+
     def _shapes(self, candidates, prefix, X, n_train, y_shape):
         """Input shape of each candidate's private estimator (public facts).
 
@@ -651,9 +668,13 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         # The score's scale must be representable (public facts), before the spend.
         clipped_squared_error_sensitivity(y_low, y_high, n_val)
         # The budget is checked before the heads read rows (for their widths): the
-        # search spends at most (epsilon, delta) in all. Its ledger is checked below.
+        # search spends at most (epsilon, delta) in all, under the candidates'
+        # notion (an accountant of full DP refuses label-DP candidates here, not
+        # after the heads read). Its ledger is checked below.
         self._check_budget(PrivacyLedger([PrivacyEvent(
-            "private selection and refit (at most)", float(self.epsilon), float(self.delta))]))
+            "private selection and refit (at most)", float(self.epsilon), float(self.delta),
+            notion=self._stated_notion(candidates, prefix, X.shape[1], n_train,
+                                       y.shape[1:]))]))
         shapes = self._shapes(candidates, prefix, X, n_train, y.shape[1:])
         eps_c, (total_eps, gamma, cap, _, planned_ledgers, q_rdp) = self._plan(
             candidates, prefix, shapes)

@@ -885,11 +885,14 @@ def test_independent_ssp_budget_and_noise():
 
 # ---------------------------------------------------------------- CLI and demo
 def test_planner_is_the_plan_of_fit_and_prints_it(capsys):
+    from skprivreg.mechanisms import hypot_at_least, sqrt_times_at_least
+
     plan = reusecov_plan(n_samples=5008, n_features=25, n_outputs=101, epsilon=5.0,
                          delta=1 / 5008**2, x_bound=5.0, y_bound=5.0, cov_budget="auto")
     release = plan_reusecov(n=5008, d_eff=26, n_outputs=101, epsilon=5.0,
-                            delta=1 / 5008**2, x_scale=math.hypot(5, 1),
-                            y_row_scale=5 * math.sqrt(101), w_scale=5 / math.hypot(5, 1),
+                            delta=1 / 5008**2, x_scale=hypot_at_least(5, 1),
+                            y_row_scale=sqrt_times_at_least(101, 5.0),
+                            w_scale=5 / hypot_at_least(5, 1),
                             cov_budget="auto", intercept=1.0, x_raw=5.0)
     assert plan.sigma_assoc == release.sigma_assoc and plan.sigma_cov == release.sigma_cov
     assert plan.ledger.epsilon == pytest.approx(5.0, rel=1e-9)

@@ -193,19 +193,25 @@ def test_rule_floor_and_exact_covariance():
 def test_auto_cov_budget_is_a_function_of_public_facts():
     """Default split: f = Delta_1 w / (Delta_1 w + Delta_2), bounds, n and l only."""
     from skprivreg.linear_model._reusecov_plan import optimal_cov_budget
-    from skprivreg.mechanisms import cross_sensitivity, gram_upper_sensitivity
+    from skprivreg.mechanisms import (
+        cross_sensitivity,
+        gram_upper_sensitivity,
+        hypot_at_least,
+        quotient_at_least,
+        sqrt_times_at_least,
+    )
 
     X, Y = _data(n_outputs=6)
     X2, Y2 = _data(seed=7, n_outputs=6)
     a = _fit(X, Y, x_bound=2.0, y_bound=3.0)
     b = _fit(X2, 5.0 * Y2, x_bound=2.0, y_bound=3.0)
     assert a.cov_budget_ == b.cov_budget_  # other data, same public facts
-    n, B = len(X), np.hypot(2.0, 1.0)
+    # Every bound rounded up (sqrt(6) * 3, hypot(2, 1), the divisions by n).
+    n, B, K = len(X), hypot_at_least(2.0, 1.0), sqrt_times_at_least(6, 3.0)
     expected = optimal_cov_budget(
-        gram_upper_sensitivity(2.0, 1.0) / n,
-        cross_sensitivity(2.0, np.sqrt(6) * 3.0, 1.0) / n, 3.0 / B,
-        joint=dict(x_bound=2.0, y_row_bound=np.sqrt(6) * 3.0, n_rows=n, intercept=1.0,
-                   notion="full"),
+        quotient_at_least(gram_upper_sensitivity(2.0, 1.0), n),
+        quotient_at_least(cross_sensitivity(2.0, K, 1.0), n), 3.0 / B,
+        joint=dict(x_bound=2.0, y_row_bound=K, n_rows=n, intercept=1.0, notion="full"),
     )
     assert a.cov_budget_ == pytest.approx(expected, rel=1e-12)
     assert 0 < a.cov_budget_ < 0.5  # more outcomes: less for the covariance

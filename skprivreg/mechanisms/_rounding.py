@@ -1,0 +1,92 @@
+"""Bounds rounded up: sensitivities and noise scales never below their exact values.
+
+Part of :mod:`skprivreg.mechanisms` (import from there). Floating-point
+arithmetic rounds to nearest, so a product, a sum of squares or a square root
+of floats can land an ulp below the exact value it stands for; a sensitivity
+or a noise scale rounded that way calibrates less noise than the proof asks
+for. These functions take the exact value (floats are exact rationals, and
+:class:`~fractions.Fraction` arithmetic on them is exact) and return the
+smallest float at least it.
+"""
+
+import math
+import sys
+from fractions import Fraction
+
+__all__ = [
+    "sqrt_at_least",
+    "value_at_least",
+    "hypot_at_least",
+    "sqrt_times_at_least",
+    "quotient_at_least",
+]
+
+
+def sqrt_at_least(value):
+    """The smallest float at least :math:`\\sqrt{v}` (``math.sqrt`` rounds to nearest,
+    below the exact root for some ``v``, e.g. 3): a bound such as the norm
+    :math:`\\sqrt{d}` of a row in :math:`[-1, 1]^d` must not be rounded down.
+
+    ``value`` may be an exact :class:`~fractions.Fraction`, for a bound that
+    floating-point arithmetic would round before the root: the norm
+    :math:`\\sqrt{B^2 + c^2}` of a row with its intercept column is
+    ``sqrt_at_least(Fraction(B) ** 2 + Fraction(c) ** 2)`` (``math.hypot``
+    rounds to nearest), and :math:`\\sqrt{l}\\,x` is
+    ``sqrt_at_least(l * Fraction(x) ** 2)``.
+    """
+    exact = Fraction(value)
+    if exact <= 0:
+        return math.sqrt(exact)  # 0.0, or math's error for a negative value
+    # A first root within an ulp or two: the value scaled exactly by a power
+    # of 4 into the range of floats, then the root scaled back.
+    k = (exact.numerator.bit_length() - exact.denominator.bit_length()) // 2
+    root = math.ldexp(math.sqrt(exact / Fraction(4) ** k), k)
+    while Fraction(root) ** 2 < exact:
+        root = math.nextafter(root, math.inf)
+    while root > 0 and Fraction(math.nextafter(root, 0.0)) ** 2 >= exact:
+        root = math.nextafter(root, 0.0)
+    return root
+
+
+def value_at_least(value):
+    """The smallest float at least ``value`` (an exact :class:`~fractions.Fraction`):
+    a bound such as :math:`B^2 + c^2` must not be rounded down, as ``B**2 + c**2``
+    in floating point may be. A value beyond the largest float gives ``inf``."""
+    exact = Fraction(value)
+    try:
+        rounded = float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -sys.float_info.max
+    if Fraction(rounded) < exact:
+        rounded = math.nextafter(rounded, math.inf)
+    return rounded
+
+
+def hypot_at_least(*values):
+    """The smallest float at least the Euclidean norm :math:`\\sqrt{\\sum_k v_k^2}`
+    (``math.hypot`` rounds to nearest): the norm bound of a row ``(x, c)``
+    whose features have norm at most ``B`` is ``hypot_at_least(B, c)``.
+    An infinite value gives ``inf``."""
+    if any(math.isinf(v) for v in values):
+        return math.inf
+    return sqrt_at_least(sum(Fraction(v) ** 2 for v in values))
+
+
+def sqrt_times_at_least(k, value):
+    """The smallest float at least :math:`\\sqrt{k}\\, v` for ``k >= 0`` and ``v >= 0``:
+    the norm bound :math:`\\sqrt{l}\\, b` of a row of ``l`` entries in
+    :math:`[-b, b]`. An infinite ``v`` gives ``inf`` (for ``k > 0``)."""
+    if math.isinf(value) and k > 0:
+        return math.inf
+    return sqrt_at_least(Fraction(k) * Fraction(value) ** 2)
+
+
+def quotient_at_least(numerator, denominator):
+    """The smallest float at least ``numerator / denominator`` (positive
+    ``denominator``): a noise scale ``sigma = sensitivity / mu`` rounded to
+    nearest can fall an ulp below the exact quotient, which is then
+    mu-GDP only for a larger ``mu``. Non-finite operands give the float
+    quotient (``inf / mu = inf``, ``x / inf = 0``)."""
+    if not (math.isfinite(numerator) and math.isfinite(denominator)):
+        return float(numerator) / float(denominator)
+    return value_at_least(Fraction(numerator) / Fraction(denominator))
