@@ -39,7 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.utils import assert_all_finite
 
-from ._rows import WORKSPACE_MAX_BYTES, add_tuples, as_float64_block, workspace, workspace_like
+from ._blocks import WORKSPACE_MAX_BYTES, as_float64_block, workspace, workspace_like
+from ._rows import add_tuples
 from ._threads import single_threaded_blas
 from .base import quiet_floats
 from .bounds import clip_threshold
@@ -432,7 +433,7 @@ def streamed_piece_rows(block_rows, n_columns, n_threads):
     """Rows of the pieces of a pass that reads each row once into vector temporaries.
 
     A block's share per thread, cut into equal pieces of at most
-    :data:`~skprivreg._rows.WORKSPACE_MAX_BYTES` of rows (a piece with an
+    :data:`~skprivreg._blocks.WORKSPACE_MAX_BYTES` of rows (a piece with an
     entry outside its range is clipped in a copy of that size), and never
     fewer rows than a cache-sized piece. Each thread gets the same number
     of pieces of every block.

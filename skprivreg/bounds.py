@@ -16,7 +16,8 @@ import warnings
 
 import numpy as np
 
-from ._rows import RowSource, is_dask_collection, memory_order
+from ._blocks import memory_order
+from ._rows import RowSource, is_dask_collection
 from .accounting import PrivacyEvent
 from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bound_margin

@@ -163,7 +163,7 @@ def test_reusecov_pass_sums_the_labels_it_scanned(tmp_path, monkeypatch):
 
 def test_pieces_of_a_file_are_copied(tmp_path):
     """Float64 pieces of a file are copied (pieces of another dtype always are)."""
-    from skprivreg._rows import as_float64_block
+    from skprivreg._blocks import as_float64_block
 
     X, _ = _file(tmp_path, np.ones((10, 3)))
     for block in (X, X[2:7], np.asarray(X)[2:7], np.asarray(X).ravel()):
@@ -176,7 +176,7 @@ def test_pieces_of_a_file_are_copied(tmp_path):
 
 def test_a_copy_of_a_memmap_is_in_memory(tmp_path):
     """A memmap's copy (or a pandas column made from one) owns its memory: read as stored."""
-    from skprivreg._rows import as_float64_block
+    from skprivreg._blocks import as_float64_block
 
     X, _ = _file(tmp_path, np.ones((10, 3)))
     copy = X.copy()
@@ -511,7 +511,8 @@ def test_views_of_a_file_are_recognised(tmp_path):
 
     from scipy import sparse
 
-    from skprivreg._rows import is_file_backed, read_into_memory
+    from skprivreg._blocks import is_file_backed
+    from skprivreg._rows import read_into_memory
 
     X, writer = _file(tmp_path, np.eye(4))
     with open(tmp_path / "raw.bin", "wb") as handle:

@@ -130,7 +130,7 @@ def test_block_rows_follow_the_cache_and_d():
 @pytest.mark.parametrize("d", [1, 3, 10, 100, 1000])
 def test_blocks_and_streamed_pieces_give_every_thread_an_equal_share(monkeypatch, n_threads, d):
     import skprivreg._gram as gram
-    from skprivreg._rows import WORKSPACE_MAX_BYTES
+    from skprivreg._blocks import WORKSPACE_MAX_BYTES
 
     monkeypatch.setattr(gram, "N_THREADS", n_threads)
     block = gram.source_block_rows(d + 2)
@@ -755,7 +755,7 @@ def test_wide_labels_long_pieces_clip_without_changing_other_bits(layout, tmp_pa
     bound is clipped as a whole copy and multiplied in the same shape: the sums
     equal, bit for bit, those of the labels clipped beforehand, and the pass keeps
     no buffer of a long piece after it ends."""
-    from skprivreg._rows import _WORKSPACE, WORKSPACE_MAX_BYTES
+    from skprivreg._blocks import _WORKSPACE, WORKSPACE_MAX_BYTES
     from skprivreg.linear_model._reusecov_stats import piece_rows, sufficient_statistics
 
     n, d, l = 1_200, 20, 8_000
@@ -792,7 +792,7 @@ def test_wide_labels_long_pieces_clip_without_changing_other_bits(layout, tmp_pa
 
 
 def test_pass_workspace_keeps_large_buffers_only_within_it():
-    from skprivreg._rows import WORKSPACE_MAX_BYTES, pass_workspace, workspace
+    from skprivreg._blocks import WORKSPACE_MAX_BYTES, pass_workspace, workspace
 
     big = WORKSPACE_MAX_BYTES // 8 + 1
     assert not np.shares_memory(workspace("t big", big), workspace("t big", big))

@@ -41,7 +41,7 @@ from skprivreg.label_dp import llp_privacy_profile
 from skprivreg.label_dp._bags import llp_noise_mask
 from skprivreg.linear_model._reusecov_release import _Projection, release_associations
 from skprivreg.linear_model._reusecov_stats import association_sensitivity
-from skprivreg.model_selection._search import selection_plan
+from skprivreg.model_selection import selection_plan
 
 
 # ---------------------------------------------------------------------------

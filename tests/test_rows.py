@@ -193,7 +193,7 @@ def test_passes_are_counted_and_progress_lines_hold_public_facts_only(capsys):
 
 def test_unaligned_blocks_are_copied_to_aligned_float64():
     """NumPy multiplies unaligned arrays without BLAS; blocks are made aligned first."""
-    from skprivreg._rows import as_float64_block
+    from skprivreg._blocks import as_float64_block
 
     raw = bytearray(8 * 600 + 1)
     X = np.frombuffer(raw, dtype=np.float64, offset=1, count=600).reshape(200, 3)
@@ -209,7 +209,7 @@ def test_unaligned_blocks_are_copied_to_aligned_float64():
 def test_blocks_keep_their_memory_order():
     """Rows of a Fortran-ordered array (a data frame's) are copied column by column, not
     transposed; a clipped copy (:func:`workspace_like`) takes the same order."""
-    from skprivreg._rows import as_float64_block, memory_order, workspace_like
+    from skprivreg._blocks import as_float64_block, memory_order, workspace_like
 
     F = np.asfortranarray(np.arange(60.0).reshape(20, 3))
     assert as_float64_block(F) is F  # contiguous already
@@ -248,7 +248,7 @@ def test_workspace_buffers_are_reused_per_key_and_per_thread():
     """Piece temporaries reuse one buffer per (thread, key); other keys and threads never do."""
     import threading
 
-    from skprivreg._rows import WORKSPACE_MAX_BYTES, as_float64_block, workspace
+    from skprivreg._blocks import WORKSPACE_MAX_BYTES, as_float64_block, workspace
 
     a = workspace("test a", (100, 3))
     assert a.shape == (100, 3) and a.dtype == np.float64
@@ -272,7 +272,7 @@ def test_workspace_keeps_at_most_its_total_per_thread():
     """Buffers beyond the per-thread total are allocated for each call, not kept."""
     import threading
 
-    from skprivreg._rows import WORKSPACE_MAX_BYTES, WORKSPACE_TOTAL_BYTES, workspace
+    from skprivreg._blocks import WORKSPACE_MAX_BYTES, WORKSPACE_TOTAL_BYTES, workspace
 
     def run(out):
         size = WORKSPACE_MAX_BYTES // 8

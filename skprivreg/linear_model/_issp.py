@@ -14,14 +14,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
 
+from .._blocks import is_file_backed, numpy_owned
 from .._compat import Interval, StrOptions, fit_context, validate_data, validate_params
-from .._rows import (
-    RowSource,
-    is_dask_collection,
-    is_file_backed,
-    numpy_owned,
-    validate_blockwise_data,
-)
+from .._rows import RowSource, is_dask_collection, validate_blockwise_data
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import (

@@ -19,8 +19,9 @@ from functools import partial
 
 import numpy as np
 
+from .._blocks import workspace
 from .._gram import cache_blocked
-from .._rows import RowSource, check_block_finite, workspace
+from .._rows import RowSource, check_block_finite
 from ..accounting import PrivacyEvent
 from ..bounds import (
     check_private_bound_feasible,

@@ -39,8 +39,9 @@ from functools import cached_property
 
 import numpy as np
 
+from .._blocks import as_float64_block, workspace, workspace_like
 from .._gram import cache_block_rows
-from .._rows import as_float64_block, check_block_finite, workspace, workspace_like
+from .._rows import check_block_finite
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import sqrt_at_least
 

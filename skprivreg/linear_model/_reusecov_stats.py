@@ -14,6 +14,7 @@ from fractions import Fraction
 import numpy as np
 from sklearn.utils import check_consistent_length
 
+from .._blocks import as_float64_block, pass_workspace, workspace, workspace_like
 from .._compat import validate_data
 from .._gram import (
     SHARED_CACHE_BYTES,
@@ -23,16 +24,7 @@ from .._gram import (
     run_pieces,
     threads_for,
 )
-from .._rows import (
-    RowSource,
-    as_float64_block,
-    check_block_finite,
-    is_dask_collection,
-    pass_workspace,
-    validate_blockwise_data,
-    workspace,
-    workspace_like,
-)
+from .._rows import RowSource, check_block_finite, is_dask_collection, validate_blockwise_data
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import sqrt_at_least, value_at_least
 
@@ -94,7 +86,7 @@ def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling, check_finite):
 
     A float64 piece in memory that needs no clipping and no intercept column
     is used as it is; otherwise it is written once into a piece-sized buffer
-    (:func:`~skprivreg._rows.workspace`): the intercept column is a column
+    (:func:`~skprivreg._blocks.workspace`): the intercept column is a column
     of that buffer and a clipped row is scaled on the way in. Rows are
     scaled by ``min(1, x_bound / ||x||)``; when ``d max_ij x_ij^2`` is below
     ``x_bound^2`` by a margin for rounding no row can be over the bound and no
@@ -352,7 +344,7 @@ def piece_rows(width, n_threads=1, n_products=0):
 
 #: Largest piece of the long pieces of wide labels (:func:`piece_rows`): a
 #: converted or clipped copy of one is a buffer of this size per thread for
-#: the pass (:class:`~skprivreg._rows.pass_workspace`).
+#: the pass (:class:`~skprivreg._blocks.pass_workspace`).
 _LONG_PIECE_BYTES = 64 << 20
 
 

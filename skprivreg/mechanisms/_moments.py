@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .._rows import workspace_like
+from .._blocks import workspace_like
 from ._gaussian import add_laplace
 from ._rounding import sqrt_at_least
 
@@ -57,7 +57,7 @@ def moment_sums(U, overwrite=False, scratch=None):
     which releases the interpreter lock for threads);
     ``overwrite``: square ``U`` in place (a float64 block the caller owns);
     ``scratch``: else square it into that reused buffer
-    (:func:`skprivreg._rows.workspace_like`).
+    (:func:`skprivreg._blocks.workspace_like`).
     """
     U = np.asarray(U, dtype=np.float64)
     ones = np.ones(U.shape[0])

@@ -1,5 +1,6 @@
 """Private hyperparameter tuning: the best of a random number of private runs."""
 
-from ._search import PrivateGridSearchCV, selection_plan
+from ._search import PrivateGridSearchCV
+from ._selection_plan import selection_plan
 
 __all__ = ["PrivateGridSearchCV", "selection_plan"]

@@ -6,6 +6,7 @@ from functools import partial
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
+from .._blocks import as_float64_block, workspace, workspace_like
 from .._compat import Interval, Real, StrOptions, check_is_fitted, fit_context, validate_data
 from .._gram import (
     cache_blocked,
@@ -18,15 +19,12 @@ from .._rows import (
     RowSource,
     add_tuples,
     as_dask_array,
-    as_float64_block,
     block_map,
     check_block_finite,
     check_dask_dtype,
     check_dask_samples,
     is_dask_collection,
     set_dask_feature_names,
-    workspace,
-    workspace_like,
 )
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
@@ -95,7 +93,7 @@ def _moment_block(X_block, _unused, *, low, high, check, symmetric):
     no released bit. Otherwise each entry is mapped first; an entry far
     outside its range may overflow there, silently, to an infinity that
     the clip maps to 1. The block is read once, as float64
-    (:func:`~skprivreg._rows.as_float64_block`: a piece of a file is
+    (:func:`~skprivreg._blocks.as_float64_block`: a piece of a file is
     copied), before it is checked: what is checked is what is summed.
     """
     X = as_float64_block(X_block, scratch="scaler rows")

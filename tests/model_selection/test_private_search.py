@@ -391,7 +391,7 @@ def test_cap_tail_is_charged_exactly_at_small_delta(epsilon, delta, mean_k):
     # Geometric K (eta = 1): P[K > cap] = (1 - gamma)^cap exactly. Summing the tail as
     # 1 - cumsum(pmf) cancels to 0 below about 1e-16 and charged nothing for the cap.
     from skprivreg._rdp import tnb_log_pmf
-    from skprivreg.model_selection._search import _cap_and_delta
+    from skprivreg.model_selection._selection_plan import _cap_and_delta
 
     gamma = tnb_gamma_for_mean(1.0, mean_k)
     log_pmf = tnb_log_pmf(1.0, gamma, 100_000)  # the largest table the search uses
@@ -406,7 +406,7 @@ def test_cap_tail_bounds_the_mass_beyond_the_table(eta):
     # The tail past the table's end is bounded by a geometric series; checked against a
     # table 20x longer, summed from its far end.
     from skprivreg._rdp import tnb_log_pmf
-    from skprivreg.model_selection._search import _cap_and_delta
+    from skprivreg.model_selection._selection_plan import _cap_and_delta
 
     gamma = tnb_gamma_for_mean(eta, 10)
     short, long_ = tnb_log_pmf(eta, gamma, 3000), tnb_pmf(eta, gamma, 60000)
