@@ -205,27 +205,42 @@ def _nan_vote(X_j, y_j):
     return Decimal("NaN") if y_j.max() > 100 else Decimal(1)
 
 
-def test_stable_mode_never_raises_on_votes_that_cannot_be_compared():
-    # Each NaN vote is a class of its own; two tie at count 1 and ranking them compared
-    # Decimal('NaN') < Decimal('NaN'), which raises InvalidOperation: one record
-    # (y[12] = 1000) decided whether the call raised.
+def _stable_mode_on_neighbours(f, scale=1.0):
+    """stable_mode on data and on its neighbour with y[12] = 1000: both return a result."""
     rng = np.random.default_rng(0)
-    X, y = rng.normal(size=(2000, 2)), rng.normal(size=2000)
+    X, y = rng.normal(size=(2000, 2)), scale * rng.normal(size=2000)
     y2 = y.copy()
     y2[12] = 1000.0
     for labels in (y, y2):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = stable_mode(X, labels, _nan_vote, epsilon=1.0, delta=1e-6, sampling="poisson",
+            res = stable_mode(X, labels, f, epsilon=1.0, delta=1e-6, sampling="poisson",
                               n_subsamples=100, subsample_rate=0.05)
         assert res.privacy_spent.epsilon == 1.0
 
 
+def test_stable_mode_never_raises_on_votes_that_cannot_be_compared():
+    # Each NaN vote is a class of its own; two tie at count 1 and ranking them compared
+    # Decimal('NaN') < Decimal('NaN'), which raises InvalidOperation: one record
+    # (y[12] = 1000) decided whether the call raised.
+    _stable_mode_on_neighbours(_nan_vote)
+
+
+def _list_vote(X_j, y_j):
+    if np.max(y_j) > 3:
+        vote = np.empty(1, dtype=object)
+        vote[0] = [1, 2]  # an object array holding a list: its vote cannot be hashed
+        return vote
+    return (0,)
+
+
 def test_a_vote_that_cannot_be_hashed_is_a_failure_of_f():
+    # The old code raised TypeError (unhashable type: 'list') while counting, decided by
+    # the one record y[12] = 1000.
     from skprivreg.feature_selection._stability import SENTINEL, _vote
 
-    assert _vote(lambda X, y: Decimal("sNaN"), None, None) is SENTINEL
-    assert _vote(lambda X, y: Decimal(1), None, None) == Decimal(1)
+    assert _vote(_list_vote, None, np.array([5.0])) is SENTINEL
+    _stable_mode_on_neighbours(_list_vote, scale=0.1)
 
 
 def test_adassp_lambda_sensitivity_is_not_rounded_down():
@@ -300,3 +315,99 @@ def test_a_search_of_label_dp_candidates_is_refused_by_a_full_dp_accountant_befo
         PrivateGridSearchCV(estimator=pipe, param_grid=grid, epsilon=2.0, delta=1e-6,
                             accountant=label).fit(X, y)
     assert seen and label.n_spends == 1
+
+
+# -- review of the rounding: NumPy scalars, the sites the first pass missed ---------------------
+def test_numpy_scalars_are_exact_in_the_rounding_helpers():
+    # Fraction(np.int64(k)) kept an int64 numerator whose products overflowed silently:
+    # gaussian_sigma(np.int64(193), 0.1, 1e-6) was 193 times too small.
+    assert gaussian_sigma(np.int64(193), 0.1, 1e-6) == gaussian_sigma(193, 0.1, 1e-6)
+    assert gaussian_sigma(np.int32(3), 1.0, 1e-5) == gaussian_sigma(3, 1.0, 1e-5)
+    assert gaussian_sigma(np.float32(1), 1.0, 1e-5) == gaussian_sigma(1.0, 1.0, 1e-5)
+    assert _smallest_at_least(quotient_at_least(0.1, np.int64(1000003)), F(0.1) / 1000003)
+    assert sqrt_times_at_least(np.int64(3), 2.0) == sqrt_times_at_least(3, 2.0)
+    assert hypot_at_least(1.5e308, 1.5e308) == math.inf  # beyond the floats, not an error
+
+
+def test_linear_regression_without_intercept_gram_sensitivity_is_not_rounded_down():
+    from skprivreg.linear_model import LinearRegression
+
+    d = 199  # sqrt(2) * 199 rounds below sqrt(2) * R^2 with R^2 = 199
+    rng = np.random.default_rng(4)
+    X, y = rng.uniform(-1, 1, (400, d)), rng.uniform(-1, 1, 400)
+    est = _fit_quietly(LinearRegression(x_range=(-1, 1), y_bound=(-1, 1), fit_intercept=False,
+                                        n_rounds=1), X, y)
+    gram = next(e for e in est.privacy_spent_.events if e.name == "XtX")
+    R2 = F(est_row_bound(d)) ** 2
+    assert F(gram.sensitivity) ** 2 >= 2 * R2 * R2
+
+
+def est_row_bound(d):
+    from skprivreg.mechanisms import sqrt_at_least
+
+    return sqrt_at_least(d)
+
+
+def test_residual_gradient_sensitivity_is_not_rounded_down():
+    from skprivreg.mechanisms import residual_gradient_sensitivity
+
+    R, C = 2.160800746071141, 1.3686920764355206
+    assert _smallest_at_least(residual_gradient_sensitivity(R, C), 2 * F(R) * F(C))
+
+
+@pytest.mark.parametrize("eps", [3.0, 0.7])
+def test_laplace_and_gumbel_scales_are_not_rounded_down(eps, monkeypatch):
+    from skprivreg.mechanisms import (
+        _selection,
+        clipped_squared_error_sensitivity,
+        gumbel_top_k,
+        histogram_laplace_scale,
+    )
+
+    assert F(histogram_laplace_scale(eps)) >= F(2) / F(eps)  # 2/3 rounds down
+    width_sq_over_n = (1 + F(2) ** -60) ** 2 / 3
+    assert F(clipped_squared_error_sensitivity(-(2.0**-60), 1.0, 3)) >= width_sq_over_n
+    seen = []
+    rng = np.random.default_rng(0)
+
+    class Spy:
+        def gumbel(self, loc, scale, size):
+            seen.append(scale)
+            return rng.gumbel(loc, scale, size)
+
+    gumbel_top_k(np.zeros(4), 1, 1.0, eps, Spy())
+    assert F(seen[0]) >= 2 * F(1) / F(eps)
+    scales = []
+    monkeypatch.setattr(_selection, "laplace",
+                        lambda scale, rng, size=None: scales.append(scale) or np.zeros(size or ()))
+    _selection.above_threshold(np.zeros(3), 0.0, eps, rng)
+    assert F(scales[0]) >= F(2) / F(eps) and F(scales[1]) >= F(4) / F(eps)
+
+
+def test_primo_events_round_sigma_and_mu_up():
+    from skprivreg.mechanisms import primo_constant, primo_gaussian_event
+
+    for sens in (0.1, 0.7, 3.0):
+        event = primo_gaussian_event("x", sens, 0.5, 1e-6)
+        assert F(event.sigma) >= F(primo_constant(0.5, 1e-6)) * F(sens)
+        assert F(event.mu) * F(event.sigma) >= F(sens)  # mu never below sensitivity / sigma
+
+
+@pytest.mark.parametrize("sens, eps", [(0.1, 2.0), (0.7, 1.0), (1.0, 0.3), (7.0, 0.5)])
+def test_a_gaussian_events_mu_is_not_rounded_down(sens, eps):
+    # The ledger composes mu = sensitivity / sigma: rounded down, it reported less than spent.
+    from skprivreg.mechanisms import gaussian_event
+
+    event = gaussian_event("x", sens, eps, 1e-6)
+    assert _smallest_at_least(event.mu, F(sens) / F(event.sigma))
+
+
+@pytest.mark.parametrize("eps", [3.0, 0.7])
+def test_ptr_and_stability_histogram_scales_are_not_rounded_down(eps, monkeypatch):
+    from skprivreg.mechanisms import _ptr, ptr_calibration
+
+    assert F(ptr_calibration(1.0, eps, 1e-6).scale) >= F(1) / F(eps)
+    scales = []
+    monkeypatch.setattr(_ptr, "laplace", lambda scale, rng, **kw: scales.append(scale) or 0.0)
+    _ptr.stability_histogram([0, 0, 1], eps, 1e-6, np.random.default_rng(0))
+    assert scales and all(F(s) >= F(2) / F(eps) for s in scales)

@@ -17,7 +17,6 @@ epsilon.
 """
 
 import math
-from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -30,7 +29,7 @@ from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..linear_model._base import LinearPredictMixin
-from ..mechanisms import add_gaussian, gaussian_event, value_at_least
+from ..mechanisms import add_gaussian, gaussian_event, width_at_least
 from ._label_bound import EVENT_NAME, data_label_bound, private_label_bound
 from ._lba import fit_on_aggregates
 
@@ -246,7 +245,7 @@ class GaussianLabelNoiseRegressor(
         self._spend(planned)
         rngs = self._secret_rngs("bounds", "noise")
         a, b, bound_events = self._resolve_bounds(y, private, rngs["bounds"], data_bound)
-        ledger, event = self._planned_ledger(value_at_least(Fraction(b) - Fraction(a)), private)
+        ledger, event = self._planned_ledger(width_at_least(a, b), private)
         if bound_events:
             ledger = PrivacyLedger([*bound_events, event])
         self._settle(ledger)

@@ -8,12 +8,11 @@ here reads data or spends budget.
 import math
 import warnings
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, InsufficientDataError, PrivacyLeakWarning
-from ..mechanisms import value_at_least
+from ..mechanisms import width_at_least
 from ._accountant import (
     lba_c_star,
     lba_epsilon,
@@ -107,7 +106,7 @@ class AggregationPlan:
         if self.label_bounds is None:
             return None
         low, high = self.label_bounds
-        return value_at_least(Fraction(high) - Fraction(low))  # never rounded down
+        return width_at_least(low, high)  # never rounded down
 
     def ledger(self):
         """The :class:`~skprivreg.accounting.PrivacyLedger` of this run."""
@@ -486,7 +485,7 @@ def plan_aggregation(
         raise ValueError("ptr_target_failure must lie in (0, 0.5).")
     m_min = resolve_n_bags_min(n_bags_min, p, private)
     delta_range = (None if label_bounds is None
-                   else value_at_least(Fraction(label_bounds[1]) - Fraction(label_bounds[0])))
+                   else width_at_least(*label_bounds))
 
     eps_ptr = delta_ptr = 0.0
     c = rss_threshold = None

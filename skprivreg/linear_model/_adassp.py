@@ -3,7 +3,6 @@
 import math
 import warnings
 from dataclasses import dataclass
-from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -13,7 +12,7 @@ from scipy.stats import norm
 from .._compat import Interval, StrOptions
 from ..accounting import PrivacyEvent
 from ..exceptions import PrivacyLeakWarning
-from ..mechanisms import add_gaussian, value_at_least
+from ..mechanisms import add_gaussian, exact_fraction, value_at_least
 from ._base import solve_psd_repaired
 from ._ssp import SSPPlan, _BaseSSP, _ssp_family_plan, cross_sensitivity
 
@@ -230,7 +229,7 @@ class AdaSSPRegressor(_BaseSSP):
     def _sensitivities(self, x_bound_eff, y_bound, n_outputs, x_bound):
         gram = self._gram_sensitivity(x_bound)
         return (
-            value_at_least(Fraction(x_bound_eff) ** 2),
+            value_at_least(exact_fraction(x_bound_eff) ** 2),
             gram,
             cross_sensitivity(x_bound_eff, y_bound, n_outputs),
         )

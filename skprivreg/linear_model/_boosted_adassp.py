@@ -1,7 +1,6 @@
 """Boosted AdaSSP (Tang et al. 2023) with every release composed in GDP."""
 
 import math
-from fractions import Fraction
 from functools import partial
 from numbers import Integral, Real
 
@@ -17,6 +16,7 @@ from ..base import DPEstimatorMixin
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import (
     add_gaussian,
+    exact_fraction,
     gaussian_event_from_mu,
     gdp_split,
     intercept_gram_sensitivity,
@@ -225,9 +225,9 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         private = not math.isinf(self.epsilon)
         c = 1.0 if self.fit_intercept else 0.0
         B = float(x_bound)
-        R = sqrt_at_least(Fraction(B) ** 2 + Fraction(c) ** 2)  # never rounded down
+        R = sqrt_at_least(exact_fraction(B) ** 2 + exact_fraction(c) ** 2)  # never rounded down
         names = ["lambda_min", "XtX"] + [f"gradient_{t}" for t in range(self.n_rounds)]
-        sens = [value_at_least(Fraction(B) ** 2 + Fraction(c) ** 2),
+        sens = [value_at_least(exact_fraction(B) ** 2 + exact_fraction(c) ** 2),
                 intercept_gram_sensitivity(B, c)] + [
             residual_gradient_sensitivity(R, y_bound)
         ] * self.n_rounds

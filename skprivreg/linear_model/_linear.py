@@ -11,7 +11,6 @@ estimator validates, plans, spends and solves.
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import partial
 from numbers import Integral, Real
 
@@ -39,6 +38,7 @@ from ..bounds import (
 from ..mechanisms import (
     add_gaussian,
     bound_bins,
+    exact_fraction,
     gaussian_event_from_mu,
     gdp_split,
     intercept_gram_sensitivity,
@@ -209,8 +209,8 @@ def _ledger(plan, events, delta):
 def _row_norm_bound(plan, fit_intercept):
     """``||(z, c)||`` of a mapped row with its intercept column, never rounded down:
     the row of ones with ``c = 1`` attains ``sqrt(d + 1)``."""
-    c = Fraction(_INTERCEPT if fit_intercept else 0.0)
-    return sqrt_at_least(Fraction(plan.row_bound) ** 2 + c * c)
+    c = exact_fraction(_INTERCEPT if fit_intercept else 0.0)
+    return sqrt_at_least(exact_fraction(plan.row_bound) ** 2 + c * c)
 
 
 def planned_ledger(plan, delta, fit_intercept=True):
@@ -220,8 +220,7 @@ def planned_ledger(plan, delta, fit_intercept=True):
     sens = {
         "label_moments": 2.0,
         "feature_mean": 2.0,
-        "XtX": (intercept_gram_sensitivity(plan.row_bound, _INTERCEPT) if fit_intercept
-                else math.sqrt(2.0) * plan.row_bound**2),
+        "XtX": intercept_gram_sensitivity(plan.row_bound, _INTERCEPT if fit_intercept else 0.0),
         "Xty": residual_gradient_sensitivity(R, 1.0),
         "residual_scale": 1.0,
         "selection": 8.0,
@@ -590,8 +589,7 @@ def _fit_private(source, plan, est, rngs):
 
     common = dict(rmap=rmap, fit_intercept=fit_intercept, x_clip=x_clip)
     R = _row_norm_bound(plan, fit_intercept)
-    gram_sens = (intercept_gram_sensitivity(plan.row_bound, _INTERCEPT) if fit_intercept
-                 else math.sqrt(2.0) * plan.row_bound**2)
+    gram_sens = intercept_gram_sensitivity(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
 
     # In-memory C-ordered float64 rows in raw space (public facts): the
     # residual passes read each row once, by one product, into vector

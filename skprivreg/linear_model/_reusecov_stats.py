@@ -9,7 +9,6 @@ the replace-one / zero-out sensitivities of :math:`X^\\top X / m` and
 
 import math
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 import numpy as np
 from sklearn.utils import check_consistent_length
@@ -26,7 +25,7 @@ from .._gram import (
 )
 from .._rows import RowSource, check_block_finite, is_dask_collection, validate_blockwise_data
 from ..bounds import clip_threshold, row_norms
-from ..mechanisms import sqrt_at_least, value_at_least
+from ..mechanisms import exact_fraction, sqrt_at_least, value_at_least
 
 __all__ = [
     "SufficientStats",
@@ -445,7 +444,7 @@ def covariance_sensitivity(x_scale, n_rows, neighbouring="replace-one"):
     if math.isinf(x_scale):
         return math.inf
     factor = 2 if neighbouring == "replace-one" else 1  # under the root
-    return sqrt_at_least(factor * Fraction(x_scale) ** 4 / Fraction(n_rows) ** 2)
+    return sqrt_at_least(factor * exact_fraction(x_scale) ** 4 / exact_fraction(n_rows) ** 2)
 
 
 def association_sensitivity(x_scale, y_row_scale, n_rows, neighbouring="replace-one"):
@@ -460,6 +459,7 @@ def association_sensitivity(x_scale, y_row_scale, n_rows, neighbouring="replace-
     if math.isinf(x_scale) or math.isinf(y_row_scale):
         return math.inf
     factor = 2 if neighbouring == "replace-one" else 1
-    return value_at_least(factor * Fraction(x_scale) * Fraction(y_row_scale) / Fraction(n_rows))
+    return value_at_least(factor * exact_fraction(x_scale) * exact_fraction(y_row_scale)
+                          / exact_fraction(n_rows))
 
 

@@ -13,11 +13,14 @@ hardened against floating-point precision attacks (Mironov 2012, "On
 significance of the least significant bits for differential privacy"); the
 guarantees hold in exact arithmetic. A hardened sampler is future work.
 
-Sensitivities, bound norms and Gaussian noise scales ``sensitivity / mu`` are
-computed in exact rational arithmetic and rounded up once
-(:func:`sqrt_at_least`, :func:`hypot_at_least`, :func:`sqrt_times_at_least`,
-:func:`value_at_least`, :func:`quotient_at_least`): a float rounded to nearest
-can fall an ulp below the exact value and calibrate slightly too little noise.
+Sensitivities, bound norms, noise scales (``sensitivity / mu``,
+``sensitivity / epsilon``) and the ``mu`` of an event are computed in exact
+rational arithmetic and rounded up once (:func:`exact_fraction`,
+:func:`sqrt_at_least`, :func:`hypot_at_least`, :func:`sqrt_times_at_least`,
+:func:`value_at_least`, :func:`quotient_at_least`, :func:`width_at_least`): a
+float rounded to nearest can fall an ulp below the exact value and calibrate
+slightly too little noise. Thresholds of private tests and composition totals
+are computed in floating point (within about 1e-16 relative).
 
 Laplace draws (:func:`laplace`, used by every Laplace mechanism and test here)
 reach the whole support: NumPy's sampler inverts one double on the grid
@@ -91,11 +94,13 @@ from ._reusecov import (  # noqa: F401
     joint_mahalanobis_sq,
 )
 from ._rounding import (  # noqa: F401
+    exact_fraction,
     hypot_at_least,
     quotient_at_least,
     sqrt_at_least,
     sqrt_times_at_least,
     value_at_least,
+    width_at_least,
 )
 from ._sampling import exponential_magnitudes, laplace  # noqa: F401
 from ._selection import (  # noqa: F401
@@ -161,8 +166,10 @@ __all__ = [
     "moment_sums_sensitivity",
     "sqrt_at_least",
     "value_at_least",
+    "exact_fraction",
     "hypot_at_least",
     "quotient_at_least",
+    "width_at_least",
     "sqrt_times_at_least",
     "moment_sums",
     "released_mean_variance",

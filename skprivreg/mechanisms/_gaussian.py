@@ -98,7 +98,7 @@ def gaussian_event(
     composition uses (``None`` when the release is noiseless).
     """
     sigma = gaussian_sigma(sensitivity, epsilon, delta, method=method)
-    mu = sensitivity / sigma if sigma > 0 else None
+    mu = quotient_at_least(sensitivity, sigma) if sigma > 0 else None
     if sigma > 0:
         event_epsilon, event_delta = float(epsilon), float(delta)
     elif sensitivity > 0:  # noiseless release of a non-constant statistic

@@ -9,7 +9,12 @@ import numpy as np
 
 from .._blocks import workspace_like
 from ._gaussian import add_laplace
-from ._rounding import sqrt_at_least
+from ._rounding import (
+    exact_fraction,
+    quotient_at_least,
+    sqrt_at_least,
+    value_at_least,
+)
 
 __all__ = [
     "moment_sums_sensitivity",
@@ -103,8 +108,11 @@ def clipped_squared_error_sensitivity(y_low, y_high, n_validation):
     """
     if not y_high > y_low:
         raise ValueError("y_high must exceed y_low.")
-    width = float(y_high) - float(y_low)
-    sensitivity = width * width / int(n_validation)  # inf on overflow, never an error
+    # Exact, rounded up once (inf on overflow, never an error).
+    sensitivity = math.inf
+    if math.isfinite(y_low) and math.isfinite(y_high):
+        width = exact_fraction(y_high) - exact_fraction(y_low)
+        sensitivity = value_at_least(width * width / int(n_validation))
     if not np.finfo(np.float64).tiny <= sensitivity < np.inf:
         raise ValueError(
             f"The label range [{float(y_low):g}, {float(y_high):g}] cannot be scored in "
@@ -137,7 +145,7 @@ def private_neg_mse(y_true, y_pred, *, y_low, y_high, epsilon, rng):
     if losses.ndim == 2:
         losses = losses.mean(axis=1)
     n = losses.shape[0]
-    scale = clipped_squared_error_sensitivity(y_low, y_high, n) / float(epsilon)
+    scale = quotient_at_least(clipped_squared_error_sensitivity(y_low, y_high, n), epsilon)
     return float(add_laplace(-losses.mean(), scale, rng))
 
 
@@ -157,7 +165,7 @@ def histogram_laplace_scale(epsilon):
     """
     if not epsilon > 0:
         raise ValueError("epsilon must be > 0.")
-    return 0.0 if math.isinf(epsilon) else 2.0 / float(epsilon)
+    return 0.0 if math.isinf(epsilon) else quotient_at_least(2.0, epsilon)
 
 
 def noisy_histogram(counts, epsilon, rng):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._rounding import quotient_at_least
 from ._sampling import laplace
 
 __all__ = [
@@ -84,7 +85,7 @@ def ptr_calibration(sensitivity, epsilon, delta, fail_prob=0.0):
         raise ValueError("PTR needs delta in (0, 1/2].")
     if not 0 <= fail_prob < 0.5:
         raise ValueError("fail_prob must lie in [0, 1/2).")
-    scale = sensitivity / epsilon
+    scale = quotient_at_least(sensitivity, epsilon)
     # ln(1 + (e^eps - 1)/(2 delta)) in log space: e^eps overflows float64 past
     # eps ~ 709, and the PTR of ISSP runs at any epsilon (up to 1e4 is tested).
     log_ratio = epsilon + math.log(-math.expm1(-epsilon)) - math.log(2 * delta)
@@ -135,7 +136,7 @@ def stability_histogram(labels, epsilon, delta, rng):
     counts = {}
     for label in labels:
         counts[label] = counts.get(label, 0) + 1
-    scale = 2.0 / epsilon
+    scale = quotient_at_least(2.0, epsilon)
     threshold = 1.0 + scale * math.log(2.0 / delta)
     kept = {}
     # Sorted so that the noise each bin receives does not depend on the order

@@ -10,6 +10,7 @@ import numpy as np
 from ..accounting import PrivacyEvent
 from ._gaussian import gaussian_sigma
 from ._reusecov import gram_upper_sensitivity
+from ._rounding import exact_fraction, quotient_at_least, value_at_least
 from ._sampling import laplace
 
 __all__ = [
@@ -71,7 +72,8 @@ def primo_gaussian_event(
     adds its (epsilon, delta). ``epsilon=np.inf`` means no noise.
     """
     c = primo_constant(epsilon, delta)
-    sigma = c * float(sensitivity)
+    sigma = value_at_least(exact_fraction(c) * exact_fraction(sensitivity)) if math.isfinite(
+        c * float(sensitivity)) else c * float(sensitivity)
     noiseless = sigma == 0
     return PrivacyEvent(
         name=name,
@@ -81,7 +83,7 @@ def primo_gaussian_event(
         neighbouring=neighbouring,
         sensitivity=float(sensitivity),
         sigma=float(sigma),
-        mu=None if noiseless else float(sensitivity) / sigma,
+        mu=None if noiseless else quotient_at_least(float(sensitivity), sigma),
     )
 
 
@@ -209,7 +211,9 @@ def residual_gradient_sensitivity(row_bound, residual_bound):
     """
     if row_bound < 0 or residual_bound < 0:
         raise ValueError("bounds must be >= 0.")
-    return 2.0 * float(row_bound) * float(residual_bound)
+    if math.isinf(row_bound) or math.isinf(residual_bound):
+        return math.inf
+    return value_at_least(2 * exact_fraction(row_bound) * exact_fraction(residual_bound))
 
 
 def gdp_split(mu, weights):
@@ -309,7 +313,7 @@ def tukey_ptr_threshold(epsilon_ptr, delta_ptr):
 def tukey_ptr_test(k_hat, epsilon_ptr, delta_ptr, rng):
     """The PTR bit of :func:`tukey_ptr_threshold`; only the bit may be released."""
     threshold = tukey_ptr_threshold(epsilon_ptr, delta_ptr)
-    return bool(k_hat + laplace(1.0 / epsilon_ptr, rng) >= threshold)
+    return bool(k_hat + laplace(quotient_at_least(1.0, epsilon_ptr), rng) >= threshold)
 
 
 def restricted_tukey_sample(sorted_models, depth_threshold, epsilon_em, rng):

@@ -119,12 +119,11 @@ sensitivity :math:`2 K \\max_i\\lVert a_i\\rVert` (Lemma 1 with
 
 import math
 from dataclasses import replace
-from fractions import Fraction
 
 import numpy as np
 
 from ._gaussian import gaussian_event_from_mu, symmetric_gaussian_matrix
-from ._rounding import sqrt_at_least
+from ._rounding import exact_fraction, sqrt_at_least
 
 __all__ = [
     "gram_upper_sensitivity",
@@ -164,7 +163,7 @@ def gram_upper_sensitivity(x_bound, intercept=0.0, neighbouring="replace-one"):
         return math.inf
     # Exact rational arithmetic, one rounding up at the end (a sensitivity
     # rounded to nearest can fall an ulp below the exact one).
-    B2, c2 = Fraction(x_bound) ** 2, Fraction(intercept) ** 2
+    B2, c2 = exact_fraction(x_bound) ** 2, exact_fraction(intercept) ** 2
     if neighbouring == "zero-out":
         return sqrt_at_least(B2 * B2 + B2 * c2 + c2 * c2)
     t = max(-c2 / 2, -B2)
@@ -183,7 +182,8 @@ def cross_sensitivity(x_bound, y_row_bound, intercept=0.0, notion="full",
     _check(x_bound, y_row_bound, intercept, notion, neighbouring)
     if any(math.isinf(v) for v in (x_bound, y_row_bound, intercept)):
         return math.inf
-    B2, c2, K2 = Fraction(x_bound) ** 2, Fraction(intercept) ** 2, Fraction(y_row_bound) ** 2
+    B2, c2 = exact_fraction(x_bound) ** 2, exact_fraction(intercept) ** 2
+    K2 = exact_fraction(y_row_bound) ** 2
     if neighbouring == "zero-out":
         return sqrt_at_least(K2 * (B2 + c2))
     if notion == "feature":

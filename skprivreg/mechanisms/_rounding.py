@@ -9,19 +9,52 @@ for. These functions take the exact value (floats are exact rationals, and
 smallest float at least it.
 """
 
+import decimal
+import functools
 import math
+import numbers
 import sys
 from fractions import Fraction
 
 __all__ = [
+    "exact_fraction",
     "sqrt_at_least",
     "value_at_least",
     "hypot_at_least",
     "sqrt_times_at_least",
     "quotient_at_least",
+    "width_at_least",
 ]
 
 
+def exact_fraction(value):
+    """``value`` as an exact :class:`~fractions.Fraction`.
+
+    Python and NumPy integers and floats (float32 included) are exact
+    rationals; a :class:`~fractions.Fraction` or :class:`~decimal.Decimal` is
+    kept exactly. A NumPy integer is converted to a Python one first:
+    ``Fraction(np.int64(k))`` keeps a fixed-width numerator whose products
+    overflow silently. Infinity and NaN raise ``ValueError``.
+    """
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, numbers.Integral):
+        return Fraction(int(value))
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise ValueError(f"A bound must be finite to be computed exactly; got {value!r}.")
+        return Fraction(value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"A bound must be finite to be computed exactly; got {value!r}.")
+    return Fraction(value)
+
+
+#: The square of the largest float: a root above it is infinity.
+_MAX_SQUARE = Fraction(sys.float_info.max) ** 2
+
+
+@functools.lru_cache(maxsize=4096)  # pure, and fits ask for the same few bounds
 def sqrt_at_least(value):
     """The smallest float at least :math:`\\sqrt{v}` (``math.sqrt`` rounds to nearest,
     below the exact root for some ``v``, e.g. 3): a bound such as the norm
@@ -34,9 +67,11 @@ def sqrt_at_least(value):
     rounds to nearest), and :math:`\\sqrt{l}\\,x` is
     ``sqrt_at_least(l * Fraction(x) ** 2)``.
     """
-    exact = Fraction(value)
+    exact = exact_fraction(value)
     if exact <= 0:
         return math.sqrt(exact)  # 0.0, or math's error for a negative value
+    if exact > _MAX_SQUARE:
+        return math.inf
     # A first root within an ulp or two: the value scaled exactly by a power
     # of 4 into the range of floats, then the root scaled back.
     k = (exact.numerator.bit_length() - exact.denominator.bit_length()) // 2
@@ -48,11 +83,12 @@ def sqrt_at_least(value):
     return root
 
 
+@functools.lru_cache(maxsize=4096)
 def value_at_least(value):
     """The smallest float at least ``value`` (an exact :class:`~fractions.Fraction`):
     a bound such as :math:`B^2 + c^2` must not be rounded down, as ``B**2 + c**2``
     in floating point may be. A value beyond the largest float gives ``inf``."""
-    exact = Fraction(value)
+    exact = exact_fraction(value)
     try:
         rounded = float(exact)
     except OverflowError:
@@ -69,7 +105,7 @@ def hypot_at_least(*values):
     An infinite value gives ``inf``."""
     if any(math.isinf(v) for v in values):
         return math.inf
-    return sqrt_at_least(sum(Fraction(v) ** 2 for v in values))
+    return sqrt_at_least(sum(exact_fraction(v) ** 2 for v in values))
 
 
 def sqrt_times_at_least(k, value):
@@ -78,7 +114,7 @@ def sqrt_times_at_least(k, value):
     :math:`[-b, b]`. An infinite ``v`` gives ``inf`` (for ``k > 0``)."""
     if math.isinf(value) and k > 0:
         return math.inf
-    return sqrt_at_least(Fraction(k) * Fraction(value) ** 2)
+    return sqrt_at_least(exact_fraction(k) * exact_fraction(value) ** 2)
 
 
 def quotient_at_least(numerator, denominator):
@@ -89,4 +125,11 @@ def quotient_at_least(numerator, denominator):
     quotient (``inf / mu = inf``, ``x / inf = 0``)."""
     if not (math.isfinite(numerator) and math.isfinite(denominator)):
         return float(numerator) / float(denominator)
-    return value_at_least(Fraction(numerator) / Fraction(denominator))
+    return value_at_least(exact_fraction(numerator) / exact_fraction(denominator))
+
+
+def width_at_least(low, high):
+    """The smallest float at least the width ``high - low`` of a range (a
+    difference of floats rounds to nearest): the sensitivity of a label
+    clipped to ``[low, high]``. A width beyond the largest float gives ``inf``."""
+    return value_at_least(exact_fraction(high) - exact_fraction(low))

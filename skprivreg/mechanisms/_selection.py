@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ._gaussian import normal_noise_scale
+from ._rounding import exact_fraction, quotient_at_least, value_at_least
 from ._sampling import laplace
 
 __all__ = [
@@ -54,8 +55,8 @@ def above_threshold(queries, threshold, epsilon, rng):
     if not epsilon > 0 or math.isinf(epsilon):
         raise ValueError("above_threshold needs a finite epsilon > 0.")
     queries = np.asarray(queries, dtype=np.float64)
-    noisy_threshold = threshold + laplace(2.0 / epsilon, rng)
-    noisy_queries = queries + laplace(4.0 / epsilon, rng, size=queries.shape)
+    noisy_threshold = threshold + laplace(quotient_at_least(2.0, epsilon), rng)
+    noisy_queries = queries + laplace(quotient_at_least(4.0, epsilon), rng, size=queries.shape)
     hits = np.flatnonzero(noisy_queries >= noisy_threshold)
     return int(hits[0]) if hits.size else None
 
@@ -159,7 +160,7 @@ def laplace_distance_test(distance, epsilon, delta, rng, sensitivity=1.0, offset
     ``distance = -inf`` (a deterministic failure) never passes.
     """
     threshold = laplace_distance_threshold(epsilon, delta, sensitivity, offset)
-    scale = normal_noise_scale(float(sensitivity) / float(epsilon), sensitivity)
+    scale = normal_noise_scale(quotient_at_least(float(sensitivity), epsilon), sensitivity)
     noisy = float(distance) + laplace(scale, rng)
     return bool(noisy > threshold), noisy, threshold
 
@@ -199,7 +200,8 @@ def gumbel_top_k(utilities, k, sensitivity, epsilon, rng):
         raise ValueError("gumbel_top_k needs a finite epsilon > 0.")
     if not sensitivity > 0:
         raise ValueError("sensitivity must be > 0.")
-    scale = normal_noise_scale(2.0 * k * float(sensitivity) / float(epsilon), sensitivity)
+    scale = normal_noise_scale(
+        value_at_least(2 * k * exact_fraction(sensitivity) / exact_fraction(epsilon)), sensitivity)
     noisy = utilities + rng.gumbel(0.0, scale, size=utilities.shape)
     order = np.argsort(-noisy, kind="stable")
     return order[:k]

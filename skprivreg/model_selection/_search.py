@@ -464,8 +464,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         check after the heads' widths decides) when a candidate cannot be
         fitted so, e.g. one whose parameters name the width its head produces.
         """
-        if self.accountant is None:
-            return "full"  # nothing to check it against
+        if self.accountant is None or not (isinstance(self.estimator, Pipeline)
+                                           and len(self.estimator.steps) > 1):
+            return "full"  # nothing to check against, or no head reads rows before the check
         shapes = [(n_train, n_features, y_shape)] * len(candidates)
         try:
             ledgers = self._dry_ledgers(candidates, prefix, float(self.epsilon), shapes)
