@@ -321,3 +321,23 @@ def capture_linear(X, y, **params):
     finally:
         lin._CAPTURE = None
     return est, captured
+
+
+def three_high_leverage_rows(k=20, n=4000, p=3, seed=0):
+    """``(X, y, L0)``: Gaussian rows plus three rows that ISSP's leverage filter removes
+    at level ``k/2`` (their leverage sits midway between two thresholds), for
+    ``_issp_core`` with ``k`` levels and base bound ``L0``."""
+    from skprivreg.linear_model._issp_filters import leverage_bound_for_base, leverage_thresholds
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    h_bulk = np.max(np.einsum("ij,ij->i", X @ np.linalg.inv(X.T @ X), X))
+    L0 = leverage_bound_for_base(1.2 * h_bulk, k)
+    L = leverage_thresholds(L0, k)
+    target = 0.5 * (L[k // 2] + L[k // 2 + 1])
+    r = np.sqrt(target * (X.T @ X)[0, 0] / (1 - target))
+    for i in range(3):
+        X[i] = 0.0
+        X[i, 0] = r * (1 + 0.001 * i)
+    y = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * rng.standard_normal(n)
+    return X, y, L0

@@ -30,6 +30,7 @@ from skprivreg.linear_model._issp_reference import (
     stable_residual_filtering,
 )
 from skprivreg.mechanisms import ptr_calibration, stability_histogram
+from tests._privacy_harness import three_high_leverage_rows
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::skprivreg.exceptions.PlanningWarning",
@@ -370,20 +371,9 @@ def test_ptr_calibration_is_its_formula(eps, delta, beta):
 def test_issp_score_is_the_max_of_both_filters():
     """The privacy test's score is the larger of the two filters' scores: rows
     removed by the leverage filter alone score 3, which must not be dropped."""
-    from skprivreg.linear_model._issp_filters import leverage_bound_for_base, leverage_thresholds
 
-    rng = np.random.default_rng(0)
-    n, p, k = 4000, 3, 20
-    X = rng.standard_normal((n, p))
-    h_bulk = np.max(np.einsum("ij,ij->i", X @ np.linalg.inv(X.T @ X), X))
-    L0 = leverage_bound_for_base(1.2 * h_bulk, k)
-    L = leverage_thresholds(L0, k)
-    target = 0.5 * (L[k // 2] + L[k // 2 + 1])  # removed at level k/2 (weight kept)
-    r = np.sqrt(target * (X.T @ X)[0, 0] / (1 - target))
-    for i in range(3):
-        X[i] = 0.0
-        X[i, 0] = r * (1 + 0.001 * i)
-    y = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * rng.standard_normal(n)
+    k = 20
+    X, y, L0 = three_high_leverage_rows(k)  # three rows leave at level k/2
     tr = _issp_core(RowSource(X, y, fit_intercept=False), k=k, L0=L0, R0=1.0, c=1.0,
                     eps_ptr=1.0, delta_ptr=1e-6, ptr_fail_prob=0.0,
                     rng_ptr=np.random.default_rng(1), rng_noise=np.random.default_rng(2),
