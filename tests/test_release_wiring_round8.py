@@ -411,3 +411,17 @@ def test_ptr_and_stability_histogram_scales_are_not_rounded_down(eps, monkeypatc
     monkeypatch.setattr(_ptr, "laplace", lambda scale, rng, **kw: scales.append(scale) or 0.0)
     _ptr.stability_histogram([0, 0, 1], eps, 1e-6, np.random.default_rng(0))
     assert scales and all(F(s) >= F(2) / F(eps) for s in scales)
+
+
+def test_the_lba_planners_baseline_sigma_is_the_gaussian_label_noise_fits():
+    # The preview used b - a rounded to nearest, the fit the range rounded up.
+    from skprivreg.label_dp import lba_plan
+
+    a, b = -(2.0**-60), 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = lba_plan(n_samples=100_000, n_features=3, epsilon=1.0, delta=1e-5, y_bound=(a, b))
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.uniform(a, b, 300)
+    est = _fit_quietly(GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-5, y_bound=(a, b)), X, y)
+    assert plan.baseline_sigma == est.noise_scale_

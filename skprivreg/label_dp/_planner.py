@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 
 from ..bounds import check_private_bound_feasible, check_y_bound
-from ..mechanisms import gaussian_sigma
+from ..mechanisms import gaussian_sigma, width_at_least
 from ._planning import (
     TARGET_PASS_PROBABILITY,
     plan_aggregation,
@@ -229,7 +229,7 @@ fit_intercept :
     ledger = plan.ledger()
     sigma = None
     if declared is not None and math.isfinite(epsilon):
-        sigma = gaussian_sigma(declared[1] - declared[0], epsilon, delta)
+        sigma = gaussian_sigma(width_at_least(*declared), epsilon, delta)  # as the fit's
     return LBAPlan(
         mode=plan.mode,
         assumption=plan.assumption,

@@ -16,6 +16,7 @@ from ..accounting import PrivacyLedger
 from ..exceptions import ConfigurationError
 from ..mechanisms import (
     add_gaussian,
+    sqrt_times_at_least,
 )
 from ._reusecov_projection import (
     projection_shrinkage,
@@ -169,7 +170,7 @@ class _Projection:
 
 def _label_projection(xtx, n, n_outputs, y_bound):
     V, s = spectral_basis(xtx, n, xtx.shape[0])
-    return _Projection("X", s / n, math.sqrt(n * n_outputs) * y_bound, V=V)
+    return _Projection("X", s / n, sqrt_times_at_least(n * n_outputs, y_bound), V=V)
 
 
 def _outcome_gram_block(Y_b, _unused):
@@ -202,7 +203,7 @@ def _feature_projection(Y, n, x_bound_eff):
     also on Dask); for ``l > n`` the projection keeps Y (NumPy input only).
     """
     n_rows, n_outputs = Y.shape
-    radius = math.sqrt(n) * x_bound_eff
+    radius = sqrt_times_at_least(n, x_bound_eff)  # as the plan's (reusecov_plan)
     if min(n_rows, n_outputs) > _PROJ_Y_WARN:
         warnings.warn(
             "mechanism='proj' under feature DP computes the Gram matrix of Y, "
