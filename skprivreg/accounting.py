@@ -69,6 +69,7 @@ from ._rdp import (  # noqa: F401  (RDP_ORDERS is re-exported)
     tnb_mean,
     tnb_pmf,
 )
+from ._rounding import exact_fraction, hypot_at_least, value_at_least
 from .exceptions import CompositionError
 
 __all__ = [
@@ -336,14 +337,14 @@ class PrivacyLedger:
         mus = [event.mu for event in self._converted() if event.is_gaussian]
         if not mus:
             return None
-        return math.sqrt(sum(m * m for m in mus))
+        return hypot_at_least(*mus)
 
     def _compose(self):
         events = self._converted()
         gaussian = [event for event in events if event.is_gaussian]
         by_mu = self.composition == "gdp" and bool(gaussian)
         if self._delta is None:
-            delta = min(sum(event.delta for event in events), 1.0)
+            delta = min(_sum_at_least(event.delta for event in events), 1.0)
         else:
             # The declared delta plus what group-privacy conversion added
             # (nothing for Gaussian events composed by mu: 2 mu is exact).
@@ -352,7 +353,7 @@ class PrivacyLedger:
                 for new, old in zip(events, self.events)
                 if not (by_mu and new.is_gaussian)
             ), 1.0)
-        basic_eps = sum(event.epsilon for event in events)
+        basic_eps = _sum_at_least(event.epsilon for event in events)
         if not by_mu:
             return basic_eps, delta
         others = [event for event in events if not event.is_gaussian]
@@ -361,13 +362,13 @@ class PrivacyLedger:
             raise ValueError(
                 "The ledger's delta leaves nothing for its Gaussian events."
             )
-        mu = math.sqrt(sum(event.mu**2 for event in gaussian))
+        mu = hypot_at_least(*(event.mu for event in gaussian))
         eps_gauss = gdp_epsilon(mu, min(delta_gauss, 1.0))
         if delta_gauss >= sum(event.delta for event in gaussian):
             # Basic composition of the Gaussian events is also valid at this
             # delta; report the smaller of two valid epsilons.
-            eps_gauss = min(eps_gauss, sum(event.epsilon for event in gaussian))
-        return eps_gauss + sum(event.epsilon for event in others), delta
+            eps_gauss = min(eps_gauss, _sum_at_least(event.epsilon for event in gaussian))
+        return _sum_at_least([eps_gauss, *(event.epsilon for event in others)]), delta
 
     def __repr__(self):
         header = (
@@ -513,6 +514,15 @@ def subsample_budget(epsilon, delta, sampling_ratio):
 # The shared budget lives in its own module, which uses the ledgers above.
 # _attach_accountant and _Reservation too: pickles of accountants made before the
 # move name them here.
+def _sum_at_least(values):
+    """The smallest float at least the exact sum of ``values`` (a total of
+    epsilons or deltas is never reported below what was spent); ``inf`` if one is."""
+    values = list(values)
+    if any(math.isinf(v) for v in values):
+        return math.inf
+    return value_at_least(sum(exact_fraction(v) for v in values))
+
+
 from ._budget_accountant import (  # noqa: E402
     BudgetAccountant,
     DetachedAccountant,

@@ -425,3 +425,16 @@ def test_the_lba_planners_baseline_sigma_is_the_gaussian_label_noise_fits():
     X, y = rng.normal(size=(300, 3)), rng.uniform(a, b, 300)
     est = _fit_quietly(GaussianLabelNoiseRegressor(epsilon=1.0, delta=1e-5, y_bound=(a, b)), X, y)
     assert plan.baseline_sigma == est.noise_scale_
+
+
+# -- ledger totals: never reported below what was spent -------------------------------------------
+def test_a_ledgers_totals_are_not_rounded_down():
+    from skprivreg.accounting import PrivacyEvent, PrivacyLedger
+
+    a, b = 0.5708573103554107, 1.5140503662728757  # a + b rounds below the exact sum
+    basic = PrivacyLedger([PrivacyEvent("a", a, 1e-7), PrivacyEvent("b", b, 1e-7)])
+    assert F(basic.epsilon) >= F(a) + F(b)
+    m1, m2 = 1.24055430338391, 0.5085076193112567  # hypot rounds below the exact norm
+    gdp = PrivacyLedger([gaussian_event_from_mu("g1", 1.0, m1, 1e-7),
+                         gaussian_event_from_mu("g2", 1.0, m2, 1e-7)], composition="gdp")
+    assert F(gdp.mu) ** 2 >= F(m1) ** 2 + F(m2) ** 2

@@ -19,8 +19,9 @@ rational arithmetic and rounded up once (:func:`exact_fraction`,
 :func:`sqrt_at_least`, :func:`hypot_at_least`, :func:`sqrt_times_at_least`,
 :func:`value_at_least`, :func:`quotient_at_least`, :func:`width_at_least`): a
 float rounded to nearest can fall an ulp below the exact value and calibrate
-slightly too little noise. Thresholds of private tests and composition totals
-are computed in floating point (within about 1e-16 relative).
+slightly too little noise. A ledger's totals are rounded up the same way.
+Thresholds of private tests are computed in floating point (within about
+1e-16 relative).
 
 Laplace draws (:func:`laplace`, used by every Laplace mechanism and test here)
 reach the whole support: NumPy's sampler inverts one double on the grid
@@ -44,6 +45,15 @@ References
   intervals*, Lemma 2.3 (stability histogram).
 """
 
+from .._rounding import (  # noqa: F401
+    exact_fraction,
+    hypot_at_least,
+    quotient_at_least,
+    sqrt_at_least,
+    sqrt_times_at_least,
+    value_at_least,
+    width_at_least,
+)
 from ._gaussian import (  # noqa: F401
     add_gaussian,
     add_laplace,
@@ -92,15 +102,6 @@ from ._reusecov import (  # noqa: F401
     joint_gram_cross_calibration,
     joint_gram_cross_mu,
     joint_mahalanobis_sq,
-)
-from ._rounding import (  # noqa: F401
-    exact_fraction,
-    hypot_at_least,
-    quotient_at_least,
-    sqrt_at_least,
-    sqrt_times_at_least,
-    value_at_least,
-    width_at_least,
 )
 from ._sampling import exponential_magnitudes, laplace  # noqa: F401
 from ._selection import (  # noqa: F401

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
+from .._rounding import quotient_at_least
 from ..accounting import PrivacyEvent, gdp_epsilon, gdp_mu
-from ._rounding import quotient_at_least
 from ._sampling import laplace
 
 __all__ = [

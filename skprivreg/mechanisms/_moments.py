@@ -8,13 +8,13 @@ import math
 import numpy as np
 
 from .._blocks import workspace_like
-from ._gaussian import add_laplace
-from ._rounding import (
+from .._rounding import (
     exact_fraction,
     quotient_at_least,
     sqrt_at_least,
     value_at_least,
 )
+from ._gaussian import add_laplace
 
 __all__ = [
     "moment_sums_sensitivity",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._rounding import quotient_at_least
+from .._rounding import quotient_at_least
 from ._sampling import laplace
 
 __all__ = [

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
+from .._rounding import exact_fraction, quotient_at_least, value_at_least
 from ..accounting import PrivacyEvent
 from ._gaussian import gaussian_sigma
 from ._reusecov import gram_upper_sensitivity
-from ._rounding import exact_fraction, quotient_at_least, value_at_least
 from ._sampling import laplace
 
 __all__ = [

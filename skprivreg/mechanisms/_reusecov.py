@@ -122,8 +122,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._rounding import exact_fraction, sqrt_at_least
 from ._gaussian import gaussian_event_from_mu, symmetric_gaussian_matrix
-from ._rounding import exact_fraction, sqrt_at_least
 
 __all__ = [
     "gram_upper_sensitivity",

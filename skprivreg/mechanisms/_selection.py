@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
+from .._rounding import exact_fraction, quotient_at_least, value_at_least
 from ._gaussian import normal_noise_scale
-from ._rounding import exact_fraction, quotient_at_least, value_at_least
 from ._sampling import laplace
 
 __all__ = [

@@ -1,6 +1,7 @@
 """Bounds rounded up: sensitivities and noise scales never below their exact values.
 
-Part of :mod:`skprivreg.mechanisms` (import from there). Floating-point
+Public in :mod:`skprivreg.mechanisms` (import from there); also used by
+:mod:`skprivreg.accounting` for its totals. Floating-point
 arithmetic rounds to nearest, so a product, a sum of squares or a square root
 of floats can land an ulp below the exact value it stands for; a sensitivity
 or a noise scale rounded that way calibrates less noise than the proof asks
