@@ -253,6 +253,15 @@ class PrivacyEvent:
         return self.mu is not None
 
 
+def _sum_at_least(values):
+    """The smallest float at least the exact sum of ``values`` (a total of
+    epsilons or deltas is never reported below what was spent); ``inf`` if one is."""
+    values = list(values)
+    if any(math.isinf(v) for v in values):
+        return math.inf
+    return value_at_least(sum(exact_fraction(v) for v in values))
+
+
 class PrivacyLedger:
     """Ordered privacy events and their composed, typed total.
 
@@ -514,15 +523,6 @@ def subsample_budget(epsilon, delta, sampling_ratio):
 # The shared budget lives in its own module, which uses the ledgers above.
 # _attach_accountant and _Reservation too: pickles of accountants made before the
 # move name them here.
-def _sum_at_least(values):
-    """The smallest float at least the exact sum of ``values`` (a total of
-    epsilons or deltas is never reported below what was spent); ``inf`` if one is."""
-    values = list(values)
-    if any(math.isinf(v) for v in values):
-        return math.inf
-    return value_at_least(sum(exact_fraction(v) for v in values))
-
-
 from ._budget_accountant import (  # noqa: E402
     BudgetAccountant,
     DetachedAccountant,

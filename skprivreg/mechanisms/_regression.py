@@ -72,8 +72,9 @@ def primo_gaussian_event(
     adds its (epsilon, delta). ``epsilon=np.inf`` means no noise.
     """
     c = primo_constant(epsilon, delta)
-    sigma = value_at_least(exact_fraction(c) * exact_fraction(sensitivity)) if math.isfinite(
-        c * float(sensitivity)) else c * float(sensitivity)
+    sigma = c * float(sensitivity)
+    if math.isfinite(sigma):  # c times the sensitivity, rounded up
+        sigma = value_at_least(exact_fraction(c) * exact_fraction(sensitivity))
     noiseless = sigma == 0
     return PrivacyEvent(
         name=name,
