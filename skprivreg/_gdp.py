@@ -339,14 +339,53 @@ def _root_or_below(f, lo, hi):
     return lo if f_lo <= 0 else hi
 
 
+#: Floats below a planned mu at which its conversion back is checked too: a
+#: composition of k shares each rounded down, then rounded up, lies within
+#: about one ulp of mu.
+_COMPOSED_ULPS = 8
+
+
+def _float_boundary(valid, x, factor):
+    """The valid float next to an invalid one, from ``x`` near the boundary.
+
+    ``valid`` holds on the side that multiplying by ``factor`` moves to. Steps
+    from ``x`` by ``factor`` until ``valid`` holds (``None`` if it never does),
+    then bisects between that float and the last invalid one (or one step
+    back, when ``x`` was valid) down to adjacent floats: the result is valid,
+    and within an ulp of the boundary of ``valid`` where ``valid`` changes
+    once there.
+    """
+    bad = None
+    for _ in range(_STEPS):
+        if valid(x):
+            break
+        bad, x = x, x * factor
+    else:
+        return None
+    if bad is None:
+        bad = x / factor
+        if valid(bad):
+            return x  # not at the boundary (the solver's root was inside): keep it
+    while True:
+        mid = x + (bad - x) / 2
+        if mid in (x, bad):
+            return x
+        if valid(mid):
+            x = mid
+        else:
+            bad = mid
+
+
 def gdp_mu(epsilon, delta):
     """Largest mu such that mu-GDP implies (epsilon, delta)-DP.
 
     Solves :math:`\\log\\delta(\\varepsilon; \\mu) = \\log\\delta` for
     :math:`\\log\\mu` (the left side increases with :math:`\\mu`) with Brent's
-    method on an expanding bracket, then rounds down so that the returned mu
-    satisfies the inequality: calibrating ``sigma = sensitivity / mu`` is
-    never too small. Working in log space keeps every positive delta in
+    method on an expanding bracket, then moves to the largest float at
+    which the inequality holds (bisecting between floats): calibrating
+    ``sigma = sensitivity / mu`` is never too small, and ``gdp_epsilon`` of
+    the result (and of the few floats below it, where a composition of its
+    shares lands) gives back at most ``epsilon``. Working in log space keeps every positive delta in
     range, down to the smallest subnormal float.
 
     Reference values: ``gdp_mu(1, 1e-5) = 0.268051`` and
@@ -391,13 +430,24 @@ def _gdp_mu(epsilon, delta):
             raise ValueError(f"No finite mu found for ({epsilon!r}, {delta!r})-DP.")
     mu = math.exp(_root_or_below(excess, lo, hi))
 
-    def too_large(mu):
-        return _log_gdp_delta(mu, epsilon) > log_delta or gdp_delta(mu, epsilon) > delta
+    def valid(mu):
+        return not (_log_gdp_delta(mu, epsilon) > log_delta or gdp_delta(mu, epsilon) > delta)
 
-    for _ in range(_STEPS):
-        if not too_large(mu):
+    mu = _float_boundary(valid, mu, 1.0 - 1e-13)
+    if mu is None:
+        raise ValueError(f"No mu > 0 gives ({epsilon!r}, {delta!r})-DP.")
+    # The conversion back (what a ledger reports) evaluates the same bound
+    # with its own round-off, which is not monotone in mu at the last few
+    # ulps: step down until it gives at most epsilon at mu and at the floats
+    # just below, where the composition of shares of mu rounded down lands
+    # (:func:`~skprivreg.mechanisms.gdp_split`).
+    for j in range(60):
+        below = [mu]
+        for _ in range(_COMPOSED_ULPS):
+            below.append(math.nextafter(below[-1], 0.0))
+        if all(_gdp_epsilon(x, delta) <= epsilon for x in below):
             return mu
-        mu *= 1 - 1e-13
+        mu *= 1.0 - 2.0 ** (j - 52)
     raise ValueError(f"No mu > 0 gives ({epsilon!r}, {delta!r})-DP.")
 
 
@@ -405,7 +455,9 @@ def gdp_epsilon(mu, delta):
     """Smallest epsilon such that mu-GDP implies (epsilon, delta)-DP.
 
     The inverse of :func:`gdp_delta` in epsilon (which decreases in epsilon),
-    solved in log space and rounded up so that the returned epsilon is valid.
+    solved in log space, then moved to the smallest float at which the
+    conversion holds (bisecting between floats): the returned epsilon is
+    valid, and not 1e-13 above the exact one as a fixed step would leave it.
 
     Results are cached: a function of two public numbers, and fits call it
     several times with the same budget.
@@ -449,8 +501,5 @@ def _gdp_epsilon(mu, delta):
         eps = mu * s
     else:
         eps = _root_or_below(lambda e: _log_gdp_delta(mu, e) - log_delta, 0.0, hi)
-    for _ in range(_STEPS):
-        if not too_small(eps):
-            return eps
-        eps = max(eps * (1 + 1e-13), 5e-324)
-    return hi
+    eps = _float_boundary(lambda e: not too_small(e), max(eps, 5e-324), 1.0 + 1e-13)
+    return hi if eps is None else eps

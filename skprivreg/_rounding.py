@@ -1,4 +1,4 @@
-"""Bounds rounded up: sensitivities and noise scales never below their exact values.
+"""Bounds rounded up and budget shares rounded down, each from its exact value.
 
 Public in :mod:`skprivreg.mechanisms` (import from there); also used by
 :mod:`skprivreg.accounting` for its totals. Floating-point
@@ -8,6 +8,12 @@ or a noise scale rounded that way calibrates less noise than the proof asks
 for. These functions take the exact value (floats are exact rationals, and
 :class:`~fractions.Fraction` arithmetic on them is exact) and return the
 smallest float at least it.
+
+Budget shares go the other way: a share of epsilon, delta or a GDP mu
+rounded to nearest can land an ulp above the exact share, and shares whose
+exact sum (or, for mu, root of the sum of squares) exceeds the budget spend
+more than it. The ``*_at_most`` functions return the largest float at most
+the exact value.
 """
 
 import decimal
@@ -25,6 +31,11 @@ __all__ = [
     "sqrt_times_at_least",
     "quotient_at_least",
     "width_at_least",
+    "value_at_most",
+    "sqrt_at_most",
+    "product_at_most",
+    "difference_at_most",
+    "shares_at_most",
 ]
 
 
@@ -134,3 +145,58 @@ def width_at_least(low, high):
     difference of floats rounds to nearest): the sensitivity of a label
     clipped to ``[low, high]``. A width beyond the largest float gives ``inf``."""
     return value_at_least(exact_fraction(high) - exact_fraction(low))
+
+
+def value_at_most(value):
+    """The largest float at most ``value`` (an exact :class:`~fractions.Fraction`):
+    a budget share must not be rounded up. A value beyond the largest float
+    gives the largest float."""
+    exact = exact_fraction(value)
+    try:
+        rounded = float(exact)
+    except OverflowError:
+        return sys.float_info.max if exact > 0 else -math.inf
+    if Fraction(rounded) > exact:
+        rounded = math.nextafter(rounded, -math.inf)
+    return rounded
+
+
+def sqrt_at_most(value):
+    """The largest float at most :math:`\\sqrt{v}` (``v >= 0``): a GDP share
+    :math:`\\mu \\sqrt{w}` must not exceed its exact value."""
+    root = sqrt_at_least(value)
+    if math.isinf(root) or Fraction(root) ** 2 == exact_fraction(value):
+        return root if math.isfinite(root) else sys.float_info.max
+    return math.nextafter(root, 0.0)
+
+
+def product_at_most(fraction, total):
+    """The largest float at most ``fraction * total``: a share of a budget
+    (a product of floats rounds to nearest, possibly up). ``total=inf``
+    gives ``inf`` for a positive ``fraction``."""
+    if math.isinf(total) and fraction > 0:
+        return float(total)
+    return value_at_most(exact_fraction(fraction) * exact_fraction(total))
+
+
+def difference_at_most(total, *spent):
+    """The largest float at most ``total - sum(spent)``: the budget left after
+    finite spends (a difference of floats rounds to nearest, possibly up).
+    ``total=inf`` gives ``inf``."""
+    if math.isinf(total):
+        return float(total)
+    return value_at_most(exact_fraction(total) - sum(exact_fraction(s) for s in spent))
+
+
+def shares_at_most(total, weights):
+    """``total * w_k / sum(w)`` for each weight, each the largest float at most
+    its exact value, so the shares' exact sum never exceeds ``total``
+    (rounded to nearest, ``0.3 * (1/3)`` three times sums above ``0.3``).
+    ``total=inf`` (non-private) gives ``inf`` for every positive weight."""
+    exact = [exact_fraction(w) for w in weights]
+    if any(w < 0 for w in exact) or not sum(exact) > 0:
+        raise ValueError("weights must be non-negative numbers with a positive sum.")
+    if math.isinf(total):
+        return [float(total) if w > 0 else 0.0 for w in exact]
+    whole, t = sum(exact), exact_fraction(total)
+    return [value_at_most(t * w / whole) for w in exact]

@@ -69,7 +69,7 @@ from ._rdp import (  # noqa: F401  (RDP_ORDERS is re-exported)
     tnb_mean,
     tnb_pmf,
 )
-from ._rounding import exact_fraction, hypot_at_least, value_at_least
+from ._rounding import difference_at_most, exact_fraction, hypot_at_least, value_at_least
 from .exceptions import CompositionError
 
 __all__ = [
@@ -366,7 +366,7 @@ class PrivacyLedger:
         if not by_mu:
             return basic_eps, delta
         others = [event for event in events if not event.is_gaussian]
-        delta_gauss = delta - sum(event.delta for event in others)
+        delta_gauss = difference_at_most(delta, *(event.delta for event in others))
         if delta_gauss <= 0:
             raise ValueError(
                 "The ledger's delta leaves nothing for its Gaussian events."

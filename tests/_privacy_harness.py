@@ -341,3 +341,40 @@ def three_high_leverage_rows(k=20, n=4000, p=3, seed=0):
         X[i, 0] = r * (1 + 0.001 * i)
     y = X @ np.array([1.0, -1.0, 0.5]) + 0.1 * rng.standard_normal(n)
     return X, y, L0
+
+
+# ---------------------------------------------------------------------------
+# Data of the all-estimator checks (fixed data; the noise stays fresh)
+# ---------------------------------------------------------------------------
+def regression_data(n=6000, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    return X, X @ np.arange(1.0, d + 1) + 0.5 * rng.normal(size=n)
+
+
+def multi_output_data():
+    X, y = regression_data()
+    return X, np.stack([y, -y, 0.5 * y], axis=1)
+
+
+def sparse_support_data():
+    # tests/feature_selection/test_contract.py: a stable LARS support {0, 1, 2}
+    # under sampling='partition' at epsilon=2 (30,000 rows, 8 columns).
+    rng = np.random.default_rng(2013)
+    n, p = 30_000, 8
+    X = rng.normal(size=(n, p))
+    return X, 1.0 + X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=n)
+
+
+def lba_data():
+    # tests/test_privacy_integrity.py: weighted LBA needs many rows per bag.
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(60_000, 1)), rng.uniform(0, 1, 60_000)
+
+
+def issp_pass_data():
+    # tests/linear_model/test_issp_contract.py: the smallest size at which the
+    # planner predicts a PASS at d=1, epsilon=4, delta=1e-6 (a fit takes ~0.2 s).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500_000, 1))
+    return X, 2.0 * X[:, 0] + 0.5 + rng.standard_normal(500_000)

@@ -23,6 +23,13 @@ import warnings
 
 import numpy as np
 import pytest
+from _privacy_harness import (
+    issp_pass_data,
+    lba_data,
+    multi_output_data,
+    regression_data,
+    sparse_support_data,
+)
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -51,46 +58,11 @@ from skprivreg import (
 )
 from skprivreg.exceptions import BudgetExceededError
 
-
 # ---------------------------------------------------------------------------
 # Data (cached: every test reads, none writes)
 # ---------------------------------------------------------------------------
-def _reg(n=6000, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d))
-    return X, X @ np.arange(1.0, d + 1) + 0.5 * rng.normal(size=n)
-
-
-def _multi():
-    X, y = _reg()
-    return X, np.stack([y, -y, 0.5 * y], axis=1)
-
-
-def _sparse():
-    # tests/feature_selection/test_contract.py: a stable LARS support {0, 1, 2}
-    # under sampling='partition' at epsilon=2 (30,000 rows, 8 columns).
-    rng = np.random.default_rng(2013)
-    n, p = 30_000, 8
-    X = rng.normal(size=(n, p))
-    return X, 1.0 + X[:, :3] @ np.array([0.5, -0.5, 0.5]) + rng.normal(size=n)
-
-
-def _lba():
-    # tests/test_privacy_integrity.py: weighted LBA needs many rows per bag.
-    rng = np.random.default_rng(0)
-    return rng.normal(size=(60_000, 1)), rng.uniform(0, 1, 60_000)
-
-
-def _issp():
-    # tests/linear_model/test_issp_contract.py: the smallest size at which the
-    # planner predicts a PASS at d=1, epsilon=4, delta=1e-6 (a fit takes ~0.2 s).
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((500_000, 1))
-    return X, 2.0 * X[:, 0] + 0.5 + rng.standard_normal(500_000)
-
-
-_DATA = {"reg": _reg, "multi": _multi, "sparse": _sparse, "lba": _lba, "issp": _issp,
-         "tukey": lambda: _reg(20_000, d=1)}
+_DATA = {"reg": regression_data, "multi": multi_output_data, "sparse": sparse_support_data,
+         "lba": lba_data, "issp": issp_pass_data, "tukey": lambda: regression_data(20_000, d=1)}
 _CACHE = {}
 
 

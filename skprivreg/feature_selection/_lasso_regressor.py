@@ -24,6 +24,7 @@ from ..bounds import (
 from ..exceptions import ConfigurationError, UnstableSupportError
 from ..linear_model._base import LinearPredictMixin
 from ..linear_model._private_bounds import check_bound_scales
+from ..mechanisms import difference_at_most, product_at_most
 from ._lasso_support import (
     _BOUND_CONSTRAINTS,
     _SELECTION_CONSTRAINTS,
@@ -392,9 +393,10 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         if not private:
             eps1 = eps2 = math.inf
         else:
-            rest = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
-            eps1 = self.selection_fraction * rest
-            eps2 = rest - eps1
+            rest = difference_at_most(self.epsilon,
+                                      *(e for e in bound_eps.values() if math.isfinite(e)))
+            eps1 = product_at_most(self.selection_fraction, rest)
+            eps2 = difference_at_most(rest, eps1)
         half = self.delta / 2.0 if private else 0.0
         planned = PrivacyLedger(
             [

@@ -25,7 +25,7 @@ from ..bounds import (
     y_bound_magnitude,
 )
 from ..exceptions import ConfigurationError, PrivateTestFailedWarning, UnstableSupportError
-from ..mechanisms import laplace_distance_threshold
+from ..mechanisms import difference_at_most, laplace_distance_threshold
 from ._params import X_BOUND_WITHDRAWN
 from ._perturbation import (
     minimum_penalty,
@@ -678,7 +678,8 @@ class PrivateLassoSupportSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator
             return PrivacyLedger([PrivacyEvent(name=name, epsilon=math.inf, delta=0.0)])
         bound_eps = bound_eps or {}
         bound_events = [PrivacyEvent(name=k, epsilon=e, delta=0.0) for k, e in bound_eps.items()]
-        eps_test = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        eps_test = difference_at_most(self.epsilon,
+                                      *(e for e in bound_eps.values() if math.isfinite(e)))
         test = stable_mode_ledger(eps_test, self.delta, name=name)
         return PrivacyLedger([*bound_events, *test.events])
 

@@ -29,7 +29,7 @@ from ..bounds import (
     y_bound_magnitude,
 )
 from ..linear_model._private_bounds import LARGEST_BOUND_SCALE
-from ..mechanisms import gumbel_top_k
+from ..mechanisms import difference_at_most, gumbel_top_k
 from ._params import X_BOUND_WITHDRAWN
 
 __all__ = ["private_top_s_correlations", "PrivateTopSSelector"]
@@ -337,7 +337,8 @@ class PrivateTopSSelector(DPEstimatorMixin, SelectorMixin, BaseEstimator):
             PrivacyEvent(name=name, epsilon=eps, delta=0.0, neighbouring=self.neighbouring)
             for name, eps in bound_eps.items()
         ]
-        eps_sel = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        eps_sel = difference_at_most(self.epsilon,
+                                     *(e for e in bound_eps.values() if math.isfinite(e)))
         selection = PrivacyEvent(
             name="top_s_marginal", epsilon=float(eps_sel) if private else math.inf,
             delta=0.0, neighbouring=self.neighbouring,

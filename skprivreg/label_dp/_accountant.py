@@ -28,7 +28,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ..mechanisms import ptr_calibration
+from ..mechanisms import difference_at_most, product_at_most, ptr_calibration
 from ._llp_accountant import _delta_from_log, llp_min_bag_size, llp_privacy_profile
 
 __all__ = [
@@ -471,8 +471,8 @@ def lba_ptr_split(epsilon, delta, fraction=0.4):
     ``eps_test = f epsilon``, ``eps_agg = (1 - f) epsilon``; delta is split in
     halves between the test and the aggregation.
     """
-    eps_test = fraction * epsilon
-    return eps_test, 0.5 * delta, epsilon - eps_test, 0.5 * delta
+    eps_test = product_at_most(fraction, epsilon)
+    return eps_test, 0.5 * delta, difference_at_most(epsilon, eps_test), 0.5 * delta
 
 
 def lba_ptr_bag_size(

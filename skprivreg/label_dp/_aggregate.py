@@ -29,7 +29,7 @@ from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import forget_secret_frames, quiet_floats, without_float_warnings
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
-from ..mechanisms import bound_bins, ptr_calibration, ptr_test
+from ..mechanisms import bound_bins, product_at_most, ptr_calibration, ptr_test
 from ._bags import (
     _bag_blocks,
     _compute,
@@ -90,7 +90,7 @@ def resolve_y_bound(
     if declared is not None or not private:
         return declared, 0.0
     if bounds == "private":
-        epsilon_bound = bounds_budget * epsilon
+        epsilon_bound = product_at_most(bounds_budget, epsilon)
         plan(None, epsilon_bound)
         check_private_bound_feasible(n_samples, epsilon_bound, "y_bound")
         return None, epsilon_bound

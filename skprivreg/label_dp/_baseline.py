@@ -29,7 +29,13 @@ from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..linear_model._base import LinearPredictMixin
-from ..mechanisms import add_gaussian, gaussian_event, width_at_least
+from ..mechanisms import (
+    add_gaussian,
+    difference_at_most,
+    gaussian_event,
+    product_at_most,
+    width_at_least,
+)
 from ._label_bound import EVENT_NAME, data_label_bound, private_label_bound
 from ._lba import fit_on_aggregates
 
@@ -179,14 +185,14 @@ class GaussianLabelNoiseRegressor(
             return 0.0
         if not private or self.bounds == "data":
             return math.inf
-        return self.bounds_budget * self.epsilon
+        return product_at_most(self.bounds_budget, self.epsilon)
 
     def _planned_ledger(self, label_range, private):
         bound_eps = self._bound_epsilon(private)
         events = []
         if bound_eps > 0:
             events.append(PrivacyEvent(EVENT_NAME, bound_eps, 0.0, notion="label"))
-        eps_noise = self.epsilon - (bound_eps if math.isfinite(bound_eps) else 0.0)
+        eps_noise = difference_at_most(self.epsilon, bound_eps if math.isfinite(bound_eps) else 0)
         event = gaussian_event(
             "label_noise",
             label_range,

@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 
 from ..bounds import check_private_bound_feasible, check_y_bound
-from ..mechanisms import gaussian_sigma, width_at_least
+from ..mechanisms import gaussian_sigma, product_at_most, width_at_least
 from ._planning import (
     TARGET_PASS_PROBABILITY,
     plan_aggregation,
@@ -203,7 +203,7 @@ fit_intercept :
     private = assumption != "none" and math.isfinite(epsilon)
     bounds_epsilon = 0.0
     if declared is None and private:
-        bounds_epsilon = bounds_budget * epsilon
+        bounds_epsilon = product_at_most(bounds_budget, epsilon)
     plan = plan_aggregation(
         n_samples, n_features, epsilon=epsilon, delta=delta, mode=mode, bag_size=bag_size,
         y_bound=declared, assumption=assumption,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, InsufficientDataError, PrivacyLeakWarning
-from ..mechanisms import width_at_least
+from ..mechanisms import difference_at_most, width_at_least
 from ._accountant import (
     lba_c_star,
     lba_epsilon,
@@ -462,7 +462,8 @@ def plan_aggregation(
     elif label_bounds is not None and 0 < bounds_epsilon < math.inf:
         raise ValueError("bounds_epsilon applies only when y_bound is not declared.")
     # The mechanisms' budget: what the label range does not take.
-    eps_mech = epsilon - bounds_epsilon if math.isfinite(bounds_epsilon) else float(epsilon)
+    eps_mech = (difference_at_most(epsilon, bounds_epsilon) if math.isfinite(bounds_epsilon)
+                else float(epsilon))
     if mode == "llp" and not 0 <= noise_fraction <= 1:
         raise ValueError("noise_fraction must lie in [0, 1].")
     if mode == "llp" and private and noise_fraction == 0:

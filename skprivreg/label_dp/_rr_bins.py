@@ -63,7 +63,9 @@ from ..linear_model._base import LinearPredictMixin
 from ..mechanisms import (
     bound_bins,
     counts_above,
+    difference_at_most,
     noisy_histogram,
+    product_at_most,
     randomized_response,
     randomized_response_probabilities,
 )
@@ -574,9 +576,12 @@ class RROnBinsRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, Ba
         elif self.bounds == "data":
             eps_bound = math.inf
         else:
-            eps_bound = self.bounds_budget * self.epsilon
-        eps_prior = self.prior_budget * self.epsilon
-        eps_rr = self.epsilon - eps_prior - (eps_bound if math.isfinite(eps_bound) else 0.0)
+            eps_bound = product_at_most(self.bounds_budget, self.epsilon)
+        # Each share at most its exact value: the three sum to at most epsilon
+        # (the halves of eps_bound are exact).
+        eps_prior = product_at_most(self.prior_budget, self.epsilon)
+        eps_rr = difference_at_most(self.epsilon, eps_prior,
+                                    eps_bound if math.isfinite(eps_bound) else 0)
         if not eps_rr > 0:
             raise ConfigurationError(
                 "bounds_budget + prior_budget must stay below 1: nothing is left for "

@@ -12,7 +12,7 @@ from scipy.stats import norm
 from .._compat import Interval, StrOptions
 from ..accounting import PrivacyEvent
 from ..exceptions import PrivacyLeakWarning
-from ..mechanisms import add_gaussian, exact_fraction, value_at_least
+from ..mechanisms import add_gaussian, exact_fraction, shares_at_most, value_at_least
 from ._base import solve_psd_repaired
 from ._ssp import SSPPlan, _BaseSSP, _ssp_family_plan, cross_sensitivity
 
@@ -66,8 +66,9 @@ class AdaSSPRegressor(_BaseSSP):
     :math:`X^\\top Y`. Budget split: ``bounds_budget * epsilon`` for any
     missing bound (``bounds='private'``); the rest ``(epsilon', delta)`` is
     shared by the three Gaussian releases, ``mu'/sqrt(3)`` each under
-    ``composition='gdp'`` (exact), or ``(epsilon'/3, delta/3)`` each under
-    ``'basic'``, all calibrated by the analytic Gaussian mechanism.
+    ``composition='gdp'``, or ``(epsilon'/3, delta/3)`` each under
+    ``'basic'`` (every share rounded down, so the three compose to at most
+    the budget), all calibrated by the analytic Gaussian mechanism.
 
     ``constants='paper'`` reproduces the published calibration, noise
     multiplier ``sqrt(ln(6/delta))/(epsilon/3)`` and shift
@@ -258,8 +259,8 @@ class AdaSSPRegressor(_BaseSSP):
         return [
             PrivacyEvent(
                 name=name,
-                epsilon=epsilon / 3.0,
-                delta=delta / 3.0,
+                epsilon=shares_at_most(epsilon, [1, 1, 1])[0],
+                delta=shares_at_most(delta, [1, 1, 1])[0],
                 neighbouring="add-remove",
                 sensitivity=None,
                 sigma=sigma,

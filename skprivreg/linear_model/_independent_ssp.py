@@ -10,6 +10,7 @@ least as tight and exact for Gaussian releases.
 
 import math
 from dataclasses import replace
+from fractions import Fraction
 from numbers import Real
 
 import numpy as np
@@ -22,11 +23,14 @@ from ..base import DPEstimatorMixin
 from ..mechanisms import (
     add_gaussian,
     cross_sensitivity,
+    difference_at_most,
     gaussian_event_from_mu,
     gaussian_sigma,
+    gdp_split,
     gram_upper_sensitivity,
     gram_with_exact_corner,
     joint_gram_cross_calibration,
+    product_at_most,
     quotient_at_least,
     sqrt_times_at_least,
 )
@@ -300,19 +304,26 @@ class IndependentSSPRegressor(
             mu = gdp_mu(epsilon, delta)
             # l independent releases of sigma with sensitivity Delta each are one
             # Gaussian release of sensitivity sqrt(l) Delta (a row changes all).
-            cov = gaussian_event_from_mu("covariance x l", root_l(sens_cov),
-                                         math.sqrt(f) * mu, f * delta)
-            assoc = gaussian_event_from_mu("association x l", root_l(sens_assoc),
-                                           math.sqrt(1 - f) * mu, (1 - f) * delta)
+            mu_cov, mu_assoc = gdp_split(mu, [f, 1 - f])
+            cov = gaussian_event_from_mu("covariance x l", root_l(sens_cov), mu_cov, f * delta)
+            assoc = gaussian_event_from_mu("association x l", root_l(sens_assoc), mu_assoc,
+                                           (1 - f) * delta)
             ledger = PrivacyLedger([*bound_events, cov, assoc], composition="gdp", delta=delta)
             return [cov, assoc], cov.sigma, assoc.sigma, ledger
-        eps_run, delta_run = epsilon / n_outputs, delta / n_outputs
-        sigma_cov = gaussian_sigma(sens_cov, f * eps_run, f * delta_run)
-        sigma_assoc = gaussian_sigma(sens_assoc, (1 - f) * eps_run, (1 - f) * delta_run)
-        cov = PrivacyEvent("covariance x l", f * epsilon, f * delta,
+        # Totals of the l runs, each at most its exact share (they sum to at
+        # most (epsilon, delta)), and per-run shares at most 1/l of them.
+        eps_cov, delta_cov = product_at_most(f, epsilon), product_at_most(f, delta)
+        eps_assoc = difference_at_most(epsilon, eps_cov)
+        delta_assoc = difference_at_most(delta, delta_cov)
+        per_run = Fraction(1, int(n_outputs))
+        sigma_cov = gaussian_sigma(sens_cov, product_at_most(per_run, eps_cov),
+                                   product_at_most(per_run, delta_cov))
+        sigma_assoc = gaussian_sigma(sens_assoc, product_at_most(per_run, eps_assoc),
+                                     product_at_most(per_run, delta_assoc))
+        cov = PrivacyEvent("covariance x l", eps_cov, delta_cov,
                            sensitivity=sens_cov, sigma=sigma_cov)
-        assoc = PrivacyEvent("association x l", epsilon - f * epsilon,
-                             delta - f * delta, sensitivity=sens_assoc, sigma=sigma_assoc)
+        assoc = PrivacyEvent("association x l", eps_assoc, delta_assoc,
+                             sensitivity=sens_assoc, sigma=sigma_assoc)
         ledger = PrivacyLedger([*bound_events, cov, assoc], composition="basic", delta=delta)
         return [cov, assoc], sigma_cov, sigma_assoc, ledger
 

@@ -13,7 +13,13 @@ from scipy.stats import norm
 
 from ..accounting import PrivacyEvent, PrivacyLedger
 from ..exceptions import ConfigurationError
-from ..mechanisms import gaussian_sigma, ptr_calibration
+from ..mechanisms import (
+    difference_at_most,
+    gaussian_sigma,
+    product_at_most,
+    ptr_calibration,
+    shares_at_most,
+)
 from ._issp_filters import (
     ladder_log_ratio,
     leverage_base,
@@ -180,8 +186,7 @@ def _delta_shares(delta1, eps_loc, eps_shape):
 
     Returns ``(delta_ptr, delta_loc, log_delta_shape, delta_gauss)``.
     """
-    delta_ptr = delta1 / 3.0
-    D = 2.0 * delta1 / 3.0
+    delta_ptr, D = shares_at_most(delta1, [1, 2])
     log_delta_shape = math.log(D / 2.0) - eps_loc
     delta_shape = math.exp(log_delta_shape)
     delta_loc = min(D / 2.0, (D - delta_shape) * math.exp(-min(eps_shape, SHAPE_EPSILON_CAP)))
@@ -327,7 +332,9 @@ def _residual_bound_per_sigma(n, auto, slack, eta):
 def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, slack, eta,
                     constants, epsilon_paper):
     f_T, f_M, f_C = fractions
-    eps_ptr, eps_loc, eps_shape = f_T * eps1, f_M * eps1, f_C * eps1
+    # Shares of eps1 whose exact sum is at most eps1 (the fractions' floats
+    # may sum above 1, and each product may round up).
+    eps_ptr, eps_loc, eps_shape = shares_at_most(eps1, fractions)
     k, cal = issp_k(eps_ptr, delta1 / 3.0, fail_prob)
     cap_lev = 1.0 / (96.0 * k)
     cap_over = (MAX_LOG_BLOWUP / (432.0 * k * k) if constants == "paper"
@@ -491,12 +498,13 @@ ptr_fail_prob, leverage_slack, residual_slack, design_failure_prob, max_blowup
         raise ValueError("constants must be 'proven' or 'paper'.")
     auto_r0 = isinstance(residual_bound, str)
     if auto_r0:
-        eps_r0, delta_r0 = r0_budget_fraction * epsilon, r0_budget_fraction * delta
+        eps_r0 = product_at_most(r0_budget_fraction, epsilon)
+        delta_r0 = product_at_most(r0_budget_fraction, delta)
     else:
         if not float(residual_bound) > 0:
             raise ConfigurationError("residual_bound must be 'auto' or a number > 0.")
         eps_r0 = delta_r0 = 0.0
-    eps1, delta1 = epsilon - eps_r0, delta - delta_r0
+    eps1, delta1 = difference_at_most(epsilon, eps_r0), difference_at_most(delta, delta_r0)
     if _constants == "paper" and epsilon > 1:
         raise ConfigurationError("constants='paper' (classical Gaussian) needs epsilon <= 1.")
 

@@ -38,11 +38,14 @@ from ..bounds import (
 from ..mechanisms import (
     add_gaussian,
     bound_bins,
+    difference_at_most,
     exact_fraction,
     gaussian_event_from_mu,
     gdp_split,
     intercept_gram_sensitivity,
+    product_at_most,
     residual_gradient_sensitivity,
+    shares_at_most,
     sqrt_at_least,
     symmetric_gaussian_matrix,
 )
@@ -144,7 +147,7 @@ def _plan(est, n, d):
     missing = [name for name, v in (("x_range", est.x_range),
                                     ("y_bound", est.y_bound)) if v is None]
     bound_events = []
-    eps_bounds = 0.0
+    eps_bounds = []
     if private and missing and est.bounds == "data":
         # Read from the data (an explicit opt-in): not private, infinite epsilon.
         bound_events = [
@@ -153,13 +156,14 @@ def _plan(est, n, d):
             for name in missing
         ]
     elif private and missing:
-        share = est.bounds_budget * est.epsilon / len(missing)
+        share = shares_at_most(product_at_most(est.bounds_budget, est.epsilon),
+                               [1] * len(missing))[0]
         for name in missing:
             check_private_bound_feasible(n, share, name)
             bound_events.append(PrivacyEvent(
                 name="x_bound" if name == "x_range" else "y_bound",
                 epsilon=share, delta=0.0))
-        eps_bounds = share * len(missing)
+        eps_bounds = [share] * len(missing)
     elif missing:
         # Non-private mode: the ranges come from the data (nothing is private).
         bound_events = [
@@ -167,7 +171,7 @@ def _plan(est, n, d):
                          epsilon=math.inf, delta=0.0)
             for name in missing
         ]
-    mu = gdp_mu(est.epsilon - eps_bounds, est.delta) if private else math.inf
+    mu = gdp_mu(difference_at_most(est.epsilon, *eps_bounds), est.delta) if private else math.inf
     T = int(est.n_rounds)
     w_mean = mean_weight(n, mu)
     weights = {"label_moments": w_mean}

@@ -30,7 +30,7 @@ from ..bounds import (
     private_norm_bound,
     row_norms,
 )
-from ..mechanisms import bound_bins, counts_above
+from ..mechanisms import bound_bins, counts_above, product_at_most, shares_at_most
 
 __all__ = [
     "LARGEST_BOUND_SCALE",
@@ -112,8 +112,8 @@ def bound_epsilons(missing, *, private, bounds, bounds_budget, epsilon):
         return {}
     if bounds == "data":
         return {name: math.inf for name in missing}
-    share = bounds_budget * epsilon / len(missing)
-    return {name: share for name in missing}
+    shares = shares_at_most(product_at_most(bounds_budget, epsilon), [1] * len(missing))
+    return dict(zip(missing, shares))
 
 
 def check_bounds_feasible(n_samples, bound_eps, quantile="auto"):

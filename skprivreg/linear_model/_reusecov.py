@@ -31,7 +31,7 @@ from .._compat import Interval, StrOptions, fit_context
 from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import ConfigurationError
-from ..mechanisms import hypot_at_least
+from ..mechanisms import difference_at_most, hypot_at_least
 from ._base import LinearPredictMixin
 from ._private_bounds import (
     LARGEST_BOUND_SCALE,
@@ -571,7 +571,8 @@ class ReuseCovRegressor(
             self.x_bound_ = self._raw_x_bound(self.covariance)
         self.y_bound_ = label_magnitude(self.y_bound)
         epsilon = float(self.epsilon) if private else math.inf
-        epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))
+        epsilon = difference_at_most(epsilon,
+                                     *(eps for eps in bound_eps.values() if math.isfinite(eps)))
         W, G_hat, release = self._release(
             X, Y, epsilon=epsilon, delta=delta,
             private=private, cov_rows=cov_rows, reused=self.covariance, seed_index=2,

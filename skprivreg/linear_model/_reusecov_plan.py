@@ -14,16 +14,20 @@ from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
 from ..bounds import check_y_bound
 from ..mechanisms import (
     cross_sensitivity,
+    difference_at_most,
     gaussian_event,
     gaussian_event_from_mu,
+    gdp_split,
     gram_upper_sensitivity,
     hypot_at_least,
     joint_gram_cross_calibration,
     primo_gaussian_event,
+    product_at_most,
     quotient_at_least,
     sqrt_times_at_least,
     subsampled_gaussian_event,
 )
+from ._private_bounds import bound_epsilons
 from ._reusecov_stats import association_sensitivity, covariance_sensitivity
 
 __all__ = [
@@ -139,8 +143,9 @@ def _split_events(
     """Covariance and association events for a total (epsilon, delta) and share ``f``.
 
     ``gdp``: ``mu = gdp_mu(epsilon, delta)``; the covariance gets
-    ``sqrt(f) mu`` and the association ``sqrt(1-f) mu`` (exact: the mu's
-    compose as a root sum of squares). ``paper``: basic composition,
+    ``sqrt(f) mu`` and the association ``sqrt(1-f) mu``, each rounded down
+    (:func:`~skprivreg.mechanisms.gdp_split`: their root sum of squares is
+    at most ``mu``). ``paper``: basic composition,
     ``(f eps, f delta)`` and ``((1-f) eps, (1-f) delta)``, each with Neel's
     Lemma-1 constant. A subsampled covariance always uses the basic split,
     with the amplified calibration. ``f = 0`` means no covariance release.
@@ -154,8 +159,9 @@ def _split_events(
 
         cov = noiseless("covariance", sens_cov) if f > 0 else None
         return cov, noiseless(assoc_name, sens_assoc)
-    eps_cov, delta_cov = f * epsilon, f * delta
-    eps_assoc, delta_assoc = epsilon - eps_cov, delta - delta_cov
+    eps_cov, delta_cov = product_at_most(f, epsilon), product_at_most(f, delta)
+    eps_assoc = difference_at_most(epsilon, eps_cov)
+    delta_assoc = difference_at_most(delta, delta_cov)
     if sampling_ratio is not None and f > 0:
         cov = subsampled_gaussian_event(
             "covariance[subsampled]", sens_cov, eps_cov, delta_cov, sampling_ratio,
@@ -172,10 +178,11 @@ def _split_events(
     if composition == "gdp":
         mu = gdp_mu(epsilon, delta)
         cov = None
+        mu_cov, mu_assoc = gdp_split(mu, [f, 1 - f]) if f > 0 else (0.0, mu)
         if f > 0:
-            cov = gaussian_event_from_mu("covariance", sens_cov, math.sqrt(f) * mu,
+            cov = gaussian_event_from_mu("covariance", sens_cov, mu_cov,
                                          delta_cov, notion=notion, neighbouring=neigh)
-        assoc = gaussian_event_from_mu(assoc_name, sens_assoc, math.sqrt(1 - f) * mu,
+        assoc = gaussian_event_from_mu(assoc_name, sens_assoc, mu_assoc,
                                        delta_assoc if f > 0 else delta, notion=notion,
                                        neighbouring=neigh)
         return cov, assoc
@@ -630,7 +637,8 @@ def reusecov_plan(
     missing = [name for name in required if given[name] is None]
     bound_eps = {}
     if missing and math.isfinite(epsilon):
-        bound_eps = {name: bounds_budget * epsilon / len(missing) for name in missing}
+        bound_eps = bound_epsilons(missing, private=True, bounds="private",
+                                   bounds_budget=bounds_budget, epsilon=epsilon)
     unit = list(missing)
     x_raw = 1.0 if x_bound is None else float(x_bound)
     y_entry = 1.0 if y_mag is None else y_mag
@@ -662,7 +670,7 @@ def reusecov_plan(
         else:
             proj_radius = sqrt_times_at_least(n, x_scale)
             proj_c_fro = quotient_at_least(sqrt_times_at_least(d_eff * n, y_row), n)
-    epsilon_release = epsilon - sum(bound_eps.values())
+    epsilon_release = difference_at_most(epsilon, *bound_eps.values())
     plan = plan_reusecov(
         n=n, d_eff=d_eff, n_outputs=l, epsilon=epsilon_release, delta=delta,
         privacy=privacy, mechanism=mechanism, composition=composition,

@@ -20,11 +20,15 @@ from ..base import DPEstimatorMixin
 from ..bounds import min_samples_for_private_bound
 from ..mechanisms import (
     add_gaussian,
+    difference_at_most,
+    exact_fraction,
     gaussian_event,
     gaussian_event_from_mu,
+    gdp_split,
     gram_upper_sensitivity,
     hypot_at_least,
     intercept_gram_sensitivity,
+    shares_at_most,
     sqrt_times_at_least,
     symmetric_gaussian_matrix,
 )
@@ -117,16 +121,18 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
                 gaussian_event(name, sens, np.inf, 0.5)
                 for name, sens in zip(names, sensitivities)
             ]
-        k = len(names)
+        equal = [1] * len(names)
+        deltas = shares_at_most(delta, equal)
         if self.composition == "gdp":
-            mu = gdp_mu(epsilon, delta) / math.sqrt(k)
+            mus = gdp_split(gdp_mu(epsilon, delta), equal)
             return [
-                gaussian_event_from_mu(name, sens, mu, delta / k)
-                for name, sens in zip(names, sensitivities)
+                gaussian_event_from_mu(name, sens, mu, share)
+                for name, sens, mu, share in zip(names, sensitivities, mus, deltas)
             ]
         return [
-            gaussian_event(name, sens, epsilon / k, delta / k)
-            for name, sens in zip(names, sensitivities)
+            gaussian_event(name, sens, eps, share)
+            for name, sens, eps, share in zip(names, sensitivities,
+                                              shares_at_most(epsilon, equal), deltas)
         ]
 
     def _plan_ledger(self, private, n_outputs, x_bound=1.0, y_bound=1.0, bound_events=None):
@@ -138,7 +144,8 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
         bound_eps = self._bound_epsilons(private)
         if bound_events is None:
             bound_events = planned_bound_events(bound_eps)
-        epsilon_ssp = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        epsilon_ssp = difference_at_most(
+            self.epsilon, sum(exact_fraction(e) for e in bound_eps.values() if math.isfinite(e)))
         x_eff = self._x_bound_eff(x_bound)
         sensitivities = self._sensitivities(x_eff, y_bound, n_outputs, x_bound)
         events = self._release_events(sensitivities, epsilon_ssp, self.delta)

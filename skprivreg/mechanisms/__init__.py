@@ -46,12 +46,17 @@ References
 """
 
 from .._rounding import (  # noqa: F401
+    difference_at_most,
     exact_fraction,
     hypot_at_least,
+    product_at_most,
     quotient_at_least,
+    shares_at_most,
     sqrt_at_least,
+    sqrt_at_most,
     sqrt_times_at_least,
     value_at_least,
+    value_at_most,
     width_at_least,
 )
 from ._gaussian import (  # noqa: F401
@@ -172,6 +177,11 @@ __all__ = [
     "quotient_at_least",
     "width_at_least",
     "sqrt_times_at_least",
+    "value_at_most",
+    "sqrt_at_most",
+    "product_at_most",
+    "difference_at_most",
+    "shares_at_most",
     "moment_sums",
     "released_mean_variance",
     "clipped_squared_error_sensitivity",

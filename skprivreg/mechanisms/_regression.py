@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .._rounding import exact_fraction, quotient_at_least, value_at_least
+from .._rounding import exact_fraction, quotient_at_least, sqrt_at_most, value_at_least
 from ..accounting import PrivacyEvent
 from ._gaussian import gaussian_sigma
 from ._reusecov import gram_upper_sensitivity
@@ -221,15 +221,18 @@ def gdp_split(mu, weights):
     """Split a total GDP parameter ``mu`` into per-release ``mu_k = mu sqrt(w_k / sum w)``.
 
     Gaussian releases compose as ``sqrt(sum mu_k^2)`` (Dong, Roth & Su 2022,
-    Cor. 3.3), so these ``mu_k`` compose exactly to ``mu``. ``mu=inf``
-    (non-private mode) gives ``inf`` for every release.
+    Cor. 3.3). Each ``mu_k`` is the largest float at most its exact value
+    (:func:`sqrt_at_most`), so the releases compose to at most ``mu``
+    (rounded to nearest, their composition can exceed it by an ulp).
+    ``mu=inf`` (non-private mode) gives ``inf`` for every release.
     """
     weights = np.asarray(weights, dtype=np.float64)
     if weights.ndim != 1 or weights.size == 0 or np.any(weights <= 0):
         raise ValueError("weights must be a non-empty sequence of positive numbers.")
     if math.isinf(mu):
         return [math.inf] * weights.size
-    return [float(mu * math.sqrt(w / weights.sum())) for w in weights]
+    square, whole = exact_fraction(mu) ** 2, sum(exact_fraction(w) for w in weights)
+    return [sqrt_at_most(square * exact_fraction(w) / whole) for w in weights]
 
 
 def tukey_log_volumes(sorted_models):

@@ -28,7 +28,12 @@ from ..accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin, accountant_params, charge_refits_to
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
-from ..mechanisms import clipped_squared_error_sensitivity, private_neg_mse
+from ..mechanisms import (
+    clipped_squared_error_sensitivity,
+    difference_at_most,
+    private_neg_mse,
+    product_at_most,
+)
 from ._selection_plan import selection_plan
 
 __all__ = ["PrivateGridSearchCV"]
@@ -304,8 +309,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         """``(selection epsilon, selection delta, refit epsilon, refit delta)``."""
         if self.refit_budget == 0:
             return self.epsilon, self.delta, 0.0, 0.0
-        return ((1 - self.refit_budget) * self.epsilon, self.delta / 2,
-                self.refit_budget * self.epsilon, self.delta / 2)
+        refit = product_at_most(self.refit_budget, self.epsilon)
+        return (difference_at_most(self.epsilon, refit), self.delta / 2,
+                refit, self.delta / 2)
 
     def __getstate__(self):
         state = super().__getstate__()

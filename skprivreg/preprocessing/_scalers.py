@@ -38,9 +38,11 @@ from ..mechanisms import (
     add_gaussian,
     bound_bins,
     counts_above,
+    difference_at_most,
     gaussian_event,
     moment_sums,
     moment_sums_sensitivity,
+    product_at_most,
     released_mean_variance,
 )
 
@@ -409,8 +411,8 @@ class PrivateStandardScaler(
         moments_epsilon = self.epsilon
         if self.x_range is None and private:
             if self.bounds == "private":
-                bound_epsilon = self.bounds_budget * self.epsilon
-                moments_epsilon = self.epsilon - bound_epsilon
+                bound_epsilon = product_at_most(self.bounds_budget, self.epsilon)
+                moments_epsilon = difference_at_most(self.epsilon, bound_epsilon)
                 events.append(PrivacyEvent("x_range", bound_epsilon, 0.0))
             else:
                 events.append(PrivacyEvent("x_range", math.inf, 0.0))

@@ -937,8 +937,8 @@ def test_overflowing_finite_row_is_data_not_an_error(chunk_size):
                                 chunk_size=chunk_size, on_fail="zero", random_state=0,
                                 predicted_fail="spend")
             est.fit(X, y)
-        # The shares' exact sum, rounded up (8 plus an ulp or two).
-        assert est.privacy_spent_.epsilon == pytest.approx(8.0, rel=1e-15)
+        # The shares' exact sum, rounded up: at most the budget, within an ulp or two.
+        assert 8.0 * (1 - 1e-15) <= est.privacy_spent_.epsilon <= 8.0
         assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
 
 
