@@ -27,7 +27,15 @@ _LIMIT = {"lock": threading.Lock(), "users": 0, "limiter": None}
 def _reset_in_child():
     # A process forked while a pass ran in another thread would inherit its count
     # (BLAS never restored) or its held lock (the next pass waiting forever).
+    # The passes did not fork with it: the child gets BLAS's own setting back.
+    limiter = _LIMIT.get("limiter")
     _LIMIT.update(lock=threading.Lock(), users=0, limiter=None, pid=None)
+    if limiter is not None:
+        try:
+            with _any_thread():
+                limiter.restore_original_limits()
+        except Exception:  # noqa: BLE001 (a fork handler must not raise)
+            pass
 
 
 if hasattr(os, "register_at_fork"):

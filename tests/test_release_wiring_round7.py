@@ -374,6 +374,54 @@ def test_a_process_forked_during_a_threaded_pass_starts_with_no_pass_of_its_own(
     assert _threads._LIMIT["users"] == 0
 
 
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+def _child_reports_blas_threads(queue):
+    queue.put(_blas_threads())
+
+
+def test_a_process_forked_during_a_threaded_pass_gets_blas_threads_back():
+    # The pass that limited BLAS to one thread runs on in the parent, not in the
+    # child: the child kept BLAS on one thread for the rest of its life.
+    import multiprocessing
+    import threading
+
+    from skprivreg import _threads
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    before = _blas_threads()
+    if not before or max(before) < 2:
+        pytest.skip("BLAS runs one thread here: nothing to restore")
+    inside, leave = threading.Event(), threading.Event()
+
+    def a_pass():
+        with _threads.single_threaded_blas():
+            inside.set()
+            leave.wait(30)
+
+    runner = threading.Thread(target=a_pass)
+    runner.start()
+    try:
+        assert inside.wait(30)
+        assert max(_blas_threads()) == 1  # the pass holds the limit
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_child_reports_blas_threads, args=(queue,))
+        child.start()
+        in_child = queue.get(timeout=60)
+        child.join(60)
+    finally:
+        leave.set()
+        runner.join(30)
+    assert in_child == before and child.exitcode == 0
+    assert _blas_threads() == before
+
+
 def test_boosted_adassp_lambda_min_sensitivity_is_not_rounded_down():
     # B^2 + c^2 in floating point rounds to nearest: 1.36 for B = 0.6000000000000001,
     # c = 1, below the exact sum a row of norm B with its intercept column attains.
