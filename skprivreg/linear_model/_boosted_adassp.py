@@ -16,6 +16,7 @@ from ..base import DPEstimatorMixin
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import (
     add_gaussian,
+    difference_at_most,
     exact_fraction,
     gaussian_event_from_mu,
     gdp_split,
@@ -265,7 +266,8 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         bound_eps = bound_epsilons(missing, private=private, bounds=self.bounds,
                                    bounds_budget=self.bounds_budget, epsilon=self.epsilon)
         check_bounds_feasible(n, bound_eps)
-        epsilon = self.epsilon - sum(e for e in bound_eps.values() if math.isfinite(e))
+        epsilon = difference_at_most(self.epsilon,
+                                     *(e for e in bound_eps.values() if math.isfinite(e)))
         planned = self._events(1.0, 1.0, epsilon, planned_bound_events(bound_eps))
         self._check_budget(planned)
         # The spend is recorded before the first secret draw.

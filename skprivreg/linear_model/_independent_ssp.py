@@ -356,7 +356,8 @@ class IndependentSSPRegressor(
         check_bounds_feasible(n, bound_eps)
         delta = float(self.delta)
         epsilon = float(self.epsilon) if private else math.inf
-        epsilon -= sum(eps for eps in bound_eps.values() if math.isfinite(eps))
+        epsilon = difference_at_most(epsilon,
+                                     *(eps for eps in bound_eps.values() if math.isfinite(eps)))
         # The planned (epsilon, delta) does not depend on the bounds' values.
         planned = self._events(n, n_outputs, 1.0, 1.0, epsilon, delta, private,
                                planned_bound_events(bound_eps))[3]
