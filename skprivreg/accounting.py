@@ -436,8 +436,8 @@ def compose_ledgers(ledgers, composition="basic"):
         parts = [_ledger_as_replace_one(ledger) for ledger in ledgers]
     else:
         parts = [(ledger.epsilon, ledger.delta) for ledger in ledgers]
-    basic_eps = sum(eps for eps, _ in parts)
-    delta = min(sum(d for _, d in parts), 1.0)
+    basic_eps = _sum_at_least(eps for eps, _ in parts)
+    delta = min(_sum_at_least(d for _, d in parts), 1.0)
     if composition == "gdp":
         combined = PrivacyLedger.concatenate(ledgers, composition="gdp")
         if combined.delta <= delta * (1 + _BUDGET_RTOL):

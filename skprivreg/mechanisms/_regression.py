@@ -119,7 +119,10 @@ def subsampled_gaussian_event(
     if method == "analytic":
         sigma = gaussian_sigma(sensitivity, eps_1, delta_1)
     else:
-        sigma = primo_constant(eps_1, delta_1) * float(sensitivity)
+        c = primo_constant(eps_1, delta_1)
+        sigma = c * float(sensitivity)
+        if math.isfinite(sigma):  # c times the sensitivity, rounded up
+            sigma = value_at_least(exact_fraction(c) * exact_fraction(sensitivity))
     noiseless = sigma == 0
     return PrivacyEvent(
         name=name,
