@@ -8,6 +8,7 @@ import threading
 import numpy as np
 
 from ._budget_store import FileBudgetStore
+from ._rounding import difference_at_most
 from .accounting import (
     _BUDGET_RTOL,
     COMPOSITIONS,
@@ -305,10 +306,12 @@ class BudgetAccountant:
 
         Under ``'gdp'`` the remaining epsilon is the budget minus the composed
         total; a new spend may fit even when it exceeds this difference,
-        because GDP composition is sub-additive. :meth:`check` is exact.
+        because GDP composition is sub-additive. Each difference is rounded
+        down, so spending all of it keeps the exact total within the budget.
         """
         total = self.total()
-        return max(self.epsilon - total.epsilon, 0.0), max(self.delta - total.delta, 0.0)
+        return (max(difference_at_most(self.epsilon, total.epsilon), 0.0),
+                max(difference_at_most(self.delta, total.delta), 0.0))
 
     @property
     def ledgers(self):

@@ -56,6 +56,7 @@ def _ledger_to_json(ledger):
     return {
         "composition": ledger.composition,
         "delta": ledger._delta,
+        "gaussian_epsilon": ledger.gaussian_epsilon,
         "for_publication": bool(ledger.for_publication),
         "events": [dataclasses.asdict(event) for event in ledger.events],
     }
@@ -68,6 +69,7 @@ def _ledger_from_json(record):
         [PrivacyEvent(**event) for event in record["events"]],
         composition=record["composition"],
         delta=record["delta"],
+        gaussian_epsilon=record.get("gaussian_epsilon"),
     )
     ledger.for_publication = record["for_publication"]
     return ledger

@@ -275,6 +275,15 @@ class PrivacyLedger:
         The ledger's total delta. ``None`` means the sum of the events'
         deltas. Under ``'gdp'`` the Gaussian part is converted to epsilon at
         this delta minus the non-Gaussian events' deltas.
+    gaussian_epsilon : float or None, default=None
+        Under ``'gdp'``, the epsilon the Gaussian events were planned for
+        (their ``mu`` split from ``gdp_mu(gaussian_epsilon, delta')``). When
+        their composed ``mu`` is at most ``gdp_mu(gaussian_epsilon, delta')``
+        at the delta ``delta'`` they are converted at, ``mu``-GDP implies
+        ``(gaussian_epsilon, delta')``-DP, and the Gaussian part is reported
+        at no more than ``gaussian_epsilon``: the conversion back to epsilon
+        evaluates its bound with its own round-off and can land a few ulps
+        above. Checked here, not trusted: otherwise it is ignored.
 
     Attributes
     ----------
@@ -290,7 +299,7 @@ class PrivacyLedger:
         reproduced, so it guarantees nothing.
     """
 
-    def __init__(self, events=(), composition="basic", delta=None):
+    def __init__(self, events=(), composition="basic", delta=None, gaussian_epsilon=None):
         if composition not in COMPOSITIONS:
             raise ValueError(f"composition must be one of {COMPOSITIONS}.")
         self.events = tuple(events)
@@ -299,6 +308,7 @@ class PrivacyLedger:
                 raise TypeError("A PrivacyLedger holds PrivacyEvent objects only.")
         self.composition = composition
         self._delta = None if delta is None else float(delta)
+        self.gaussian_epsilon = None if gaussian_epsilon is None else float(gaussian_epsilon)
         self.for_publication = True
         # Refuse an impossible mixture of notions at construction.
         self.notion = composed_notion(event.notion for event in self.events)
@@ -310,7 +320,12 @@ class PrivacyLedger:
         ledgers = list(ledgers)
         events = [event for ledger in ledgers for event in ledger.events]
         delta = sum(ledger.delta for ledger in ledgers)
-        combined = cls(events, composition=composition, delta=min(delta, 1.0))
+        # One planned Gaussian part carries its plan over (the check in the
+        # composition decides whether it still applies).
+        hints = [ledger.gaussian_epsilon for ledger in ledgers
+                 if any(event.is_gaussian for event in ledger.events)]
+        combined = cls(events, composition=composition, delta=min(delta, 1.0),
+                       gaussian_epsilon=hints[0] if len(hints) == 1 else None)
         combined.for_publication = all(ledger.for_publication for ledger in ledgers)
         return combined
 
@@ -373,6 +388,13 @@ class PrivacyLedger:
             )
         mu = hypot_at_least(*(event.mu for event in gaussian))
         eps_gauss = gdp_epsilon(mu, min(delta_gauss, 1.0))
+        planned = self.gaussian_epsilon
+        if planned is not None and 0 < planned < eps_gauss and delta_gauss < 1.0:
+            try:
+                if mu <= gdp_mu(planned, delta_gauss):
+                    eps_gauss = planned  # mu-GDP implies (planned, delta_gauss)-DP
+            except ValueError:
+                pass
         if delta_gauss >= sum(event.delta for event in gaussian):
             # Basic composition of the Gaussian events is also valid at this
             # delta; report the smaller of two valid epsilons.

@@ -20,7 +20,14 @@ from ._blocks import memory_order
 from ._rows import RowSource, is_dask_collection
 from .accounting import PrivacyEvent
 from .exceptions import ConfigurationError, PrivacyLeakWarning
-from .mechanisms import bound_bins, counts_above, private_upper_bound, upper_bound_margin
+from .mechanisms import (
+    bound_bins,
+    counts_above,
+    private_upper_bound,
+    product_at_most,
+    shares_at_most,
+    upper_bound_margin,
+)
 
 __all__ = [
     "clip_rows",
@@ -303,15 +310,16 @@ def range_bound_epsilons(missing, *, epsilon, bounds, bounds_budget, private):
     ``{}`` when the fit is not private (``epsilon=inf`` needs no bounds) or
     nothing is missing; ``inf`` for each missing bound with
     ``bounds='data'`` (read from the data, not private); otherwise the share
-    ``bounds_budget * epsilon`` split equally over the missing bounds.
+    ``bounds_budget * epsilon`` split equally over the missing bounds (each
+    share rounded down, so they sum to at most it).
     """
     missing = list(missing)
     if not private or not missing:
         return {}
     if bounds == "data":
         return {name: math.inf for name in missing}
-    share = float(bounds_budget) * float(epsilon) / len(missing)
-    return {name: share for name in missing}
+    shares = shares_at_most(product_at_most(bounds_budget, epsilon), [1] * len(missing))
+    return dict(zip(missing, shares))
 
 
 def check_range_bounds_feasible(n_samples, bound_epsilons):

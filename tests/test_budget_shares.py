@@ -46,6 +46,7 @@ from skprivreg.mechanisms import (
     product_at_most,
     shares_at_most,
     sqrt_at_most,
+    value_at_least,
     value_at_most,
 )
 
@@ -168,7 +169,8 @@ CASES = {
                                              composition="basic"), "reg",
                      ((0.3, B), (4.0, D), (5.7, A), (9.9, D))),
     "boosted-adassp": (lambda: BoostedAdaSSPRegressor(epsilon=1.0, delta=1e-6, x_bound=2.0,
-                                                      y_bound=8.0), "reg", ((5.7, A), (9.9, D))),
+                                                      y_bound=8.0), "reg",
+                       ((5.7, A), (9.9, D), (4.02, B), (8.98, B))),
     "boosted-adassp-bounds": (lambda: BoostedAdaSSPRegressor(epsilon=1.0, delta=1e-6), "big",
                               ((3.0, D),)),
     "independent-ssp-bounds": (lambda: IndependentSSPRegressor(epsilon=1.0, delta=1e-6),
@@ -305,3 +307,80 @@ def test_adassp_published_constants_split_in_thirds(epsilon):
         ledger = est._plan_ledger(True, 1)
     assert _exact_sum(e.epsilon for e in ledger.events) <= Fraction(epsilon)
     assert _exact_sum(e.delta for e in ledger.events) <= Fraction(1e-6)
+
+
+def test_a_gdp_ledger_reports_at_most_the_planned_epsilon_of_its_gaussian_part():
+    # gdp_epsilon is not monotone in mu in its last ulps: 12 ulps below
+    # gdp_mu(0.9, 1e-5) it gives 0.9000000000000006. A ledger told the planned
+    # epsilon checks that mu-GDP implies it and reports at most it.
+    epsilon, delta = 0.9, 1e-5
+    mu = gdp_mu(epsilon, delta)
+    lower = mu
+    for _ in range(12):
+        lower = math.nextafter(lower, 0.0)
+    assert gdp_epsilon(lower, delta) > epsilon  # the case is real
+
+    def ledger(mu_, hint):
+        event = PrivacyEvent("g", 1.0, 0.0, sensitivity=mu_, sigma=1.0, mu=mu_)
+        return PrivacyLedger([event], composition="gdp", delta=delta, gaussian_epsilon=hint)
+
+    assert ledger(lower, None).epsilon > epsilon
+    assert ledger(lower, epsilon).epsilon == epsilon
+    # A hint the composed mu does not support is ignored.
+    above = gdp_mu(0.5, delta) * 1.001
+    assert ledger(above, 0.5).epsilon == gdp_epsilon(above, delta) > 0.5
+    # The hint survives a concatenation with pure events and the budget store.
+    from skprivreg._budget_store import _ledger_from_json, _ledger_to_json
+
+    combined = PrivacyLedger.concatenate(
+        [PrivacyLedger([PrivacyEvent("pure", 0.1, 0.0)]), ledger(lower, epsilon)],
+        composition="gdp")
+    assert combined.epsilon == value_at_least(Fraction(0.1) + Fraction(epsilon))
+    assert _ledger_from_json(_ledger_to_json(ledger(lower, epsilon))).epsilon == epsilon
+
+
+def test_range_bound_shares_are_rounded_down():
+    # 0.1 * 3.0 / 2 rounded to nearest gave 0.15000000000000002 for each bound.
+    from skprivreg.bounds import range_bound_epsilons
+
+    for epsilon in (3.0, 0.7, 1.1):
+        shares = range_bound_epsilons(["x_range", "y_bound"], epsilon=epsilon,
+                                      bounds="private", bounds_budget=0.1, private=True)
+        assert _exact_sum(shares.values()) <= Fraction(0.1) * Fraction(epsilon)
+
+
+@pytest.mark.parametrize("delta", [1e-5, 3e-6, 1.1e-5])
+def test_issp_ptr_is_calibrated_at_the_delta_its_event_records(delta):
+    # delta1 / 3 rounded to nearest is 3.3333333333333337e-06 at delta1 = 1e-5,
+    # above the recorded share 3.3333333333333333e-06.
+    from skprivreg.linear_model._issp_plan import issp_k, issp_plan
+
+    plan = issp_plan(n_samples=500_000, n_features=1, epsilon=4.0, delta=delta,
+                     residual_bound=3.0)
+    event = {e.name: e for e in plan.ledger().events}["issp_ptr"]
+    k, cal = issp_k(event.epsilon, event.delta, plan.ptr_fail_prob)
+    assert (k, cal.scale, cal.tau) == (plan.k, plan.ptr_scale, plan.ptr_tau)
+
+
+@pytest.mark.parametrize("epsilon", [0.296, 0.19, 0.37])
+def test_adassp_published_noise_is_calibrated_at_the_recorded_shares(epsilon):
+    est = AdaSSPRegressor(epsilon=epsilon, delta=1e-5, constants="paper", x_bound=1.0,
+                          y_bound=1.0, fit_intercept=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ledger = est._plan_ledger(True, 1)
+    first = ledger.events[0]
+    multiplier = math.sqrt(math.log(2.0 / first.delta)) / first.epsilon
+    assert first.sigma == multiplier * 1.0  # lambda_min's B^2 = 1
+
+
+def test_spending_what_an_accountant_says_remains_stays_within_its_budget():
+    # 1.0 - 0.1 rounds up to 0.9: spending it brought the total to 1.0000000000000002.
+    from skprivreg import BudgetAccountant
+
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    acc.spend(PrivacyLedger([PrivacyEvent("first", 0.1, 1e-6)]))
+    eps_left, delta_left = acc.remaining()
+    assert Fraction(eps_left) <= Fraction(1.0) - Fraction(0.1)
+    acc.spend(PrivacyLedger([PrivacyEvent("rest", eps_left, delta_left)]))
+    assert acc.total().epsilon <= 1.0 and acc.total().delta <= 1e-5

@@ -32,7 +32,11 @@ def adassp_ridge(noisy_lambda_min, gram_sigma, n_columns, failure_prob):
 
 def _published_multiplier(epsilon, delta):
     """Wang (2018)'s noise multiplier ``sqrt(ln(6/delta)) / (epsilon/3)``."""
-    return math.sqrt(math.log(6.0 / delta)) / (epsilon / 3.0)
+    # At each release's share (epsilon/3, delta/3), rounded down as the ledger
+    # records it: log(2 / (delta/3)) = log(6 / delta).
+    eps_share = shares_at_most(epsilon, [1, 1, 1])[0]
+    delta_share = shares_at_most(delta, [1, 1, 1])[0]
+    return math.sqrt(math.log(2.0 / delta_share)) / eps_share
 
 
 class AdaSSPRegressor(_BaseSSP):

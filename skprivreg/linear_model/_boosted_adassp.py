@@ -238,7 +238,8 @@ class BoostedAdaSSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixi
         events = [gaussian_event_from_mu(nm, s, m, share) for nm, s, m in zip(names, sens, mus)]
         if not private:  # noiseless events of infinite epsilon
             return PrivacyLedger(events, composition="basic", delta=0.0)
-        return PrivacyLedger([*bound_events, *events], composition="gdp", delta=self.delta)
+        return PrivacyLedger([*bound_events, *events], composition="gdp", delta=self.delta,
+                             gaussian_epsilon=epsilon)
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -298,7 +298,8 @@ class IndependentSSPRegressor(
             sigma_cov = root_l(sigma_gram)
             joint = replace(joint, components=(("covariance", sigma_cov),
                                                ("association", sigma_assoc)))
-            ledger = PrivacyLedger([*bound_events, joint], composition="gdp", delta=delta)
+            ledger = PrivacyLedger([*bound_events, joint], composition="gdp", delta=delta,
+                                   gaussian_epsilon=epsilon)
             return [joint], sigma_cov, sigma_assoc, ledger
         if self.composition == "gdp":
             mu = gdp_mu(epsilon, delta)
@@ -308,7 +309,8 @@ class IndependentSSPRegressor(
             cov = gaussian_event_from_mu("covariance x l", root_l(sens_cov), mu_cov, f * delta)
             assoc = gaussian_event_from_mu("association x l", root_l(sens_assoc), mu_assoc,
                                            (1 - f) * delta)
-            ledger = PrivacyLedger([*bound_events, cov, assoc], composition="gdp", delta=delta)
+            ledger = PrivacyLedger([*bound_events, cov, assoc], composition="gdp", delta=delta,
+                                   gaussian_epsilon=epsilon)
             return [cov, assoc], cov.sigma, assoc.sigma, ledger
         # Totals of the l runs, each at most its exact share (they sum to at
         # most (epsilon, delta)), and per-run shares at most 1/l of them.

@@ -64,8 +64,9 @@ class ISSPPlan:
     ``(eps_loc, delta_loc)`` for the Gaussian location step and
     ``(eps_shape, delta_shape)`` for the covariance shape step,
     combined by the weak triangle inequality into ``delta_gauss``.
-    ``eps_r0 + eps_ptr + eps_loc + eps_shape + eps_unused = epsilon`` and
-    ``delta_r0 + delta_ptr + delta_gauss = delta``. ``eps_unused`` is positive
+    ``eps_r0 + eps_ptr + eps_loc + eps_shape + eps_unused <= epsilon`` and
+    ``delta_r0 + delta_ptr + delta_gauss <= delta`` (each share rounded down
+    from its exact value, so equal up to an ulp or two). ``eps_unused`` is positive
     only at large epsilon, where more location budget would make the shape-step
     cap on L0 bind (:func:`_fractions_plan`); it is not spent.
     """
@@ -232,7 +233,7 @@ def _location_epsilon_cap(L0, delta1, eps_shape, k, constants="proven"):
     :func:`shape_distance_bound`) holds iff
     ``eps_M <= min(eps_C, 0.999)/(3 b(L0)) - ln(4/D)``.
     """
-    D = 2.0 * delta1 / 3.0
+    D = shares_at_most(delta1, [1, 2])[1]  # as _delta_shares
     if not L0 > 0 or not math.isfinite(L0):
         return -math.inf
     b = shape_distance_bound(L0, k, constants)
@@ -335,7 +336,7 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     # Shares of eps1 whose exact sum is at most eps1 (the fractions' floats
     # may sum above 1, and each product may round up).
     eps_ptr, eps_loc, eps_shape = shares_at_most(eps1, fractions)
-    k, cal = issp_k(eps_ptr, delta1 / 3.0, fail_prob)
+    k, cal = issp_k(eps_ptr, shares_at_most(delta1, [1, 2])[0], fail_prob)  # delta_ptr
     cap_lev = 1.0 / (96.0 * k)
     cap_over = (MAX_LOG_BLOWUP / (432.0 * k * k) if constants == "paper"
                 else _ladder_L0_for(k, MAX_LOG_BLOWUP))

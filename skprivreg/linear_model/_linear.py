@@ -140,6 +140,7 @@ class _Plan:
     weights: dict  # release name -> share of mu^2
     row_bound: float  # bound of a mapped row (public)
     n_rounds: int
+    gaussian_epsilon: float  # what the bounds leave: mu = gdp_mu(gaussian_epsilon, delta)
 
 
 def _plan(est, n, d):
@@ -171,7 +172,8 @@ def _plan(est, n, d):
                          epsilon=math.inf, delta=0.0)
             for name in missing
         ]
-    mu = gdp_mu(difference_at_most(est.epsilon, *eps_bounds), est.delta) if private else math.inf
+    eps_gauss = difference_at_most(est.epsilon, *eps_bounds) if private else math.inf
+    mu = gdp_mu(eps_gauss, est.delta) if private else math.inf
     T = int(est.n_rounds)
     w_mean = mean_weight(n, mu)
     weights = {"label_moments": w_mean}
@@ -188,7 +190,7 @@ def _plan(est, n, d):
             weights[f"gradient_{t}"] = 0.45 * rest / (T - 1)
     weights["selection"] = 0.07 * rest
     row_bound = sqrt_at_least(d) if est.x_range is not None else 1.0
-    return _Plan(private, mu, tuple(bound_events), weights, row_bound, T)
+    return _Plan(private, mu, tuple(bound_events), weights, row_bound, T, eps_gauss)
 
 
 def _mus(plan):
@@ -207,7 +209,8 @@ def _ledger(plan, events, delta):
             [PrivacyEvent(name=e.name, epsilon=math.inf, delta=0.0) for e in events],
             composition="basic", delta=0.0,
         )
-    return PrivacyLedger([*plan.bound_events, *events], composition="gdp", delta=delta)
+    return PrivacyLedger([*plan.bound_events, *events], composition="gdp", delta=delta,
+                         gaussian_epsilon=plan.gaussian_epsilon)
 
 
 def _row_norm_bound(plan, fit_intercept):

@@ -238,6 +238,7 @@ class ReleasePlan:
     ledger_composition: str
     joint_event: PrivacyEvent | None = None
     joint_gain: float = 1.0
+    gaussian_epsilon: float | None = None  # the releases' planned epsilon (GDP ledgers)
 
 
 def _raw_bound_above(x_scale, c):
@@ -415,6 +416,7 @@ def plan_reusecov(
         ledger_composition=ledger_composition,
         joint_event=joint_event,
         joint_gain=gamma,
+        gaussian_epsilon=float(epsilon) if ledger_composition == "gdp" else None,
     )
 
 
@@ -433,7 +435,8 @@ def _plan_ledger(plan, delta, private, association_name=None, bound_events=()):
         events = [*bound_events, *(e for e in (plan.cov_event, assoc) if e is not None)]
     if not private:
         return PrivacyLedger(events, composition="basic", delta=0.0)
-    return PrivacyLedger(events, composition=plan.ledger_composition, delta=delta)
+    return PrivacyLedger(events, composition=plan.ledger_composition, delta=delta,
+                         gaussian_epsilon=plan.gaussian_epsilon)
 
 
 

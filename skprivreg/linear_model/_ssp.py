@@ -154,6 +154,7 @@ class _BaseSSP(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEstimat
             [*bound_events, *events],
             composition=composition,
             delta=self.delta if private else 0.0,
+            gaussian_epsilon=epsilon_ssp if composition == "gdp" else None,
         )
 
     def _gram_sensitivity(self, x_bound):
@@ -306,9 +307,9 @@ class SSPRegressor(_BaseSSP):
     between the missing bounds); the rest, ``(epsilon', delta)``, goes to the
     two Gaussian releases. With ``composition='gdp'`` the releases get
     ``mu' / sqrt(2)`` each, where ``mu'`` is the GDP parameter of
-    ``(epsilon', delta)`` (exact composition); with ``'basic'`` each gets
-    ``(epsilon'/2, delta/2)``, calibrated by the analytic Gaussian mechanism
-    (Balle & Wang 2018).
+    ``(epsilon', delta)`` (they compose to at most it: every share is
+    rounded down); with ``'basic'`` each gets ``(epsilon'/2, delta/2)``,
+    calibrated by the analytic Gaussian mechanism (Balle & Wang 2018).
 
     Sensitivities (replace-one, ``B = sqrt(x_bound^2 + intercept_scaling^2)``
     with an intercept): ``sqrt(2) x_bound^2`` for the upper triangle of

@@ -123,7 +123,8 @@ def gaussian_event_from_mu(
     """Calibrate a Gaussian release to be mu-GDP: ``sigma = sensitivity / mu``.
 
     Used when a total (epsilon, delta) is turned into a total mu and split
-    among releases as ``mu_k`` with ``sum mu_k**2 = mu**2``. The event's own
+    among releases as ``mu_k`` with ``sum mu_k**2 <= mu**2`` (each rounded
+    down, :func:`~skprivreg.mechanisms.gdp_split`). The event's own
     ``epsilon`` is the exact GDP conversion of ``mu`` at ``delta`` (its share
     of the ledger's delta); the ledger composes the ``mu``'s, not these.
     ``mu=np.inf`` means no noise. A noise scale below float64's normal range
