@@ -56,7 +56,7 @@ def _ledger_to_json(ledger):
     return {
         "composition": ledger.composition,
         "delta": ledger._delta,
-        "gaussian_epsilon": ledger.gaussian_epsilon,
+        "gaussian_epsilon": getattr(ledger, "gaussian_epsilon", None),
         "for_publication": bool(ledger.for_publication),
         "events": [dataclasses.asdict(event) for event in ledger.events],
     }

@@ -322,7 +322,7 @@ class PrivacyLedger:
         delta = sum(ledger.delta for ledger in ledgers)
         # One planned Gaussian part carries its plan over (the check in the
         # composition decides whether it still applies).
-        hints = [ledger.gaussian_epsilon for ledger in ledgers
+        hints = [getattr(ledger, "gaussian_epsilon", None) for ledger in ledgers
                  if any(event.is_gaussian for event in ledger.events)]
         combined = cls(events, composition=composition, delta=min(delta, 1.0),
                        gaussian_epsilon=hints[0] if len(hints) == 1 else None)
@@ -388,7 +388,7 @@ class PrivacyLedger:
             )
         mu = hypot_at_least(*(event.mu for event in gaussian))
         eps_gauss = gdp_epsilon(mu, min(delta_gauss, 1.0))
-        planned = self.gaussian_epsilon
+        planned = getattr(self, "gaussian_epsilon", None)  # None in ledgers pickled before it
         if planned is not None and 0 < planned < eps_gauss and delta_gauss < 1.0:
             try:
                 if mu <= gdp_mu(planned, delta_gauss):
