@@ -395,7 +395,7 @@ class PrivacyLedger:
                     eps_gauss = planned  # mu-GDP implies (planned, delta_gauss)-DP
             except ValueError:
                 pass
-        if delta_gauss >= sum(event.delta for event in gaussian):
+        if delta_gauss >= _sum_at_least(event.delta for event in gaussian):
             # Basic composition of the Gaussian events is also valid at this
             # delta; report the smaller of two valid epsilons.
             eps_gauss = min(eps_gauss, _sum_at_least(event.epsilon for event in gaussian))

@@ -384,3 +384,15 @@ def test_spending_what_an_accountant_says_remains_stays_within_its_budget():
     assert Fraction(eps_left) <= Fraction(1.0) - Fraction(0.1)
     acc.spend(PrivacyLedger([PrivacyEvent("rest", eps_left, delta_left)]))
     assert acc.total().epsilon <= 1.0 and acc.total().delta <= 1e-5
+
+
+def test_basic_composition_of_gaussian_events_needs_their_exact_delta_sum():
+    # 8.459776330097977e-06 + 7.603748589108994e-06 rounds to nearest below the
+    # exact sum: at that delta basic composition of the two does not hold, so a
+    # GDP ledger must not report their (here tiny) basic sum.
+    d1, d2 = 8.459776330097977e-06, 7.603748589108994e-06
+    assert Fraction(d1) + Fraction(d2) > Fraction(d1 + d2)  # the case is real
+    events = [PrivacyEvent("g1", 0.01, d1, sensitivity=0.5, sigma=1.0, mu=0.5),
+              PrivacyEvent("g2", 0.01, d2, sensitivity=0.5, sigma=1.0, mu=0.5)]
+    ledger = PrivacyLedger(events, composition="gdp", delta=d1 + d2)
+    assert ledger.epsilon == gdp_epsilon(hypot_at_least(0.5, 0.5), d1 + d2) > 0.02
