@@ -340,9 +340,9 @@ def _child_enters_a_pass(queue):
     queue.put(_threads._LIMIT["users"])
 
 
-def test_a_process_forked_during_a_threaded_pass_starts_with_no_pass_of_its_own():
-    # The child inherited the parent's count of passes running: its own passes never
-    # restored BLAS, and a lock held at the fork would have blocked them for ever.
+def _fork_during_a_threaded_pass(target, check_inside=None):
+    """Run ``target(queue)`` in a process forked while another thread holds a pass's
+    BLAS limit; returns ``(what the child put on the queue, its exit code)``."""
     import multiprocessing
     import threading
 
@@ -361,16 +361,27 @@ def test_a_process_forked_during_a_threaded_pass_starts_with_no_pass_of_its_own(
     runner.start()
     try:
         assert inside.wait(30)
+        if check_inside is not None:
+            check_inside()
         context = multiprocessing.get_context("fork")
         queue = context.Queue()
-        child = context.Process(target=_child_enters_a_pass, args=(queue,))
+        child = context.Process(target=target, args=(queue,))
         child.start()
-        users = queue.get(timeout=60)
+        reported = queue.get(timeout=60)
         child.join(60)
     finally:
         leave.set()
         runner.join(30)
-    assert users == 0 and child.exitcode == 0
+    return reported, child.exitcode
+
+
+def test_a_process_forked_during_a_threaded_pass_starts_with_no_pass_of_its_own():
+    # The child inherited the parent's count of passes running: its own passes never
+    # restored BLAS, and a lock held at the fork would have blocked them for ever.
+    from skprivreg import _threads
+
+    users, exitcode = _fork_during_a_threaded_pass(_child_enters_a_pass)
+    assert users == 0 and exitcode == 0
     assert _threads._LIMIT["users"] == 0
 
 
@@ -387,38 +398,15 @@ def _child_reports_blas_threads(queue):
 def test_a_process_forked_during_a_threaded_pass_gets_blas_threads_back():
     # The pass that limited BLAS to one thread runs on in the parent, not in the
     # child: the child kept BLAS on one thread for the rest of its life.
-    import multiprocessing
-    import threading
-
-    from skprivreg import _threads
-
-    if "fork" not in multiprocessing.get_all_start_methods():
-        pytest.skip("no fork on this platform")
     before = _blas_threads()
     if not before or max(before) < 2:
         pytest.skip("BLAS runs one thread here: nothing to restore")
-    inside, leave = threading.Event(), threading.Event()
 
-    def a_pass():
-        with _threads.single_threaded_blas():
-            inside.set()
-            leave.wait(30)
-
-    runner = threading.Thread(target=a_pass)
-    runner.start()
-    try:
-        assert inside.wait(30)
+    def limited():
         assert max(_blas_threads()) == 1  # the pass holds the limit
-        context = multiprocessing.get_context("fork")
-        queue = context.Queue()
-        child = context.Process(target=_child_reports_blas_threads, args=(queue,))
-        child.start()
-        in_child = queue.get(timeout=60)
-        child.join(60)
-    finally:
-        leave.set()
-        runner.join(30)
-    assert in_child == before and child.exitcode == 0
+
+    in_child, exitcode = _fork_during_a_threaded_pass(_child_reports_blas_threads, limited)
+    assert in_child == before and exitcode == 0
     assert _blas_threads() == before
 
 
