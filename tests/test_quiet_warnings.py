@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from joblib import parallel_config
 
-from skprivreg import PrivateLassoSupportSelector
+from skprivreg import PrivacyLeakWarning, PrivateLassoSupportSelector
 from skprivreg import _warnings as quiet_module
 from skprivreg._warnings import quiet_warnings
 from skprivreg.feature_selection._stability import _evaluate_batch
+from skprivreg.testing import reproducible_noise
 
 
 class InnerWarning(UserWarning):
@@ -143,3 +144,87 @@ def test_lasso_support_selector_threading_backend_shows_no_inner_warning():
             assert warnings.filters is filters and warnings.filters == before
         warnings.warn("a later warning", UserWarning, stacklevel=1)
         assert [str(w.message) for w in shown] == ["a later warning"]
+
+
+class _QuietElsewhere:
+    """Another thread stays inside a quiet block while the body of ``with`` runs."""
+
+    def __enter__(self):
+        self._inside, self._leave = threading.Event(), threading.Event()
+
+        def hold():
+            with quiet_warnings():
+                self._inside.set()
+                self._leave.wait(30)
+
+        self._thread = threading.Thread(target=hold)
+        self._thread.start()
+        assert self._inside.wait(30)
+        return self
+
+    def __exit__(self, *exc_info):
+        self._leave.set()
+        self._thread.join()
+        return False
+
+
+def test_privacy_leak_warning_of_another_thread_is_shown_while_quiet():
+    """A fit on one thread cannot hide that a result on another is not private;
+    the other warnings of the period stay hidden, as documented."""
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with _QuietElsewhere():
+            warnings.warn("not private: epsilon=inf", PrivacyLeakWarning, stacklevel=1)
+            warnings.warn("an inner value 0.123", InnerWarning, stacklevel=1)
+        assert [(w.category, str(w.message)) for w in shown] == [
+            (PrivacyLeakWarning, "not private: epsilon=inf")]
+        assert quiet_module._depth == 0
+
+
+def test_reproducible_noise_warns_while_another_thread_is_quiet():
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        with _QuietElsewhere():
+            with reproducible_noise(3):
+                pass
+        assert [w.category for w in shown] == [PrivacyLeakWarning]
+        assert "reproduced" in str(shown[0].message)
+
+
+def test_privacy_leak_warning_follows_the_saved_filters_while_quiet():
+    with warnings.catch_warnings(record=True) as shown:
+        # An "error" filter for every warning raises a privacy leak as it would
+        # outside a quiet period, but never an inner warning of the period.
+        warnings.simplefilter("error")
+        with _QuietElsewhere():
+            with pytest.raises(PrivacyLeakWarning, match="not private"):
+                warnings.warn("not private", PrivacyLeakWarning, stacklevel=1)
+            with quiet_warnings():
+                warnings.warn("an inner value", InnerWarning, stacklevel=1)
+        # An "ignore" filter for the category hides it.
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
+        with _QuietElsewhere():
+            warnings.warn("not private", PrivacyLeakWarning, stacklevel=1)
+        assert shown == []
+
+
+def test_privacy_leak_warning_reaches_a_replaced_showwarning_while_quiet():
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda message, category, *args: seen.append(category)
+        with _QuietElsewhere():
+            warnings.warn("not private", PrivacyLeakWarning, stacklevel=1)
+            warnings.warn("an inner value", InnerWarning, stacklevel=1)
+    assert seen == [PrivacyLeakWarning]
+
+
+def test_privacy_leak_warning_without_a_filter_takes_the_default_action_while_quiet():
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.resetwarnings()  # no filter: Python's default action ("default")
+        with _QuietElsewhere():
+            for _ in range(2):  # "default": once per location
+                warnings.warn("not private", PrivacyLeakWarning, stacklevel=1)
+            warnings.warn("an inner value", InnerWarning, stacklevel=1)
+        assert [w.category for w in shown] == [PrivacyLeakWarning]
