@@ -34,7 +34,7 @@ functions draw nothing random.
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 from sklearn.utils import assert_all_finite
@@ -290,8 +290,9 @@ def run_pieces(bounds, run, n_threads, into, combine):
     """``run(list of pieces, acc or None) -> partial`` over ``bounds``, shared by threads.
 
     With ``n_threads > 1`` the pieces are split into that many contiguous
-    runs, one per thread, whose partials are combined in row order: the
-    result does not depend on how the threads were scheduled. A block
+    runs, one per thread (the calling thread runs the first), whose partials
+    are combined in row order: the result does not depend on how the threads
+    were scheduled. An error in any run leaves once every run has ended. A block
     without rows (an empty Dask chunk) is run as one empty piece: block
     functions return their zero partial for it.
     """
@@ -301,7 +302,18 @@ def run_pieces(bounds, run, n_threads, into, combine):
         return run(bounds, into)
     runs = [bounds[i * len(bounds) // k:(i + 1) * len(bounds) // k] for i in range(k)]
     # A pool thread has its own floating-point state: silenced here as in ``fit``.
-    parts = list(_pool(k).map(quiet_floats(lambda r: run(r, None)), runs))
+    work = quiet_floats(lambda r: run(r, None))
+    # The calling thread runs the first run itself while k - 1 pool threads
+    # run the others, instead of waking k threads and waiting: measured at
+    # n = 1e6, d = 10 on two cores, a one-round LinearRegression fit took
+    # 0.95x the time (median of 30 interleaved pairs; no change at d = 100).
+    futures = [_pool(k - 1).submit(work, r) for r in runs[1:]]
+    try:
+        first = work(runs[0])
+    except BaseException:
+        wait(futures)  # the other runs end before the error leaves the pass
+        raise
+    parts = [first, *(future.result() for future in futures)]
     total = parts[0] if into is None else combine(into, parts[0])
     for part in parts[1:]:
         total = combine(total, part)

@@ -665,6 +665,54 @@ def test_threaded_passes_equal_the_single_threaded_ones(monkeypatch, fixed_noise
     np.testing.assert_allclose(fits[1][2].var_, fits[0][2].var_, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_the_calling_thread_runs_the_first_run_of_a_pass(n_threads):
+    """The caller works instead of waiting (a scheduler places a thread woken by a
+    waiting one on its core), and the partials are combined in row order."""
+    import threading
+
+    from skprivreg._gram import run_pieces
+
+    bounds = [(10 * i, 10 * i + 10) for i in range(6)]
+    seen = {}
+
+    def run(pieces, acc):
+        seen[pieces[0]] = threading.get_ident()
+        return [pieces]
+
+    total = run_pieces(bounds, run, n_threads, None, lambda a, b: a + b)
+    runs = [bounds[i * 6 // n_threads:(i + 1) * 6 // n_threads] for i in range(n_threads)]
+    assert total == runs
+    assert seen[bounds[0]] == threading.get_ident()
+    assert all(seen[r[0]] != threading.get_ident() for r in runs[1:])
+
+
+@pytest.mark.parametrize("failing", [0, 1])
+def test_a_failing_run_of_a_pass_raises_after_every_run_ended(failing):
+    """A refused piece (NaN, say) ends the pass with its error, from any thread,
+    and no thread still reads the rows after the error has left."""
+    import threading
+    import time
+
+    from skprivreg._gram import run_pieces
+
+    ended = []
+
+    def run(pieces, acc):
+        index = pieces[0][0] // 10
+        if index == failing:
+            raise ValueError(f"run {index} refused")
+        time.sleep(0.05)
+        ended.append(index)
+        return [index]
+
+    before = threading.active_count()
+    with pytest.raises(ValueError, match=f"run {failing} refused"):
+        run_pieces([(0, 10), (10, 20)], run, 2, None, lambda a, b: a + b)
+    assert ended == [1 - failing]
+    assert threading.active_count() <= before + 1  # the pool's thread, idle
+
+
 def test_numpy_passes_run_threads_and_dask_passes_one(monkeypatch):
     """Narrow rows too: their products release the interpreter lock (``np.dot``)."""
     import skprivreg._gram as gram
