@@ -21,6 +21,7 @@ __all__ = [
     "WORKSPACE_MAX_BYTES",
     "WORKSPACE_TOTAL_BYTES",
     "as_float64_block",
+    "is_column_strided",
     "is_file_backed",
     "memory_order",
     "numpy_owned",
@@ -124,7 +125,7 @@ def workspace_like(key, X):
     return workspace(key, X.shape, order=memory_order(X))
 
 
-def as_float64_block(block, scratch=None):
+def as_float64_block(block, scratch=None, column_strided=False):
     """The block as aligned, contiguous float64: the block itself, else a block-sized copy.
 
     A copy when the block is of another float type; when its data are not
@@ -140,6 +141,12 @@ def as_float64_block(block, scratch=None):
     the copy is made into that reused buffer (for a cache-sized piece that is
     not kept).
 
+    ``column_strided``: a slice of the rows of a Fortran-ordered float64
+    array (:func:`is_column_strided`) is used as it is, for a caller that
+    multiplies it only with ``np.matmul``: matmul hands the column stride to
+    BLAS as the leading dimension, and the product rounds exactly as on a
+    contiguous copy (``np.dot`` copies such an operand and rounds otherwise).
+
     A block of a file (an ``np.memmap`` or a view of one) is always copied:
     another process may change the file between two reads, so the values a
     block function checks (NaN, ranges, row norms) and the values it sums
@@ -151,7 +158,8 @@ def as_float64_block(block, scratch=None):
     """
     block = np.asarray(block)
     if (block.dtype == np.float64 and block.flags.aligned
-            and (block.flags.c_contiguous or block.flags.f_contiguous)
+            and (block.flags.c_contiguous or block.flags.f_contiguous
+                 or (column_strided and is_column_strided(block)))
             and not is_file_backed(block)):
         return block
     if scratch is None:
@@ -159,6 +167,18 @@ def as_float64_block(block, scratch=None):
     out = workspace_like(scratch, block)
     np.copyto(out, block, casting="unsafe")
     return out
+
+
+def is_column_strided(X):
+    """True when ``X`` is 2-D with contiguous columns of at least two rows at a stride
+    of at least their length: a slice of the rows of a Fortran-ordered array (what
+    scikit-learn makes of a data frame), which BLAS reads with that stride as its
+    leading dimension. (One row is not: its product is a dot product with a stride,
+    which BLAS rounds otherwise than a contiguous one.)"""
+    return (X.ndim == 2 and X.shape[0] > 1 and X.strides[0] == X.itemsize
+            and X.strides[1] > 0
+            and X.strides[1] % X.itemsize == 0
+            and X.strides[1] >= X.itemsize * max(X.shape[0], 1))
 
 
 def numpy_owned(array):

@@ -308,6 +308,121 @@ def test_linear_regression_every_pass_clips_as_the_first_found(fixed_noise, outs
     assert not got.mean_fallback_
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("outside_rows", [[7_000], [0, 299_999]])
+def test_linear_regression_long_pieces_clip_as_the_clipped_copy(fixed_noise, order, outside_rows):
+    """Over two blocks of long pieces shared by threads, C- and Fortran-ordered (a data
+    frame's rows, read as stored by the residual passes), the fit with entries outside
+    the ranges equals the fit on the rows clipped beforehand, with the same noise (bit
+    for bit on C-ordered rows, whose clipped pieces are multiplied as stored ones)."""
+    rng = np.random.default_rng(9)
+    n = 400_000
+    X = rng.uniform(-4.0, 4.0, size=(n, 3))
+    y = np.clip(X @ [0.8, -0.5, 0.3] + rng.normal(size=n), -6.0, 6.0)
+    for row in outside_rows:
+        X[row] = [12.0, -8.0, 2.0]
+    wrap = np.asfortranarray if order == "F" else np.ascontiguousarray
+    params = dict(epsilon=4.0, delta=1e-6, n_rounds=3, random_state=3, **LINEAR_DECLARED)
+    ref = LinearRegression(**params).fit(wrap(np.clip(X, -4.0, 4.0)), y)
+    got = LinearRegression(**params).fit(wrap(X), y)
+    assert [e.name for e in got.privacy_spent_] == [e.name for e in ref.privacy_spent_]
+    tol = 0.0 if order == "C" else 1e-12
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=tol, atol=0.0)
+    assert got.intercept_ == pytest.approx(ref.intercept_, rel=tol, abs=0.0)
+    assert got.mean_fallback_ == ref.mean_fallback_
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n_rows", [2, 3, 5, 4_099])
+def test_a_row_outside_its_range_changes_no_other_residual(order, n_rows):
+    """One record outside its range decides whether a piece is clipped: that must change
+    no other row's residual, bit for bit. Fortran-ordered rows are multiplied as stored
+    and only the outside rows again from their clipped copy (a whole clipped copy has
+    another leading dimension, which OpenBLAS rounds otherwise for pieces of 2-3 rows)."""
+    from skprivreg.linear_model._range_blocks import RangeMap, _residuals, raw_space
+    from skprivreg.mechanisms import sqrt_at_least
+
+    rng = np.random.default_rng(11)
+    d = 6
+    rmap = RangeMap(np.zeros(d), np.full(d, 4.0), 0.0, 6.0, sqrt_at_least(d), True)
+    assert raw_space(rmap, None)  # the passes sum the raw rows
+    wrap = np.asfortranarray if order == "F" else np.ascontiguousarray
+    wide = rng.uniform(-4.0, 4.0, size=(n_rows + 5_000, d))
+    y = rng.normal(size=n_rows)
+    k = n_rows // 2  # the row of the piece that moves outside its range
+    others = np.arange(n_rows) != k
+    for start in (0, 1, 4, 7, 1_000):  # products round differently at other offsets
+        theta = rng.normal(size=d + 1) * 10.0
+        neighbour = wide.copy()
+        neighbour[start + k, 1] = 40.0
+        kwargs = dict(rmap=rmap, fit_intercept=True, theta=theta, x_clip=None,
+                      column_strided=True)
+        base = _residuals(wrap(wide)[start:start + n_rows], y, **kwargs)[0].copy()
+        moved = _residuals(wrap(neighbour)[start:start + n_rows], y, **kwargs)[0].copy()
+        np.testing.assert_array_equal(moved[others], base[others])
+        # and the outside row's residual is the clipped row's
+        clipped = np.clip(neighbour[start + k], -4.0, 4.0)
+        want = np.clip(y[k] / 6.0, -1.0, 1.0) - (clipped / 4.0) @ theta[:d] - theta[d]
+        assert moved[k] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_linear_regression_residual_passes_read_fortran_rows_as_stored(monkeypatch):
+    """A data frame's rows (Fortran order) are read by the residual passes in long
+    pieces as stored, as C-ordered rows are, not copied piece by piece; rows of
+    another float type are still converted piece by piece."""
+    import skprivreg.linear_model._linear as lin
+    import skprivreg.linear_model._range_blocks as rb
+
+    seen = []
+    real = rb.as_float64_block
+
+    def spy(block, *args, **kwargs):
+        out = real(block, *args, **kwargs)
+        if np.ndim(block) == 2:  # the rows (labels are read as a vector)
+            seen.append((len(block), out is block))
+        return out
+
+    monkeypatch.setattr(rb, "as_float64_block", spy)
+    passes = []
+    real_pass = lin._data_pass
+
+    def spy_pass(source, block, label, streamed=False):
+        seen.clear()
+        out = real_pass(source, block, label, streamed)
+        passes.append((label, list(seen)))
+        return out
+
+    monkeypatch.setattr(lin, "_data_pass", spy_pass)
+    X, y = _data(300_000, 3)
+    for dtype, as_stored in ((np.float64, True), (np.float32, False)):
+        passes.clear()
+        _quiet(LinearRegression(n_rounds=2, **LINEAR_DECLARED).fit,
+               np.asfortranarray(X, dtype=dtype), y)
+        by_label = dict(passes)
+        for label in ("residual_scale", "selection"):
+            reads = by_label[label]
+            assert reads and all(kept == as_stored for _, kept in reads), (dtype, label)
+            if as_stored:  # long pieces: a block's share per thread
+                assert min(rows for rows, _ in reads) > cache_block_rows(3 + 2)
+
+
+def test_column_strided_rows_are_read_as_stored_only_when_asked():
+    """Slices of two or more rows of a Fortran-ordered float64 array are used as stored
+    with ``column_strided=True`` only; one row, other strides and other types are copied."""
+    from skprivreg._blocks import as_float64_block, is_column_strided
+
+    F = np.asfortranarray(np.random.default_rng(4).uniform(size=(50, 4)))
+    for rows in (F[5:20], F[5:7], F[:, 1:3][5:20]):
+        assert is_column_strided(rows)
+        assert as_float64_block(rows, column_strided=True) is rows
+        copy = as_float64_block(rows)
+        assert not np.shares_memory(copy, F) and copy.flags.f_contiguous
+        np.testing.assert_array_equal(copy, rows)
+    for rows in (F[5:6], F[::2], np.ascontiguousarray(F)[5:20, :2], F[5:20].astype(np.float32)):
+        assert not is_column_strided(rows) or rows.dtype != np.float64
+        assert not np.shares_memory(as_float64_block(rows, column_strided=True), F)
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("n_rounds", [1, 4])
 def test_linear_regression_one_pass_per_release(passes, lazy, n_rounds):

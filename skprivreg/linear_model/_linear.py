@@ -598,15 +598,21 @@ def _fit_private(source, plan, est, rngs):
     R = _row_norm_bound(plan, fit_intercept)
     gram_sens = intercept_gram_sensitivity(plan.row_bound, _INTERCEPT if fit_intercept else 0.0)
 
-    # In-memory C-ordered float64 rows in raw space (public facts): the
-    # residual passes read each row once, by one product, into vector
-    # temporaries, in pieces of a block's share per thread. The split never
-    # depends on the data (so neither does the rounding of a released sum):
-    # a piece with an entry outside its range is clipped in a piece-sized
-    # copy. Other rows (float32, Fortran order: a data frame) are copied
-    # piece by piece, so their pieces stay cache-sized.
+    # In-memory float64 rows, C- or Fortran-ordered (a data frame's), in raw
+    # space (public facts): the residual passes read each row once, by one
+    # product, into vector temporaries, in pieces of a block's share per
+    # thread. The split never depends on the data (so neither does the
+    # rounding of a released sum): a piece with an entry outside its range
+    # is clipped in a piece-sized copy (Fortran order: only its rows outside
+    # their ranges are multiplied again, from a clipped copy). Other rows
+    # (float32, a column selection of a wider array) are copied piece by
+    # piece, so their pieces stay cache-sized. Measured at n = 1e6 on two
+    # cores (median of 9 fits; 3 at d = 100), reading Fortran-ordered rows so
+    # made the selection pass 2.7-3.2x (d = 10) and 3.1x (d = 100) faster
+    # than cache-sized copies did.
     streamed = (source.in_memory and source.X.dtype == np.float64
-                and source.X.flags.c_contiguous and raw_space(rmap, x_clip))
+                and (source.X.flags.c_contiguous or source.X.flags.f_contiguous)
+                and raw_space(rmap, x_clip))
 
     # -- first pass: Gram, A^T u, label moments ------------------------------
     ZtZ, ZtL, sums = _data_pass(source, partial(first_pass_block, **common),

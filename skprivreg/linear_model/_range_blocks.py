@@ -17,7 +17,10 @@ So the passes sum the *range-clipped raw rows* ``X`` and map the sums:
 with one product on the block as it is stored. A block whose entries all lie
 inside their ranges (the block's minimum and maximum) is used as it is; a
 block with an entry outside is clipped in a block-sized copy (a NaN or an
-infinity is refused there by the first pass). Both cases give the statistics
+infinity is refused there by the first pass); the residual passes read the
+rows of a Fortran-ordered array (a data frame's) as stored and multiply
+only the rows outside their ranges again, clipped (:func:`_strided_products`).
+Both cases give the statistics
 of the clipped rows (up to floating-point rounding), so which case a block
 falls in changes no released value. It changes how long the pass takes, and
 timing is not covered by the privacy guarantee (as for every fit: clipping
@@ -39,7 +42,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._blocks import as_float64_block, workspace, workspace_like
+from .._blocks import as_float64_block, is_column_strided, workspace, workspace_like
 from .._gram import cache_block_rows
 from .._rows import check_block_finite
 from ..bounds import clip_threshold, row_norms
@@ -201,9 +204,9 @@ def _clipped_rows(X_block, rmap, check=False, inside=False):
     """The block's rows clipped to their declared ranges (float64); ``check``: refuse NaN/inf.
 
     The block itself when every entry lies inside its range; otherwise a
-    block-sized clipped copy. ``inside``: the first pass found every entry
-    of the rows inside its range, so the block is used as it is without
-    looking (the same rows, read again).
+    block-sized clipped copy (in the block's memory order). ``inside``: the
+    first pass found every entry of the rows inside its range, so the block
+    is used as it is without looking (the same rows, read again).
     """
     X = as_float64_block(X_block, scratch="range rows")
     if not inside and X.shape[0] and not _inside(X, rmap, check):
@@ -227,12 +230,15 @@ def _transpose_times(Z, r, fit_intercept):
 
 
 def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=False,
-               check=False):
+               check=False, column_strided=False):
     """``(r, u, rows, raw)`` with ``r = u - A theta``.
 
     ``rows`` are the range-clipped raw rows when ``raw``, else the mapped ``Z``;
     ``inside``: see :func:`_clipped_rows`; ``check``: refuse NaN or infinity
-    (rows that may have changed since the first pass: a file, a Dask graph).
+    (rows that may have changed since the first pass: a file, a Dask graph);
+    ``column_strided``: raw rows of a Fortran-ordered array (a data frame's)
+    are read as stored (:func:`_strided_products`) and ``rows`` is ``None``,
+    for a caller that needs ``r`` and ``u`` only.
     """
     if not raw_space(rmap, x_clip):
         Z, u = _mapped(X_block, y_block, rmap, x_clip, check)
@@ -241,12 +247,42 @@ def _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside=Fals
     inv, e = rmap.raw_affine[:2]
     w = theta[:len(inv)]
     offset = float(e @ w) + (INTERCEPT * theta[len(inv)] if fit_intercept else 0.0)
-    X = _clipped_rows(X_block, rmap, check=check, inside=inside)
-    # Z w = X (D w) + e^T w: one gemv on the rows
-    r = np.matmul(X, inv * w, out=workspace("range r", len(u)))
+    X = as_float64_block(X_block, scratch="range rows", column_strided=column_strided)
+    if column_strided and is_column_strided(X):
+        r = _strided_products(X, rmap, inv * w, check, inside)
+        X = None
+    else:
+        X = _clipped_rows(X, rmap, check=check, inside=inside)
+        # Z w = X (D w) + e^T w: one gemv on the rows
+        r = np.matmul(X, inv * w, out=workspace("range r", len(u)))
     np.subtract(u, r, out=r)
     r -= offset
     return r, u, X, True
+
+
+def _strided_products(X, rmap, v, check=False, inside=False):
+    """``clip(X) v`` for the rows of a Fortran-ordered array read as stored (``np.matmul``:
+    BLAS reads the column stride as its leading dimension), in a reused vector.
+
+    The product is taken on the rows as stored, whatever they hold; then
+    only the rows with an entry outside its range (if any: ``inside`` skips
+    the look, see :func:`_clipped_rows`) get their product again from their
+    clipped copy. So a row outside its range changes no other row's value,
+    bit for bit, whatever the BLAS: the first product is the same call on
+    both neighbours. (A clipped copy of the whole piece would be multiplied
+    with another leading dimension, which some BLAS kernels round otherwise.)
+    ``check``: refuse NaN or infinity.
+    """
+    r = np.matmul(X, v, out=workspace("range r", len(X)))
+    if inside or _inside(X, rmap, check):
+        return r
+    low, high = rmap.raw_affine[2:4]
+    outside = np.zeros(len(X), dtype=bool)
+    for j in range(X.shape[1]):  # contiguous columns: no temporary of the piece's size
+        outside |= X[:, j] < low[j]
+        outside |= X[:, j] > high[j]
+    r[outside] = np.matmul(np.clip(X[outside], low, high), v)
+    return r
 
 
 def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
@@ -352,7 +388,8 @@ def gradient_block(X_block, y_block, *, rmap, fit_intercept, theta, clip, x_clip
 def residual_moment_block(X_block, y_block, *, rmap, fit_intercept, theta, x_clip=None,
                           inside=False, check=False):
     """``sum min(r^2, 1)`` of one block, ``r = u - A theta``: replace-one sensitivity 1."""
-    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside, check)[0]
+    r = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside, check,
+                   column_strided=True)[0]
     np.clip(r, -1.0, 1.0, out=r)  # min(r^2, 1) = clip(r, -1, 1)^2
     return (np.array([np.dot(r, r)]),)
 
@@ -367,7 +404,7 @@ def selection_block(X_block, y_block, *, rmap, fit_intercept, theta, u_mean, cap
     replace-one sensitivity ``2K``.
     """
     r, u, _, _ = _residuals(X_block, y_block, rmap, fit_intercept, theta, x_clip, inside,
-                            check)
+                            check, column_strided=True)
     v = np.subtract(u, u_mean, out=workspace("range v", len(u)))
     root = _root_within(cap)
     np.clip(r, -root, root, out=r)  # each clip(w, -s, s)^2 lies in [0, s^2], s^2 <= K
