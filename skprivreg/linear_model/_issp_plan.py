@@ -15,10 +15,12 @@ from ..accounting import PrivacyEvent, PrivacyLedger
 from ..exceptions import ConfigurationError
 from ..mechanisms import (
     difference_at_most,
+    exact_fraction,
     gaussian_sigma,
     product_at_most,
     ptr_calibration,
     shares_at_most,
+    value_at_least,
 )
 from ._issp_filters import (
     ladder_log_ratio,
@@ -111,8 +113,9 @@ class ISSPPlan:
     warnings: tuple = field(default_factory=tuple)
 
     def noise_scale(self, R0):
-        """``c``: the release is ``N(beta_v, c^2 S_v^{-1})``."""
-        return self.noise_per_r0 * float(R0)
+        """``c``: the release is ``N(beta_v, c^2 S_v^{-1})``; the product
+        ``(c / R0) R0`` rounded up (to nearest it may land an ulp below)."""
+        return value_at_least(exact_fraction(self.noise_per_r0) * exact_fraction(float(R0)))
 
     def ledger(self):
         """The planned :class:`PrivacyLedger` (identical whether ISSP PASSes or FAILs)."""
@@ -312,6 +315,43 @@ def location_sensitivity_sq(L0, k, constants="proven"):
     return proven, log_blowup
 
 
+#: Units of roundoff (2^-53 each, per unit of the terms' magnitude) by which
+#: :func:`location_sensitivity` raises its exponent.
+LOCATION_ROUNDING_UNITS = 32.0
+
+
+def location_sensitivity(L0, k, constants="proven"):
+    r"""Location sensitivity per ``R0``, :math:`e^{(\lambda_f + \lambda_b)/2}`, rounded up.
+
+    :math:`\lambda_f` and :math:`\lambda_b` are the two logarithms of
+    :func:`location_sensitivity_sq` (``log_blowup`` at most
+    :data:`MAX_LOG_BLOWUP`, which the planner's caps ensure). Both are sums
+    and products of floating-point logarithms; the exponential of their
+    rounded sum can fall below the exact value (by about 1e-13, relative,
+    near the largest blow-up ``e^700``), and the ladder's top rung
+    ``R0 e^{2k g}``, whose square the bound covers, is itself rounded. The
+    exponent is therefore raised by
+
+    .. math::
+
+       32\,u\,(1 + |\lambda_f| + 2|\ln L_0| + |\lambda_b|),\qquad u = 2^{-53},
+
+    which exceeds the sum of those rounding errors: every computed term is
+    within a few units of roundoff of its magnitude (the terms of
+    :math:`\lambda_f` add up to at most :math:`|\lambda_f| + 2|\ln L_0|` in
+    magnitude, its one negative term being :math:`\ln L_u` with
+    :math:`L_0 \le L_u < 1`; under the cap :math:`k L_0 \le 1/96` no
+    :math:`\log(1 - x)` is near its pole), the exponentials add two more. It
+    moves the sensitivity by less than 1e-9, relative.
+    """
+    log_factor, log_blowup = location_sensitivity_sq(L0, k, constants)
+    exponent = log_factor + min(log_blowup, MAX_LOG_BLOWUP)
+    if not math.isfinite(exponent):
+        return math.exp(exponent / 2.0)  # 0 (no leverage) or infinity (refused later)
+    scale = 1.0 + abs(log_factor) + 2.0 * abs(math.log(L0)) + abs(log_blowup)
+    return math.exp(exponent / 2.0 + LOCATION_ROUNDING_UNITS * 2.0**-53 * scale)
+
+
 def _leverage_quantile(n, p, eta):
     """Upper ``eta/n`` quantile of ``Beta(p/2, (n-p)/2)``: leverages of Gaussian rows."""
     return float(beta_dist.isf(eta / n, p / 2.0, (n - p) / 2.0))
@@ -362,8 +402,8 @@ def _fractions_plan(n, p, eps1, delta1, fractions, leverage_bound, fail_prob, sl
     else:
         L0 = wanted
         feasible = L0 <= caps[0] and L0 <= caps[1] and L0 <= caps[2]
-    log_factor, log_blowup = location_sensitivity_sq(L0, k, constants)
-    sens = math.exp((log_factor + min(log_blowup, MAX_LOG_BLOWUP)) / 2.0)
+    log_blowup = ladder_log_blowup(k, L0, constants)
+    sens = location_sensitivity(L0, k, constants)
     if constants == "paper":
         # c^2 = 56448 e^{432k^2 L0} L0 R0^2 ln(12/delta) / eps^2 (classical constant).
         noise = sens * math.sqrt(18.0 * math.log(12.0 / epsilon_paper[1])) / epsilon_paper[0]

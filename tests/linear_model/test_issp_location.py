@@ -30,6 +30,8 @@ from scipy import stats
 from skprivreg.linear_model import issp_plan
 from skprivreg.linear_model._issp_filters import residual_thresholds
 from skprivreg.linear_model._issp_plan import (
+    _ladder_L0_for,
+    location_sensitivity,
     location_sensitivity_sq,
     weighted_ols_shift_bound,
 )
@@ -129,6 +131,55 @@ def test_planner_instantiates_the_bound():
         log_paper, _ = location_sensitivity_sq(L0, k, "paper")
         # the published 3136 L0 is more than 100 times the proven bound here
         assert log_paper - log_factor > math.log(100)
+
+
+def _exact_sensitivity(L0, k):
+    """The proven location sensitivity per R0 at 60 digits: sqrt(25 L_u (1 + k L_u)^2
+    (1 - 5 L_u)^-3) times the ladder's top rung R_2k / R0, the larger of the exact
+    e^{2k g} (g as the ladder computes it) and the rung the ladder computes."""
+    from decimal import Decimal, localcontext
+
+    from skprivreg.linear_model._issp_filters import ladder_log_ratio
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        L0d, kd = Decimal(L0), Decimal(k)
+        L_u = L0d / (1 - kd * L0d)
+        factor = (25 * L_u * (1 + kd * L_u) ** 2 / (1 - 5 * L_u) ** 3).sqrt()
+        g = Decimal(ladder_log_ratio(k, L0))
+        rung = max((2 * kd * g).exp(), Decimal(float(residual_thresholds(1.0, L0, k)[-1])))
+        return factor * rung
+
+
+def test_location_sensitivity_is_never_below_the_exact_value():
+    """The sensitivity is an exponential of a float sum of logarithms; rounded to
+    nearest it fell below the exact value for some (L0, k) (by up to 1e-13, relative,
+    near the largest blow-up). Rounded up, it is at least the exact value at every
+    L0 up to the blow-up cap and for every plan, and above it by less than 1e-9; so is
+    the noise scale c = (c / R0) R0."""
+    from decimal import Decimal, localcontext
+
+    below = 0
+    for k in (1, 7, 60, 150, 1_000):
+        top = _ladder_L0_for(k, 700.0)
+        for L0 in np.geomspace(1e-9, 1.0, 37) * top:
+            sens = location_sensitivity(float(L0), k)
+            exact = _exact_sensitivity(float(L0), k)
+            assert Decimal(sens) >= exact, (k, L0)
+            assert Decimal(sens) <= exact * Decimal(1 + 1e-9), (k, L0)
+            log_factor, log_blowup = location_sensitivity_sq(float(L0), k)
+            below += Decimal(math.exp((log_factor + log_blowup) / 2)) < exact
+    assert below > 0  # rounding to nearest did fall below: the test can tell
+    for n, d, eps in [(10**7, 5, 1.0), (10**8, 10, 4.0), (10**9, 20, 0.5)]:
+        plan = issp_plan(n_samples=n, n_features=d, epsilon=eps, delta=1e-6,
+                         residual_bound=1.0)
+        assert Decimal(plan.sensitivity_per_r0) >= _exact_sensitivity(plan.leverage_bound,
+                                                                       plan.k)
+        for R0 in (0.3, 1.0, 7.1, 1e5, 0.1 + 0.2):
+            c = plan.noise_scale(R0)
+            with localcontext() as ctx:
+                ctx.prec = 60  # the exact product of two floats
+                assert Decimal(c) >= Decimal(plan.noise_per_r0) * Decimal(R0)
 
 
 def agm_delta(mu, eps):

@@ -180,14 +180,15 @@ def test_plan_blowup_and_sensitivity_use_the_exact_ladder():
     assert plan.log_blowup == pytest.approx(4 * k * g, rel=1e-12)
     assert plan.log_blowup < 432 * k * k * L0
     L_u = L0 / (1 - k * L0)
+    # (the planner rounds the sensitivity up, by less than 1e-9 relative)
     assert plan.sensitivity_per_r0 == pytest.approx(
         math.sqrt(25 * L_u / (1 - 5 * L_u) ** 3) * (1 + k * L_u) * math.exp(2 * k * g),
-        rel=1e-12)
+        rel=1e-9)
     paper = issp_plan(n_samples=10**8, n_features=5, epsilon=0.9, delta=1e-6,
                       residual_bound=1.0, budget_split="paper", _constants="paper")
     assert paper.sensitivity_per_r0 == pytest.approx(
         math.sqrt(3136 * paper.leverage_bound)
-        * math.exp(216 * paper.k**2 * paper.leverage_bound), rel=1e-13)
+        * math.exp(216 * paper.k**2 * paper.leverage_bound), rel=1e-9)
     R = residual_thresholds(1.0, L0, k)
     assert plan.log_blowup == pytest.approx(2 * math.log(R[-1]), rel=1e-12)
 
