@@ -423,7 +423,8 @@ def main():
     parser.add_argument("--plot-only", action="store_true",
                         help="redraw speed.png from results/speed.json")
     parser.add_argument("--headline", action="store_true",
-                        help="only n=1e6, d in {10, 100}: our one-round fits and Ridge, "
+                        help="only n=1e6, d in {10, 100}, C- and Fortran-ordered: our "
+                             "one-round fits, the default LinearRegression and Ridge, "
                              "5 triples; writes results/speed_headline.{json,md}")
     parser.add_argument("--dask-memmap", action="store_true",
                         help="only Dask vs NumPy at n=1e7, d in {10, 100} from a memmap "
@@ -469,10 +470,9 @@ def main():
         print("wrote", write_results("speed_dask_memmap", {"dask": rows}, _dask_markdown(rows)))
         return
     if args.headline:
-        rows = run_numpy([(1_000_000, 10), (1_000_000, 100)], 5,
-                         only=OURS + ("sklearn Ridge(cholesky)",))
-        rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], 5,
-                          only=OURS + ("sklearn Ridge(cholesky)",), order="F")
+        headline = OURS + ("LinearRegression (default, 8 rounds)", "sklearn Ridge(cholesky)")
+        rows = run_numpy([(1_000_000, 10), (1_000_000, 100)], 5, only=headline)
+        rows += run_numpy([(1_000_000, 10), (1_000_000, 100)], 5, only=headline, order="F")
         path = write_results("speed_headline", {"rows": rows, "reusecov": [], "dask": [],
                                                 "skipped": []},
                              _markdown(rows, [], [], []).replace(

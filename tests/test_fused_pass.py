@@ -406,6 +406,37 @@ def test_linear_regression_residual_passes_read_fortran_rows_as_stored(monkeypat
                 assert min(rows for rows, _ in reads) > cache_block_rows(3 + 2)
 
 
+def test_linear_regression_gradient_pieces_fit_the_shared_cache(monkeypatch):
+    """A gradient pass reads each piece twice (a product, then the transposed product
+    of its residuals): its pieces are a block's share per thread in equal pieces that
+    fill at most a quarter of the shared cache together, longer than cache-sized ones,
+    so the second read comes from the cache (half as long a pass at d = 100)."""
+    import skprivreg._gram as gram
+    import skprivreg.linear_model._linear as lin
+    from skprivreg._gram import reread_piece_bytes, source_block_rows
+
+    monkeypatch.setattr(gram, "SHARED_CACHE_BYTES", 64 << 20)  # a public machine fact
+    lengths = []
+    real = lin.gradient_block
+
+    def spy(X_block, y_block, **kwargs):
+        lengths.append(len(X_block))
+        return real(X_block, y_block, **kwargs)
+
+    monkeypatch.setattr(lin, "gradient_block", spy)
+    d = 30
+    X, y = _data(400_000, d)
+    _quiet(LinearRegression(n_rounds=2, **LINEAR_DECLARED).fit, X, y)
+    n_threads = gram.threads_for(RowSource(X, y))
+    cap = reread_piece_bytes(n_threads) // (8 * (d + 2))
+    assert reread_piece_bytes(n_threads) == max(gram.CACHE_BYTES, (64 << 20) // (4 * n_threads))
+    assert sum(lengths) == 400_000
+    assert max(lengths) <= cap and max(lengths) > 2 * cache_block_rows(d + 2)
+    first_block = np.cumsum(lengths) <= source_block_rows(d + 2)
+    assert len(set(np.asarray(lengths)[first_block])) == 1  # equal shares of a block
+    assert first_block.sum() % n_threads == 0
+
+
 def test_column_strided_rows_are_read_as_stored_only_when_asked():
     """Slices of two or more rows of a Fortran-ordered float64 array are used as stored
     with ``column_strided=True`` only; one row, other strides and other types are copied."""

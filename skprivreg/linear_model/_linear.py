@@ -17,10 +17,12 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
+from .._blocks import WORKSPACE_MAX_BYTES
 from .._compat import Interval, StrOptions, fit_context
 from .._gram import (
     cache_blocked,
     reduce_threaded,
+    reread_piece_bytes,
     source_block_rows,
     streamed_piece_rows,
     threads_for,
@@ -519,23 +521,28 @@ def _range_bound(counts, n, epsilon, rng, bins, name, private):
 
 
 def _data_pass(source, block, label, streamed=False):
-    """One pass over the rows: the sum of ``block(X_piece, y_piece)`` over cache-sized pieces.
+    """One pass over the rows: the sum of ``block(X_piece, y_piece)`` over pieces of rows.
 
     On NumPy input the pieces of each block are shared by threads (the sums
     are added in row order, so the result does not depend on scheduling).
     ``streamed``: the block function reads each row once and its temporaries
     are vectors (no copy of rows inside their ranges), or it reads its rows
     in cache-sized pieces itself (:func:`first_pass_block`): the pieces are
-    long (:func:`~skprivreg._gram.streamed_piece_rows`), not cache-sized. A
-    product over 65,536 rows of ten values ran in half the time of six
-    products over 10,922 rows, and a piece's vector work costs a few calls
-    whatever its length.
+    long (:func:`~skprivreg._gram.streamed_piece_rows`). A product over
+    65,536 rows of ten values ran in half the time of six products over
+    10,922 rows, and a piece's vector work costs a few calls whatever its
+    length. Otherwise the block function reads each piece twice (a product
+    and the transposed product of its residuals, or a copy and its
+    product), and the pieces fill a quarter of the shared cache
+    (:func:`~skprivreg._gram.reread_piece_bytes`). On Dask the pieces of
+    a chunk are cache-sized.
     """
     n_threads = threads_for(source)
     piece_rows = None
-    if streamed and source.block_rows is not None:
+    if source.block_rows is not None:
+        piece_bytes = WORKSPACE_MAX_BYTES if streamed else reread_piece_bytes(n_threads)
         piece_rows = streamed_piece_rows(min(source.block_rows, source.n), source.d + 2,
-                                         n_threads)
+                                         n_threads, piece_bytes)
     return reduce_threaded(source, cache_blocked(block, source.d + 2, n_threads, piece_rows),
                            add_tuples, label=label, n_threads=n_threads)
 
