@@ -752,6 +752,45 @@ def test_bound_counts_of_integer_and_boolean_labels(dtype):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_bound_counts_pass_shares_long_pieces_between_threads(monkeypatch, n_threads):
+    """The counts behind private bounds are read in long pieces (a block's share per
+    thread) by every thread of a NumPy pass, with the counts of one direct reading,
+    NaN refused in any piece; on Dask the pieces of a chunk are cache-sized."""
+    import threading
+
+    import skprivreg.linear_model._private_bounds as pb
+    from skprivreg.mechanisms import bound_bins, counts_above
+
+    monkeypatch.setattr(pb, "threads_for", lambda source: 1 if source.is_dask else n_threads)
+    seen = []
+    real = pb.bound_block_counts
+
+    def spy(X, Y, *args, **kwargs):
+        seen.append((len(X), threading.get_ident()))
+        return real(X, Y, *args, **kwargs)
+
+    monkeypatch.setattr(pb, "bound_block_counts", spy)
+    X, y = _data(300_000, 4)
+    counts = pb.count_bounds(X, y, RowSource(X, y, block_rows=source_block_rows(5)))
+    bins = bound_bins()
+    np.testing.assert_array_equal(counts["x_bound"],
+                                  counts_above(np.linalg.norm(X, axis=1), bins))
+    np.testing.assert_array_equal(counts["y_bound"], counts_above(np.abs(y), bins))
+    assert min(rows for rows, _ in seen[:-1]) > cache_block_rows(5)
+    assert len({ident for _, ident in seen}) == n_threads
+    X[123_456, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        pb.count_bounds(X, y, RowSource(X, y, block_rows=source_block_rows(5)))
+    da = pytest.importorskip("dask.array")
+    seen.clear()
+    lazy = RowSource(da.from_array(X[:100_000], chunks=(50_000, 4)),
+                     da.from_array(y[:100_000], chunks=50_000))
+    pb.count_bounds(None, None, lazy)
+    assert sum(rows for rows, _ in seen) == 100_000
+    assert max(rows for rows, _ in seen) <= cache_block_rows(5)
+
+
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_adding_infinite_partials_of_public_rows_is_silent(monkeypatch, n_threads):
     """Under label DP the rows are not clipped: +inf and -inf partials add without a warning.

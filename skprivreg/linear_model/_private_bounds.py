@@ -20,8 +20,8 @@ from functools import partial
 import numpy as np
 
 from .._blocks import workspace
-from .._gram import cache_blocked
-from .._rows import RowSource, check_block_finite
+from .._gram import cache_blocked, reduce_threaded, streamed_piece_rows, threads_for
+from .._rows import RowSource, add_tuples, check_block_finite
 from ..accounting import PrivacyEvent
 from ..bounds import (
     check_private_bound_feasible,
@@ -195,14 +195,24 @@ def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept
     bins = bound_bins()
     if source is None:
         source = RowSource(X, Y)
-    # Cache-sized pieces of each block: the temporaries (row norms, |Y|) stay
-    # piece-sized, however wide Y is.
     width = source.d + (1 if source.Y is None or source.Y.ndim == 1 else source.Y.shape[1])
     if public not in (None, "X", "Y"):
         raise ValueError(f"public must be None, 'X' or 'Y', got {public!r}.")
+    # The pieces of a block are shared by threads (counts are integers: the
+    # sum does not depend on the split) and read once into vectors (row
+    # norms, max |y|), so they are long: a block's share per thread in equal
+    # pieces of at most a few MiB (on Dask, cache-sized pieces of a chunk).
+    # Measured at n = 1e6 on two cores: 47 -> 30 ms (d = 10), 182 -> 72 ms
+    # (d = 100) against one thread over cache-sized pieces (7 interleaved runs).
+    n_threads = threads_for(source)
+    piece_rows = None
+    if source.block_rows is not None:
+        piece_rows = streamed_piece_rows(min(source.block_rows, source.n), width, n_threads)
     block = cache_blocked(partial(bound_block_counts, bins=bins, public=public,
-                                  public_limit=public_limit, intercept=float(intercept)), width)
-    counts = source.reduce(block, label="bound counts")
+                                  public_limit=public_limit, intercept=float(intercept)),
+                          width, n_threads, piece_rows)
+    counts = reduce_threaded(source, block, add_tuples, label="bound counts",
+                             n_threads=n_threads)
     return dict(zip((*BOUND_NAMES, "over"), counts))
 
 
