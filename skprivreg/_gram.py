@@ -463,7 +463,9 @@ def reread_piece_bytes(n_threads):
     """Bytes of a piece that a block function reads twice (a product on the rows, then
     one on their residuals, or a copy and its product): the pieces of all threads fill
     a quarter of the shared cache (:data:`SHARED_CACHE_BYTES`), so the second read
-    comes from it, and at least a cache-sized piece.
+    comes from it; at least a cache-sized piece, and at most
+    :data:`~skprivreg._blocks.WORKSPACE_MAX_BYTES` (a copy of a piece goes to a
+    reused buffer).
 
     Measured on a LinearRegression gradient pass at n = 1e6 on two cores (32 MiB of
     shared cache: 4 MiB pieces), against pieces of half the L2 cache: 29 -> 15 ms at
@@ -471,7 +473,8 @@ def reread_piece_bytes(n_threads):
     Python cost of a piece and the threads' turns at the interpreter lock shrink
     with the number of pieces).
     """
-    return max(CACHE_BYTES, SHARED_CACHE_BYTES // (4 * max(int(n_threads), 1)))
+    shared = SHARED_CACHE_BYTES // (4 * max(int(n_threads), 1))
+    return max(CACHE_BYTES, min(shared, WORKSPACE_MAX_BYTES))
 
 
 def augment_gram(XtX, XtY1, y_sum, n_samples, intercept_scaling=None):

@@ -360,6 +360,17 @@ def test_a_row_outside_its_range_changes_no_other_residual(order, n_rows):
         base = _residuals(wrap(wide)[start:start + n_rows], y, **kwargs)[0].copy()
         moved = _residuals(wrap(neighbour)[start:start + n_rows], y, **kwargs)[0].copy()
         np.testing.assert_array_equal(moved[others], base[others])
+        # Rows already outside their ranges in both neighbours keep their values too
+        # (the record joins 1, 2 or 3 of them: BLAS would round the group differently).
+        for stay_out in ([0], [0, n_rows - 1], [0, 1, n_rows - 1]):
+            if k in stay_out or len(set(stay_out)) < len(stay_out):
+                continue
+            both, both_moved = wide.copy(), neighbour.copy()
+            for row in stay_out:
+                both[start + row, 3] = both_moved[start + row, 3] = -9.0
+            base = _residuals(wrap(both)[start:start + n_rows], y, **kwargs)[0].copy()
+            moved = _residuals(wrap(both_moved)[start:start + n_rows], y, **kwargs)[0].copy()
+            np.testing.assert_array_equal(moved[others], base[others])
         # and the outside row's residual is the clipped row's
         clipped = np.clip(neighbour[start + k], -4.0, 4.0)
         want = np.clip(y[k] / 6.0, -1.0, 1.0) - (clipped / 4.0) @ theta[:d] - theta[d]
@@ -413,6 +424,7 @@ def test_linear_regression_gradient_pieces_fit_the_shared_cache(monkeypatch):
     so the second read comes from the cache (half as long a pass at d = 100)."""
     import skprivreg._gram as gram
     import skprivreg.linear_model._linear as lin
+    from skprivreg._blocks import WORKSPACE_MAX_BYTES
     from skprivreg._gram import reread_piece_bytes, source_block_rows
 
     monkeypatch.setattr(gram, "SHARED_CACHE_BYTES", 64 << 20)  # a public machine fact
@@ -429,7 +441,8 @@ def test_linear_regression_gradient_pieces_fit_the_shared_cache(monkeypatch):
     _quiet(LinearRegression(n_rounds=2, **LINEAR_DECLARED).fit, X, y)
     n_threads = gram.threads_for(RowSource(X, y))
     cap = reread_piece_bytes(n_threads) // (8 * (d + 2))
-    assert reread_piece_bytes(n_threads) == max(gram.CACHE_BYTES, (64 << 20) // (4 * n_threads))
+    assert reread_piece_bytes(n_threads) == max(
+        gram.CACHE_BYTES, min((64 << 20) // (4 * n_threads), WORKSPACE_MAX_BYTES))
     assert sum(lengths) == 400_000
     assert max(lengths) <= cap and max(lengths) > 2 * cache_block_rows(d + 2)
     first_block = np.cumsum(lengths) <= source_block_rows(d + 2)
@@ -778,7 +791,8 @@ def test_bound_counts_pass_shares_long_pieces_between_threads(monkeypatch, n_thr
                                   counts_above(np.linalg.norm(X, axis=1), bins))
     np.testing.assert_array_equal(counts["y_bound"], counts_above(np.abs(y), bins))
     assert min(rows for rows, _ in seen[:-1]) > cache_block_rows(5)
-    assert len({ident for _, ident in seen}) == n_threads
+    # the calling thread runs the first run, pool threads the others (an idle one may run two)
+    assert min(n_threads, 2) <= len({ident for _, ident in seen}) <= n_threads
     X[123_456, 2] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         pb.count_bounds(X, y, RowSource(X, y, block_rows=source_block_rows(5)))

@@ -271,7 +271,12 @@ def _strided_products(X, rmap, v, check=False, inside=False):
     bit for bit, whatever the BLAS: the first product is the same call on
     both neighbours. (A clipped copy of the whole piece would be multiplied
     with another leading dimension, which some BLAS kernels round otherwise.)
-    ``check``: refuse NaN or infinity.
+    The products of the outside rows are sums over the columns in column
+    order, one elementwise product and one elementwise sum per column: each
+    row's value depends on that row alone, not on how many rows are outside
+    or where they are (a BLAS product of the ``k`` outside rows rounds a row
+    differently for ``k = 1``, ``k = 2, 3`` and ``k >= 4``). ``check``:
+    refuse NaN or infinity.
     """
     r = np.matmul(X, v, out=workspace("range r", len(X)))
     if inside or _inside(X, rmap, check):
@@ -281,7 +286,12 @@ def _strided_products(X, rmap, v, check=False, inside=False):
     for j in range(X.shape[1]):  # contiguous columns: no temporary of the piece's size
         outside |= X[:, j] < low[j]
         outside |= X[:, j] > high[j]
-    r[outside] = np.matmul(np.clip(X[outside], low, high), v)
+    rows = np.flatnonzero(outside)
+    clipped = np.clip(X[rows], low, high)
+    total = clipped[:, 0] * v[0]
+    for j in range(1, X.shape[1]):
+        total += clipped[:, j] * v[j]
+    r[rows] = total
     return r
 
 
