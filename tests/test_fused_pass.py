@@ -348,18 +348,24 @@ def test_a_row_outside_its_range_changes_no_other_residual(order, n_rows):
     assert raw_space(rmap, None)  # the passes sum the raw rows
     wrap = np.asfortranarray if order == "F" else np.ascontiguousarray
     wide = rng.uniform(-4.0, 4.0, size=(n_rows + 5_000, d))
+    wide[:, 4], wide[:, 5] = -4.0, 4.0  # entries on their bounds are inside
     y = rng.normal(size=n_rows)
     k = n_rows // 2  # the row of the piece that moves outside its range
     others = np.arange(n_rows) != k
-    for start in (0, 1, 4, 7, 1_000):  # products round differently at other offsets
+    for start, value in zip((0, 1, 4, 7, 1_000, 2, 9), (40.0, -40.0) * 4):
+        # products round differently at other offsets; above or below the range
         theta = rng.normal(size=d + 1) * 10.0
         neighbour = wide.copy()
-        neighbour[start + k, 1] = 40.0
+        neighbour[start + k, 1] = value
         kwargs = dict(rmap=rmap, fit_intercept=True, theta=theta, x_clip=None,
                       column_strided=True)
         base = _residuals(wrap(wide)[start:start + n_rows], y, **kwargs)[0].copy()
         moved = _residuals(wrap(neighbour)[start:start + n_rows], y, **kwargs)[0].copy()
         np.testing.assert_array_equal(moved[others], base[others])
+        # the outside row's residual is the clipped row's
+        clipped = np.clip(neighbour[start + k], -4.0, 4.0)
+        want = np.clip(y[k] / 6.0, -1.0, 1.0) - (clipped / 4.0) @ theta[:d] - theta[d]
+        assert moved[k] == pytest.approx(want, rel=1e-12, abs=1e-12)
         # Rows already outside their ranges in both neighbours keep their values too
         # (the record joins 1, 2 or 3 of them: BLAS would round the group differently).
         for stay_out in ([0], [0, n_rows - 1], [0, 1, n_rows - 1]):
@@ -371,10 +377,30 @@ def test_a_row_outside_its_range_changes_no_other_residual(order, n_rows):
             base = _residuals(wrap(both)[start:start + n_rows], y, **kwargs)[0].copy()
             moved = _residuals(wrap(both_moved)[start:start + n_rows], y, **kwargs)[0].copy()
             np.testing.assert_array_equal(moved[others], base[others])
-        # and the outside row's residual is the clipped row's
-        clipped = np.clip(neighbour[start + k], -4.0, 4.0)
-        want = np.clip(y[k] / 6.0, -1.0, 1.0) - (clipped / 4.0) @ theta[:d] - theta[d]
-        assert moved[k] == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_fortran_rows_read_again_refuse_nan_and_infinity(bad):
+    """Rows that may have changed since the first pass (a file's piece, copied in
+    Fortran order) are checked again by the residual passes: NaN or infinity is
+    refused, not summed or clipped."""
+    from skprivreg.linear_model._range_blocks import (
+        RangeMap,
+        residual_moment_block,
+        selection_block,
+    )
+    from skprivreg.mechanisms import sqrt_at_least
+
+    d = 4
+    rmap = RangeMap(np.zeros(d), np.full(d, 4.0), 0.0, 6.0, sqrt_at_least(d), True)
+    rows = np.asfortranarray(np.random.default_rng(3).uniform(-4.0, 4.0, size=(100, d)))
+    rows[17, 2] = bad
+    y = np.zeros(50)
+    common = dict(rmap=rmap, fit_intercept=True, theta=np.ones(d + 1), check=True)
+    for block in (lambda X: residual_moment_block(X, y, **common),
+                  lambda X: selection_block(X, y, u_mean=0.0, cap=1.0, **common)):
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            block(rows[:50])
 
 
 def test_linear_regression_residual_passes_read_fortran_rows_as_stored(monkeypatch):
@@ -450,6 +476,21 @@ def test_linear_regression_gradient_pieces_fit_the_shared_cache(monkeypatch):
     assert first_block.sum() % n_threads == 0
 
 
+def test_reread_pieces_stay_between_a_cache_piece_and_the_reused_buffer(monkeypatch):
+    """A quarter of the shared cache per thread, but never above the reused-buffer
+    size (a huge shared cache) nor below a cache-sized piece (a small one)."""
+    import skprivreg._gram as gram
+    from skprivreg._blocks import WORKSPACE_MAX_BYTES
+    from skprivreg._gram import reread_piece_bytes
+
+    monkeypatch.setattr(gram, "SHARED_CACHE_BYTES", 1 << 30)
+    assert reread_piece_bytes(1) == reread_piece_bytes(4) == WORKSPACE_MAX_BYTES
+    monkeypatch.setattr(gram, "SHARED_CACHE_BYTES", 1 << 20)
+    assert reread_piece_bytes(2) == gram.CACHE_BYTES
+    monkeypatch.setattr(gram, "SHARED_CACHE_BYTES", 24 << 20)
+    assert reread_piece_bytes(3) == max(gram.CACHE_BYTES, 2 << 20)
+
+
 def test_column_strided_rows_are_read_as_stored_only_when_asked():
     """Slices of two or more rows of a Fortran-ordered float64 array are used as stored
     with ``column_strided=True`` only; one row, other strides and other types are copied."""
@@ -462,6 +503,8 @@ def test_column_strided_rows_are_read_as_stored_only_when_asked():
         copy = as_float64_block(rows)
         assert not np.shares_memory(copy, F) and copy.flags.f_contiguous
         np.testing.assert_array_equal(copy, rows)
+    windows = np.lib.stride_tricks.sliding_window_view(np.arange(20.0), 3)  # overlapping
+    assert not is_column_strided(windows) and not is_column_strided(windows.T)
     for rows in (F[5:6], F[::2], np.ascontiguousarray(F)[5:20, :2], F[5:20].astype(np.float32)):
         assert not is_column_strided(rows) or rows.dtype != np.float64
         assert not np.shares_memory(as_float64_block(rows, column_strided=True), F)

@@ -182,6 +182,25 @@ def test_location_sensitivity_is_never_below_the_exact_value():
                 assert Decimal(c) >= Decimal(plan.noise_per_r0) * Decimal(R0)
 
 
+def test_location_sensitivity_margin_is_the_documented_one():
+    """The margin is exactly 32 u (1 + |log_factor| + 2 |ln L0| + |log_blowup|) on the
+    exponent (u = 2^-53), as documented: a smaller margin or a dropped term still
+    passes the exact-value test on its grid (rounding needed at most 0.37 u per unit
+    of the scale there) but no longer bounds every rounding the argument counts.
+    No leverage gives a zero sensitivity."""
+    from skprivreg.linear_model._issp_plan import LOCATION_ROUNDING_UNITS, MAX_LOG_BLOWUP
+
+    assert LOCATION_ROUNDING_UNITS == 32.0
+    for k in (1, 60, 1_000):
+        for L0 in np.geomspace(1e-9, 1.0, 7) * _ladder_L0_for(k, MAX_LOG_BLOWUP):
+            L0 = float(L0)
+            lf, lb = location_sensitivity_sq(L0, k)
+            scale = 1.0 + abs(lf) + 2.0 * abs(math.log(L0)) + abs(lb)
+            want = math.exp((lf + min(lb, MAX_LOG_BLOWUP)) / 2.0 + 32.0 * 2.0**-53 * scale)
+            assert location_sensitivity(L0, k) == want
+    assert location_sensitivity(0.0, 5) == 0.0
+
+
 def agm_delta(mu, eps):
     """Exact hockey-stick divergence of N(0, 1) vs N(mu, 1) at e^eps (Balle & Wang 2018)."""
     return float(stats.norm.cdf(mu / 2 - eps / mu)
