@@ -143,9 +143,11 @@ def as_float64_block(block, scratch=None, column_strided=False):
 
     ``column_strided``: a slice of the rows of a Fortran-ordered float64
     array (:func:`is_column_strided`) is used as it is, for a caller that
-    multiplies it only with ``np.matmul``: matmul hands the column stride to
-    BLAS as the leading dimension, and the product rounds exactly as on a
-    contiguous copy (``np.dot`` copies such an operand and rounds otherwise).
+    multiplies it only with ``np.matmul`` (which hands the column stride to
+    BLAS as the leading dimension; ``np.dot`` runs a slow loop on such an
+    operand) and never compares that product with one on a copy: BLAS may
+    round the same rows differently at another leading dimension (OpenBLAS
+    does for pieces of 2-3 rows).
 
     A block of a file (an ``np.memmap`` or a view of one) is always copied:
     another process may change the file between two reads, so the values a
@@ -178,7 +180,7 @@ def is_column_strided(X):
     return (X.ndim == 2 and X.shape[0] > 1 and X.strides[0] == X.itemsize
             and X.strides[1] > 0
             and X.strides[1] % X.itemsize == 0
-            and X.strides[1] >= X.itemsize * max(X.shape[0], 1))
+            and X.strides[1] >= X.itemsize * X.shape[0])
 
 
 def numpy_owned(array):
