@@ -162,6 +162,14 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     training part; with ``refit_budget > 0`` the selection gets
     ``(1 - refit_budget) * epsilon`` and half of delta, and the selected
     candidate is refitted on all rows with the rest (basic composition).
+    Either way it was chosen by the noisy scores of every run, so its
+    ``privacy_spent_`` is the whole search's ledger. Estimators given as
+    values of ``param_grid`` are cloned for each run, as
+    :class:`~sklearn.model_selection.GridSearchCV` does: the objects in
+    ``param_grid`` (and in ``best_params_``) are never fitted. An
+    ``accountant`` on the private estimator must be the search's own (it is
+    not charged by the runs): another one is refused before anything is
+    spent.
     As with :class:`~sklearn.model_selection.GridSearchCV`, a search fitted on a
     data frame fits every run on rows of a frame with the same column names,
     so ``best_estimator_`` (and ``predict``) checks the names of later input.
@@ -211,6 +219,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     Attributes
     ----------
     best_estimator_ : estimator
+        The selected model; the ``privacy_spent_`` of its private estimator is
+        the search's.
     best_params_ : dict
     best_score_ : float
         The winning run's noisy validation score (negative mean squared error).
@@ -347,6 +357,26 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                     )
         return candidates, prefix, step
 
+    def _check_step_accountant(self, prefix):
+        """Refuse an ``accountant`` on the private estimator other than the search's own.
+
+        The runs are fitted without it (their number is secret; the search's one
+        spend covers them), so it would record nothing of a search it was meant
+        to limit. The accountant of an estimator loaded from a pickle refuses
+        with its own message.
+        """
+        held = self.estimator.get_params().get(f"{prefix}accountant")
+        if held is None or held is self.accountant:
+            return
+        if isinstance(held, DetachedAccountant):
+            held.check(0.0)
+        raise ConfigurationError(
+            "The estimator's accountant is not charged by a private search: its runs are "
+            "fitted without it and the search records one spend of its own. Pass that "
+            "accountant to PrivateGridSearchCV(accountant=...), or set the estimator's "
+            "accountant to None. Nothing was spent."
+        )
+
     def _y_range(self, step):
         y_bound = self.y_bound if self.y_bound is not None else getattr(step, "y_bound", None)
         y_range = check_y_bound(y_bound)
@@ -358,7 +388,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         return y_range
 
     def _candidate(self, params, prefix, epsilon, delta=None):
-        est = clone(self.estimator).set_params(**params)
+        # The grid's values are cloned too, as GridSearchCV does: a step given in
+        # param_grid is the user's object, which a run would otherwise fit in place
+        # (a model of a run that was not selected, reachable from best_params_).
+        est = clone(self.estimator).set_params(**clone(params, safe=False))
         delta = self._budgets()[1] if delta is None else delta
         budget = {f"{prefix}epsilon": epsilon, f"{prefix}accountant": None}
         if f"{prefix}delta" in est.get_params():  # a pure-DP estimator has none
@@ -573,6 +606,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         """
         self._reset()
         candidates, prefix, step = self._candidates()
+        self._check_step_accountant(prefix)
         y_low, y_high = self._y_range(step)
         # A column vector for a single-output estimator warns and is raveled, and
         # several outputs are refused, here (from y's shape, a public fact), as
@@ -682,6 +716,10 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                 est.set_params(**{f"{prefix}verbose": self.verbose})
             self._say(f"refit on {n:,} rows")
             est.fit(X, y)  # a PrivateTestFailed propagates: the spend is recorded
+        # Releasing the selected model costs the whole search (it was chosen by
+        # the noisy scores of every run): its private step states that ledger,
+        # not the one of its own fit.
+        (est[-1] if isinstance(est, Pipeline) else est).privacy_spent_ = self.privacy_spent_
         self.best_estimator_ = est
         charge_refits_to(est, self.accountant)
         self.best_params_ = dict(candidates[index])

@@ -678,8 +678,8 @@ def test_a_pure_dp_candidate_without_delta_is_tuned():
                                  param_grid={"n_cells": [16, 64]}, epsilon=2.0, delta=1e-6,
                                  accountant=acc)
     search.fit(X, np.clip(y, -8.0, 8.0))
-    run = search.best_estimator_.privacy_spent_
-    assert acc.n_spends == 1 and run.delta == 0 and 0 < run.epsilon < 2.0
+    assert acc.n_spends == 1 and 0 < search.candidate_epsilon_ < 2.0
+    assert search.best_estimator_.privacy_spent_ is search.privacy_spent_
     assert "delta" not in search.best_estimator_.get_params()
 
 
@@ -757,3 +757,71 @@ def test_a_candidate_whose_curve_follows_the_data_is_refused_before_any_spend(sc
     with pytest.raises(ConfigurationError, match="depends on the data"):
         search.fit(scale * X, scale * y)
     assert acc.n_spends == 0
+
+
+def test_estimators_given_in_the_grid_are_cloned_for_every_run():
+    # A run fitted the user's grid object in place: a model of a run that was not
+    # selected was left on it (reachable from best_params_), later runs overwrote the
+    # winner's model inside best_estimator_, and the object's parameters were changed.
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = _data(n=4000)
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-3)
+    steps = [AdaSSPRegressor(x_bound=2.0, y_bound=6.5),
+             AdaSSPRegressor(x_bound=2.0, y_bound=6.5, fit_intercept=False, verbose=1)]
+    before = [step.get_params() for step in steps]
+    pipe = Pipeline([("head", FunctionTransformer()),
+                     ("reg", AdaSSPRegressor(x_bound=2.0, y_bound=6.5))])
+    search = _search(estimator=pipe, param_grid={"reg": steps}, accountant=acc,
+                     n_repetitions=6).fit(X, y)
+    for step, params in zip(steps, before):
+        assert not hasattr(step, "coef_") and not hasattr(step, "privacy_spent_")
+        assert step.get_params() == params
+    final = search.best_estimator_[-1]
+    assert all(final is not step for step in steps) and hasattr(final, "coef_")
+    assert search.best_params_["reg"] is steps[search.best_index_]
+    np.testing.assert_array_equal(search.predict(X[:5]), final.predict(X[:5]))
+
+
+def test_an_accountant_on_the_tuned_estimator_must_be_the_searchs():
+    # The runs are fitted without it, so a search with another accountant (or none)
+    # recorded nothing on it: a budget the user attached was bypassed.
+    import pickle
+
+    X, y = _data(n=4000)
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    template = AdaSSPRegressor(x_bound=2.0, y_bound=6.5, accountant=acc)
+    for other in (None, BudgetAccountant(epsilon=10.0, delta=1e-3)):
+        with pytest.raises(ConfigurationError, match="not charged by a private search"):
+            _search(estimator=template, accountant=other).fit(X, y)
+        assert other is None or other.n_spends == 0
+    pipe = make_private_pipeline(BoundedScaler(x_range=(-1.0, 1.0)), template)
+    with pytest.raises(ConfigurationError, match="not charged by a private search"):
+        _search(estimator=pipe, param_grid={"adasspregressor__x_bound": [1.0, 2.0]}).fit(X, y)
+    assert acc.n_spends == 0
+    # The same accountant on both is charged once, by the search.
+    big = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    fitted = _search(estimator=AdaSSPRegressor(x_bound=2.0, y_bound=6.5, accountant=big),
+                     accountant=big).fit(X, y)
+    assert big.n_spends == 1
+    # A search loaded from a pickle: its template's accountant refuses the refit.
+    loaded = pickle.loads(pickle.dumps(fitted))
+    loaded.set_params(accountant=None)
+    with pytest.raises(ConfigurationError, match="loaded from a pickle"):
+        loaded.fit(X, y)
+
+
+@pytest.mark.parametrize("refit_budget", [0.0, 0.3])
+def test_the_selected_model_states_the_whole_searchs_ledger(refit_budget):
+    # It was chosen by the noisy scores of every run: its own run's (or refit's)
+    # ledger understated what releasing it costs.
+    from skprivreg.pipeline import privacy_spent
+
+    X, y = _data(n=4000)
+    search = _search(refit_budget=refit_budget, epsilon=1.0, delta=1e-6).fit(X, y)
+    assert search.best_estimator_.privacy_spent_ is search.privacy_spent_
+    spent = privacy_spent(search.best_estimator_)
+    assert (spent.epsilon, spent.delta) == (search.privacy_spent_.epsilon,
+                                            search.privacy_spent_.delta)
+    assert spent.epsilon > 0.9
