@@ -343,7 +343,8 @@ class _RangeCounts:
     """Block function of :func:`count_ranges` (picklable, for Dask workers).
 
     Per block: for the entry magnitudes of X's rows (``max_j |x_ij|``) and
-    the labels' ``|y_i|``, the number of rows above each bin and the largest
+    of the labels' rows (``|y_i|``, or ``max_k |y_ik|`` with several
+    outputs), the number of rows above each bin and the largest
     value; partials add the counts and keep the larger maximum.
     """
 
@@ -357,7 +358,9 @@ class _RangeCounts:
             part["x_range"] = (counts_above(values, self.bins),
                                float(np.max(values, initial=0.0)), values.size)
         if self.want_y:
-            values = np.abs(np.asarray(Y, dtype=np.float64)).ravel()
+            # One value per row (its largest |label| over the outputs): one
+            # replaced row moves each count by at most one, as the mechanism needs.
+            values = _row_abs_max(Y)
             part["y_bound"] = (counts_above(values, self.bins),
                                float(np.max(values, initial=0.0)), values.size)
         return part if into is None else _combine_range_counts(into, part)

@@ -15,7 +15,7 @@ message or attribute about it.
 import numpy as np
 from sklearn.utils import check_array
 
-from .bounds import check_x_range, check_y_bound
+from .bounds import check_x_range, check_y_bound, clip_threshold, row_norms
 
 __all__ = ["clipping_report"]
 
@@ -31,7 +31,10 @@ def clipping_report(X=None, y=None, *, x_bound=None, x_range=None, y_bound=None)
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), or None
     x_bound : float or None
         A bound on the L2 norm of each row of X, as the estimators'
-        ``x_bound``.
+        ``x_bound``. A row counts as clipped when the estimators would scale
+        it: when its computed norm exceeds
+        :func:`~skprivreg.bounds.clip_threshold` of the bound, a few units in
+        the last place below it (rows on the bound are scaled by that much).
     x_range : (low, high), array of shape (n_features, 2), or None
         Per-column ranges, as the estimators' ``x_range``.
     y_bound : float, (low, high), or None
@@ -50,7 +53,10 @@ def clipping_report(X=None, y=None, *, x_bound=None, x_range=None, y_bound=None)
             X = check_array(X, dtype=np.float64)
             report["n_samples"] = X.shape[0]
             if x_bound is not None:
-                over = np.linalg.norm(X, axis=1) > float(x_bound)
+                # As the estimators clip: a row is scaled when its computed norm
+                # exceeds the clip threshold, a few ulps below x_bound (so a row on
+                # the bound, a one-hot or unit-normalised row, is scaled too).
+                over = row_norms(X) > clip_threshold(x_bound, X.shape[1])
                 report["rows_clipped"] = int(over.sum())
             if x_range is not None:
                 low, high = check_x_range(x_range, X.shape[1])

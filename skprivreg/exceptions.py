@@ -73,7 +73,10 @@ class InsufficientDataError(ConfigurationError):
     Raised from public facts only (n, d, epsilon, delta, bounds, declared
     variance floors) before any label is read; nothing is spent. The message
     cites ``n_samples=<n>``, the required bag size and the best achievable
-    epsilon.
+    epsilon. One exception: with a label range read from the data
+    (``bounds='data'``, no privacy for that range) the plan uses that range,
+    which the message may cite; an estimator then records the read as spent
+    (infinite epsilon).
     """
 
 

@@ -257,3 +257,23 @@ def test_clip_threshold_moves_rows_by_a_few_ulps_only():
     kept = norms <= 2.0 * (1 - 20 * 2.0**-52)
     np.testing.assert_array_equal(clipped[kept], X[kept])
     np.testing.assert_allclose(np.linalg.norm(clipped[~kept], axis=1), 2.0, rtol=1e-14)
+
+
+def test_a_replaced_row_moves_each_label_count_by_at_most_one_with_several_outputs():
+    # The counts of several outputs counted every entry: one replaced row moved a
+    # count by up to the number of outputs, where AboveThreshold is calibrated for 1.
+    from skprivreg.bounds import count_ranges
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(4000, 3)), rng.normal(size=(4000, 8))
+    counts = count_ranges(X, Y, {"y_bound": 1.0})["y_bound"]
+    assert counts[2] == 4000
+    for value in (1e6, 0.0, 3.0):
+        replaced = Y.copy()
+        replaced[0] = value
+        moved = count_ranges(X, replaced, {"y_bound": 1.0})["y_bound"][0]
+        assert np.abs(moved - counts[0]).max() <= 1
+    # Each row counts with its largest |label|: the 1-D labels of those maxima agree.
+    rows = count_ranges(X, np.abs(Y).max(axis=1), {"y_bound": 1.0})["y_bound"]
+    np.testing.assert_array_equal(rows[0], counts[0])
+    assert rows[1] == counts[1]

@@ -72,6 +72,24 @@ def test_classical_is_larger_and_refuses_large_epsilon():
         gaussian_sigma(1.0, 1.0, 1e-5, "classical")
 
 
+def test_classical_sigma_is_the_smallest_float_at_least_its_exact_value():
+    # It was rounded to nearest: below the exact value in about half the cases.
+    import mpmath
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        sens = float(10 ** rng.uniform(-3, 3))
+        epsilon = float(rng.uniform(0.01, 0.999))
+        delta = float(10 ** rng.uniform(-15, -1))
+        sigma = gaussian_sigma(sens, epsilon, delta, "classical")
+        with mpmath.workdps(80):
+            exact = (mpmath.mpf(sens) * mpmath.sqrt(2 * mpmath.log(mpmath.mpf(5) / 4
+                                                                   / mpmath.mpf(delta)))
+                     / mpmath.mpf(epsilon))
+            assert mpmath.mpf(sigma) >= exact
+            assert mpmath.mpf(np.nextafter(sigma, 0.0)) < exact
+
+
 def test_gaussian_events_carry_the_noise_they_calibrate():
     event = gaussian_event("XtX", 2.0, 1.0, 1e-5)
     assert event.sigma == pytest.approx(gaussian_sigma(2.0, 1.0, 1e-5))

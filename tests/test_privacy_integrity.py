@@ -336,6 +336,14 @@ def test_clipping_counts_come_from_the_curator_diagnostic_only():
     assert report["rows_clipped"] == int((np.linalg.norm(X, axis=1) > 2.0).sum())
     assert report["labels_clipped"] == int((np.abs(y) > 1.0).sum())
     assert 0 < report["rows_clipped_fraction"] < 1
+    # It counts the rows the estimators scale: rows on the bound are scaled by a
+    # few ulps (their norm is above the clip threshold), so they count.
+    from skprivreg.bounds import clip_rows
+
+    on_bound = np.eye(4)[np.arange(1000) % 4]
+    assert clipping_report(on_bound, x_bound=1.0)["rows_clipped"] == 1000
+    changed = (clip_rows(on_bound, 1.0)[0] != on_bound).any(axis=1)
+    assert int(changed.sum()) == 1000
 
 
 def test_fitted_estimator_pickles_without_its_accountant():

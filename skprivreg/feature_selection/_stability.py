@@ -165,7 +165,8 @@ def subsample_plan(
         ``q``; ``None`` is the paper's ``epsilon / (32 ln(1/delta))``.
     n_subsamples : int or 'paper', default=1000
         ``m`` for ``'poisson'``. ``'paper'`` is Alg. 1's
-        ``ceil(ln(n/delta)/q^2)`` with ``K = floor(2mq)``; it depends on ``n``
+        ``ceil(ln(n/delta)/q^2)`` (with ``K = floor(2mq)`` unless ``max_appearances``
+        is given); it depends on ``n``
         (``n_samples`` must be given and ``n`` is then treated as public).
         Ignored for ``'partition'``.
     max_appearances : int or None
@@ -200,7 +201,6 @@ def subsample_plan(
             if n_samples is None:
                 raise ValueError("n_subsamples='paper' needs n_samples (n-public mode).")
             m = math.ceil(math.log(n_samples / delta) / q**2)
-            K = max(1, math.floor(2 * m * q))
             if m > 100_000:
                 warnings.warn(
                     f"n_subsamples='paper' asks for m = {m} subsample fits.",
@@ -209,10 +209,10 @@ def subsample_plan(
                 )
         else:
             m = _positive_int(n_subsamples, "n_subsamples")
-            if max_appearances is None:
-                K = max(1, math.floor(2 * m * q))
-            else:
-                K = _positive_int(max_appearances, "max_appearances")
+        if max_appearances is None:
+            K = max(1, math.floor(2 * m * q))
+        else:
+            K = _positive_int(max_appearances, "max_appearances")
         # A row cannot appear in more than m subsamples.
         K = min(K, m)
     threshold = laplace_distance_threshold(epsilon, delta)

@@ -68,10 +68,11 @@ def marginal_scores(X, y, x_range=None, y_range=None):
     range. ``y_range`` is a checked ``(low, high)``: labels are clipped to it.
     Clipping is a per-row map. ``None`` leaves that side unclipped (and
     unscaled): the non-private mode only. One pass over the rows (NumPy,
-    memmap or Dask, whose blocks are checked for NaN and infinity on the
-    workers), clipped block by block: no copy of ``X``.
+    memmap or Dask), clipped block by block: no copy of ``X``. Every block is
+    checked for NaN and infinity first (scikit-learn's error): a NaN would
+    make its column's score NaN, a column no noise could then select.
     """
-    source = RowSource(X, y)
+    source = RowSource(X, y, check_finite=True)
     (sums,) = source.reduce(_MarginalSums(x_range, y_range), add_tuples,
                             label="marginal sums")
     with np.errstate(all="ignore"):

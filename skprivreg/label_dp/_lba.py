@@ -24,12 +24,14 @@ from .._rows import (
     set_dask_feature_names,
     validate_blockwise_data,
 )
-from ..accounting import PrivacyLedger
+from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import DPEstimatorMixin
+from ..exceptions import ConfigurationError
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
 from ._aggregate import resolve_y_bound, run_aggregation
 from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
 from ._datasets import AggregatedDataset, LLPDataset
+from ._label_bound import EVENT_NAME
 from ._planning import plan_aggregation, plan_warnings
 
 __all__ = ["WeightedLBARegressor", "fit_on_aggregates"]
@@ -460,7 +462,10 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         ConfigurationError, InsufficientDataError, PrivacyInfeasibleError
             From public facts (a missing range that cannot be estimated, too
             few samples, a residual test that would pass with probability
-            below 5%, a bag design of full rank); nothing spent.
+            below 5%, a bag design of full rank); nothing spent. With
+            ``bounds='data'`` the label range is read from the labels first:
+            an error of the plan then depends on it, and the read is recorded
+            as spent (infinite epsilon).
         PrivacyCheckFailedError
             The private residual check refused; the budget is spent
             (``privacy_spent_``).
@@ -474,7 +479,16 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         X, y = read_into_memory(X, "X"), read_into_memory(y, "y")
         private = self._validate_privacy_params()
         y_bound, bounds_epsilon = self._resolve_y_bound(X, y, private)
-        plan = self._plan(X.shape[0], X.shape[1], y_bound, bounds_epsilon)
+        try:
+            plan = self._plan(X.shape[0], X.shape[1], y_bound, bounds_epsilon)
+        except ConfigurationError:
+            if math.isinf(bounds_epsilon):
+                # The range was read from the labels (bounds='data'): a plan it
+                # makes infeasible refuses on a value of the data, so the read is
+                # recorded as spent (infinite epsilon) before the error leaves.
+                self._spend(PrivacyLedger([PrivacyEvent(EVENT_NAME, math.inf, 0.0,
+                                                        notion="label")]))
+            raise
         plan_warnings(plan, self.random_state)
         ledger = plan.ledger()
         self._check_budget(ledger)

@@ -3,11 +3,13 @@
 Part of :mod:`skprivreg.mechanisms` (import from there).
 """
 
+import decimal
 import math
+from fractions import Fraction
 
 import numpy as np
 
-from .._rounding import quotient_at_least
+from .._rounding import exact_fraction, quotient_at_least, sqrt_at_least
 from ..accounting import PrivacyEvent, gdp_epsilon, gdp_mu
 from ._sampling import laplace
 
@@ -62,9 +64,24 @@ def gaussian_sigma(sensitivity, epsilon, delta, method="analytic"):
                 "The classical Gaussian mechanism is valid only for epsilon < 1; "
                 "use method='analytic'."
             )
-        return normal_noise_scale(sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon,
-                             sensitivity)
+        return normal_noise_scale(_classical_sigma_at_least(sensitivity, epsilon, delta),
+                                  sensitivity)
     raise ValueError("method must be 'analytic' or 'classical'.")
+
+
+def _classical_sigma_at_least(sensitivity, epsilon, delta):
+    """The smallest float at least :math:`\\Delta \\sqrt{2 \\ln(1.25/\\delta)} / \\varepsilon`.
+
+    The logarithm is computed to 60 significant digits (``decimal`` rounds it
+    correctly) and raised by a relative :math:`10^{-50}`, which covers that
+    rounding; the rest is exact (:func:`~skprivreg.mechanisms.sqrt_at_least`).
+    """
+    with decimal.localcontext(decimal.Context(prec=60)):
+        log = decimal.Decimal(5) / 4
+        log = log.ln() - decimal.Decimal(float(delta)).ln()
+        log = Fraction(log) * (1 + Fraction(1, 10**50))
+    return sqrt_at_least(2 * log * exact_fraction(sensitivity) ** 2
+                         / exact_fraction(epsilon) ** 2)
 
 
 def normal_noise_scale(sigma, sensitivity):

@@ -1028,3 +1028,15 @@ def test_configurations_refused_from_public_facts_spend_nothing(name, make, erro
         with pytest.raises(error):
             make(acc).fit(X, y)
     assert acc.n_spends == 0, name
+
+
+def test_paper_subsamples_use_a_given_max_appearances():
+    # n_subsamples='paper' replaced a given max_appearances by floor(2mq) silently.
+    from skprivreg.feature_selection._stability import subsample_plan
+
+    kw = dict(epsilon=1.0, delta=1e-6, subsample_rate=0.05, n_subsamples="paper",
+              n_samples=10_000)
+    paper = subsample_plan(**kw)
+    assert paper.max_appearances == max(1, math.floor(2 * paper.n_subsamples * 0.05))
+    given = subsample_plan(**kw, max_appearances=3)
+    assert given.max_appearances == 3 and given.n_subsamples == paper.n_subsamples

@@ -6,7 +6,11 @@ import pytest
 from skprivreg.bounds import check_x_range, check_y_bound
 from skprivreg.feature_selection import PrivateTopSSelector
 from skprivreg.feature_selection import _top_s as top_s_module
-from skprivreg.feature_selection._top_s import marginal_scores, score_sensitivity
+from skprivreg.feature_selection._top_s import (
+    marginal_scores,
+    private_top_s_correlations,
+    score_sensitivity,
+)
 
 
 def test_one_row_moves_each_scaled_score_by_at_most_the_sensitivity():
@@ -127,3 +131,16 @@ def test_the_function_draws_its_secret_noise_from_fresh_entropy():
             one = private_top_s_correlations(X, y, 3, **kw)[0]
             two = private_top_s_correlations(X, y, 3, **kw)[0]
     np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("where", ["X", "y"])
+def test_the_function_refuses_nan_and_infinity(bad, where):
+    # A NaN made its column's score NaN, a column the noise could never select:
+    # one record decided the output while the event stated pure epsilon-DP.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4))
+    y = 0.3 * X[:, 0] + rng.normal(size=500)
+    (X if where == "X" else y)[17] = bad
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        private_top_s_correlations(X, y, 1, epsilon=0.5, x_range=(-3.0, 3.0), y_bound=4.0)

@@ -182,3 +182,32 @@ def test_labels_out_of_the_data_range_are_refused_before_any_spend(make):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         make(acc).fit(X, y)
     assert acc.n_spends == 1
+
+
+def test_a_plan_refused_for_a_range_read_from_the_labels_records_the_read():
+    # With bounds='data' the plan uses the range read from the labels: one label
+    # decides whether the plan is feasible (and the message cites the range), so the
+    # read must be on the accountant (infinite epsilon) even when the fit refuses.
+    from skprivreg.exceptions import InsufficientDataError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(5000, 2))
+    y = X @ np.array([1.0, -1.0]) + rng.normal(size=5000)
+    spent = []
+    for label in (3.0, 3000.0):  # neighbours: one label differs
+        y[0] = label
+        acc = BudgetAccountant()
+        est = WeightedLBARegressor(epsilon=4.0, delta=1e-5, assumption="declared",
+                                   residual_var_lower_bound=50.0, bounds="data",
+                                   accountant=acc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            try:
+                est.fit(X, y)
+            except InsufficientDataError:
+                spent.append("refused")
+            else:
+                spent.append("fitted")
+        assert acc.n_spends == 1 and math.isinf(acc.total()[0])
+        assert math.isinf(est.privacy_spent_.epsilon)
+    assert spent == ["fitted", "refused"]
