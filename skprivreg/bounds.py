@@ -13,6 +13,7 @@ clipped rows with :mod:`skprivreg.diagnostics`, outside any release.
 
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 
@@ -23,16 +24,19 @@ from .exceptions import ConfigurationError, PrivacyLeakWarning
 from .mechanisms import (
     bound_bins,
     counts_above,
+    exact_fraction,
     private_upper_bound,
     product_at_most,
     shares_at_most,
     upper_bound_margin,
+    value_at_least,
 )
 
 __all__ = [
     "clip_rows",
     "clip_threshold",
     "clip_entries",
+    "computed_norm_bound",
     "clip_rows_l2",
     "clip_values",
     "data_norm_bound",
@@ -75,6 +79,24 @@ def clip_threshold(bound, n_columns):
     covered (such rows are not a regression's).
     """
     return float(bound) * (1.0 - (int(n_columns) + 4) * 2.0**-52)
+
+
+def computed_norm_bound(norm, n_columns):
+    r"""An upper bound of the exact norm of every row of ``n_columns`` entries whose
+    computed norm (:func:`row_norms`) is at most ``norm``: the smallest float at
+    least :math:`\hat N\,(1 + (d + 4)\,2^{-52})`.
+
+    A computed norm is within a factor :math:`1 \pm (\gamma_d / 2 + u)` of the
+    exact one (see :func:`clip_threshold`), so a side used as it is (a public
+    side, not clipped) has sensitivities from this bound, never from the
+    computed norm itself, which may lie a few units in the last place below
+    the exact one. Valid when ``norm`` is at least about ``1e-140`` (squares in
+    the normal range; a square that underflows then moves the sum by far less
+    than the margin); callers refuse smaller scales.
+    """
+    if not math.isfinite(norm):
+        return float(norm)
+    return value_at_least(exact_fraction(norm) * (1 + Fraction(int(n_columns) + 4, 2**52)))
 
 
 def row_norms(X, *, out=None):

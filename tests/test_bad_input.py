@@ -293,6 +293,69 @@ def test_reusecov_public_side_too_large_for_the_calibration_is_refused_before_an
     assert acc.n_spends == 1
 
 
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "estimated"])
+@pytest.mark.parametrize("privacy", ["label", "feature"])
+def test_reusecov_public_side_too_small_for_the_calibration_is_refused_before_any_spend(
+        privacy, declared):
+    """A public side of tiny entries (1e-170) had row norms whose squares underflowed to
+    0: the association's sensitivity and noise were 0 while X^T Y / n, a data-dependent
+    float, was released (a row of the private side could be read off two fits)."""
+    X, y = _data()
+    if privacy == "label":
+        X = X * 1e-170
+        params = dict(privacy="label", y_bound=4.0 if declared else None,
+                      fit_intercept=False)
+    else:
+        y = y * 1e-170
+        params = dict(privacy="feature", x_bound=3.0 if declared else None)
+    acc = BudgetAccountant(epsilon=100.0, delta=1e-2)
+    with pytest.raises(ValueError, match="too small for the noise calibration"):
+        _fit(ReuseCovRegressor(accountant=acc, **params), X, y)
+    assert acc.n_spends == 0
+    # Small but usable: the scale is above the floor.
+    _fit(ReuseCovRegressor(accountant=acc, **params), X * 1e120, y * 1e120)
+    assert acc.n_spends == 1
+    # A side of zeros is used as it is (its product with the private side is 0).
+    zeros = (np.zeros_like(X), y) if privacy == "label" else (X, np.zeros_like(y))
+    est = _fit(ReuseCovRegressor(accountant=acc, **params), *zeros)
+    assert acc.n_spends == 2 and np.all(np.isfinite(est.coef_))
+
+
+def test_reusecov_public_scale_bounds_every_exact_row_norm():
+    """The public side's computed largest norm may lie a few ulps below the exact one:
+    the sensitivity takes a bound of it (computed_norm_bound), never the computed norm."""
+    from fractions import Fraction
+
+    from skprivreg.bounds import computed_norm_bound, row_norms
+    from skprivreg.mechanisms import sqrt_at_least
+
+    rng = np.random.default_rng(3)
+    below = 0
+    for d in (1, 2, 3, 7, 50):
+        rows = rng.normal(size=(400, d)) * 10.0 ** rng.uniform(-50, 50, size=(400, 1))
+        computed = row_norms(rows)
+        for row, norm in zip(rows, computed):
+            exact_square = sum(Fraction(float(v)) ** 2 for v in row)
+            exact = sqrt_at_least(exact_square)  # smallest float >= the exact norm
+            below += Fraction(float(norm)) ** 2 < exact_square
+            assert computed_norm_bound(norm, d) >= exact
+    assert below > 0  # computed norms do fall below the exact ones
+
+
+@pytest.mark.parametrize("privacy", ["label", "feature"])
+def test_reusecov_sensitivity_takes_the_bound_of_the_public_norms(monkeypatch, privacy):
+    import skprivreg.linear_model._reusecov_fit as fit_module
+
+    X, y = _data()
+    params = (dict(privacy="label", y_bound=4.0) if privacy == "label"
+              else dict(privacy="feature", x_bound=3.0))
+    bounded = _fit(ReuseCovRegressor(**params), X, y).sensitivity_["association"]
+    monkeypatch.setattr(fit_module, "computed_norm_bound", lambda norm, d: norm)
+    computed = _fit(ReuseCovRegressor(**params), X, y).sensitivity_["association"]
+    assert bounded > computed
+    assert bounded <= computed * (1 + 1e-14)
+
+
 def test_lasso_checks_the_stage2_bounds_only_where_stage2_limits_them():
     """LinearRegression takes ranges and has no 1e60 limit: a label bound of 1e70 is
     fitted, as LinearRegression itself fits it."""

@@ -135,7 +135,8 @@ def planned_bound_events(bound_eps, *, notions=None, neighbouring="replace-one")
     ]
 
 
-def bound_block_counts(X_block, Y_block, bins, public=None, public_limit=None, intercept=0.0):
+def bound_block_counts(X_block, Y_block, bins, public=None, public_limit=None, intercept=0.0,
+                       public_floor=None):
     """Block statistic of the private bounds: rows whose norm (max |y|) exceeds each bin.
 
     One value per row, so replacing a row (or zeroing it out) changes each
@@ -144,7 +145,8 @@ def bound_block_counts(X_block, Y_block, bins, public=None, public_limit=None, i
     unclipped because it is public), a third array counts that side's rows
     above ``public_limit``: the augmented norm :math:`\\lVert (x, c) \\rVert`
     (``c`` the ``intercept`` column) or the label row norm
-    :math:`\\lVert y \\rVert`. The private side is never counted so.
+    :math:`\\lVert y \\rVert`, and with ``public_floor`` its rows at or above that
+    floor and its rows not all 0. The private side is never counted so.
     """
     # Vectors of the piece go to this thread's reused buffers (a fresh array
     # per piece costs page faults on Dask workers) and are sorted in place.
@@ -170,16 +172,25 @@ def bound_block_counts(X_block, Y_block, bins, public=None, public_limit=None, i
             np.maximum(y_max, low, out=y_max)
         over = None
         if public == "X":
-            over = np.array([np.count_nonzero(np.hypot(x_norms, intercept) > public_limit)])
+            public_norms = np.hypot(x_norms, intercept)
         elif public == "Y":
-            y_norms = row_norms(Y.reshape(n_rows, -1), out=workspace("bound y norms", n_rows))
-            over = np.array([np.count_nonzero(y_norms > public_limit)])
+            public_norms = row_norms(Y.reshape(n_rows, -1), out=workspace("bound y norms", n_rows))
+        if public is not None:
+            over = [np.count_nonzero(public_norms > public_limit)]
+            if public_floor is not None:
+                over.append(np.count_nonzero(public_norms >= public_floor))
+                # rows not all 0 (a side of zeros is used as it is)
+                nonzero = (y_max > 0 if public == "Y"
+                           else np.ones(n_rows, bool) if intercept else X.any(axis=1))
+                over.append(np.count_nonzero(nonzero))
+            over = np.array(over)
         counts = (counts_above(x_norms, bins, overwrite=True),
                   counts_above(y_max, bins, overwrite=True))
         return counts if over is None else (*counts, over)
 
 
-def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept=0.0):
+def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept=0.0,
+                 public_floor=None):
     """One pass over the row blocks: the counts behind every private bound.
 
     Releases nothing (the counts stay secret until :func:`release_bounds`
@@ -190,7 +201,9 @@ def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept
     (it counts the pass and prints its progress); ``X`` and ``Y`` are then unused.
     With ``public`` (``'X'`` or ``'Y'``: a side the fit uses unclipped
     because it is public), also ``'over'``: the number of that side's rows
-    (of ``(X, intercept)``, or of ``Y``) whose norm exceeds ``public_limit``.
+    (of ``(X, intercept)``, or of ``Y``) whose norm exceeds ``public_limit``,
+    and with ``public_floor`` the number at or above it and the number of
+    rows not all 0.
     """
     bins = bound_bins()
     if source is None:
@@ -209,7 +222,8 @@ def count_bounds(X, Y, source=None, *, public=None, public_limit=None, intercept
     if source.block_rows is not None:
         piece_rows = streamed_piece_rows(min(source.block_rows, source.n), width, n_threads)
     block = cache_blocked(partial(bound_block_counts, bins=bins, public=public,
-                                  public_limit=public_limit, intercept=float(intercept)),
+                                  public_limit=public_limit, intercept=float(intercept),
+                                  public_floor=public_floor),
                           width, n_threads, piece_rows)
     counts = reduce_threaded(source, block, add_tuples, label="bound counts",
                              n_threads=n_threads)

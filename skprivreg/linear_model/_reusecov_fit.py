@@ -15,10 +15,12 @@ import numpy as np
 
 from .._random import secret_seed_sequence
 from ..accounting import PrivacyLedger
+from ..bounds import computed_norm_bound
 from ..exceptions import ConfigurationError
 from ..mechanisms import gram_with_exact_corner, hypot_at_least, sqrt_times_at_least
 from ._private_bounds import (
     LARGEST_BOUND_SCALE,
+    SMALLEST_BOUND_SCALE,
     check_bound_scales,
     check_data_bounds_supported,
     count_bounds,
@@ -51,24 +53,45 @@ def _check_public_side(stats, privacy):
     A public side is not clipped, and its measured scale (largest row norm)
     enters the sensitivities as a declared bound does: above
     :data:`~skprivreg.linear_model._private_bounds.LARGEST_BOUND_SCALE`, or
-    with a non-finite ``X^T X``, the calibration would overflow. These are
+    with a non-finite ``X^T X``, the calibration would overflow; below
+    :data:`~skprivreg.linear_model._private_bounds.SMALLEST_BOUND_SCALE`
+    (a side of zeros excepted) the squares of its entries round towards 0,
+    and the noise with them. These are
     facts of the public side only. It runs before the spend: with estimated
     bounds, the counting pass that precedes their spend counts the public
     side's rows above the limit first.
     """
-    name, scale = (("X", stats.x_max_norm) if privacy == "label"
-                   else ("Y", stats.y_max_norm) if privacy == "feature" else (None, None))
+    name, scale, largest = (
+        ("X", stats.x_max_norm, stats.x_abs_max) if privacy == "label"
+        else ("Y", stats.y_max_norm, stats.y_abs_max) if privacy == "feature"
+        else (None, None, None))
     if name is None:
         return
     finite_gram = privacy != "label" or stats.xtx is None or bool(np.isfinite(stats.xtx).all())
     if scale is not None and not (scale <= LARGEST_BOUND_SCALE and finite_gram):
         raise _public_side_error(privacy,
                                  f"{scale:g}" if math.isfinite(scale) else "overflows float64")
+    # A side of zeros is not refused: its product with the private side is 0,
+    # whatever that holds (no noise is needed). A side whose entries are tiny but
+    # not all 0 is: its computed norms (their squares) round towards 0.
+    if scale is not None and not scale >= SMALLEST_BOUND_SCALE and largest != 0:
+        raise _public_side_error(privacy, f"{scale:g}", too_small=True)
 
 
-def _public_side_error(privacy, size):
-    """The ``ValueError`` of a public side too large for the calibration (public facts)."""
+def _public_side_error(privacy, size, too_small=False):
+    """The ``ValueError`` of a public side too large (or too small) for the calibration
+    (public facts)."""
     name = "X" if privacy == "label" else "Y"
+    if too_small:
+        # Squares of such entries round towards 0 (and the norms, sensitivities
+        # and noise with them) while what is released stays data-dependent.
+        return ValueError(
+            f"Under {privacy} DP the public {name} is used as it is, and its largest row "
+            f"norm ({size}) is too small for the noise calibration: at least "
+            f"{SMALLEST_BOUND_SCALE:g}"
+            + (" (with the intercept column)" if name == "X" else "")
+            + f". Rescale {name}" + (" or intercept_scaling." if name == "X" else ".")
+        )
     gram = " (with the intercept column), and X^T X must be finite" if name == "X" else ""
     return ValueError(
         f"Under {privacy} DP the public {name} is used as it is, and its largest row "
@@ -179,9 +202,12 @@ class _ReleaseMixin:
             # the calibration is refused before the spend here too.
             counts = count_bounds(None, None, source, public=public,
                                   public_limit=LARGEST_BOUND_SCALE * (1.0 - 1e-12),
+                                  public_floor=SMALLEST_BOUND_SCALE * (1.0 + 1e-12),
                                   intercept=self._intercept())
             if public is not None and counts["over"][0]:
                 raise _public_side_error(self.privacy, "above the limit")
+            if public is not None and counts["over"][2] and not counts["over"][1]:
+                raise _public_side_error(self.privacy, "below the limit", too_small=True)
             check_data_bounds_supported(counts, bound_eps)
             self._spend(planned)
             seq = secret_seed_sequence(self.random_state)
@@ -216,9 +242,13 @@ class _ReleaseMixin:
             # The spend, before any secret draw.
             self._spend(planned)
             seq = secret_seed_sequence(self.random_state)
-        x_scale, y_row, w_scale = self._scales(
-            n_outputs, stats.x_max_norm, stats.y_max_norm, stats.y_abs_max
-        )
+        # Computed norms may lie a few ulps below the exact ones: the public
+        # side's scale is raised to a bound of every exact row norm.
+        x_max = (None if stats.x_max_norm is None else computed_norm_bound(
+            stats.x_max_norm, d_eff))
+        y_max = (None if stats.y_max_norm is None
+                 else computed_norm_bound(stats.y_max_norm, n_outputs))
+        x_scale, y_row, w_scale = self._scales(n_outputs, x_max, y_max, stats.y_abs_max)
         plan_args.update(x_scale=x_scale, y_row_scale=y_row, w_scale=w_scale,
                          x_raw=None if self.privacy == "label" else float(self.x_bound_ or 0.0))
         if bound_eps and self.cov_budget == "auto" and (

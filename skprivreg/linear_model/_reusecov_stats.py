@@ -67,6 +67,9 @@ class SufficientStats:
         under feature DP); ``None`` for a private side.
     y_abs_max : float or None
         Largest ``|y_ij|`` of a public Y (feature DP), for the ridge heuristic.
+    x_abs_max : float or None
+        Largest ``|x_ij|`` of a public (augmented) X (label DP): 0 only for a
+        side of zeros, whose product with Y is 0 whatever Y holds.
     """
 
     n: int
@@ -77,6 +80,7 @@ class SufficientStats:
     x_max_norm: float | None = None
     y_max_norm: float | None = None
     y_abs_max: float | None = None
+    x_abs_max: float | None = None
 
 
 def _prepare_rows(X_b, x_bound, fit_intercept, intercept_scaling, check_finite):
@@ -182,6 +186,7 @@ def block_statistics(
         if x_public:
             norms = row_norms(X_b, out=workspace("statistics norms", X_b.shape[0]))
             stats.x_max_norm = float(norms.max(initial=0.0))
+            stats.x_abs_max = _largest_magnitude(X_b)
         if compute_xtx:
             stats.xtx = _product(X_b, X_b, into, "xtx")
         if Y_b is not None:
@@ -303,7 +308,7 @@ def _accumulate(acc, part):
     acc.n += part.n
     acc.x_clipped = acc.x_clipped or part.x_clipped
     acc.y_clipped = acc.y_clipped or part.y_clipped
-    for name in ("x_max_norm", "y_max_norm", "y_abs_max"):
+    for name in ("x_max_norm", "y_max_norm", "y_abs_max", "x_abs_max"):
         setattr(acc, name, _max(getattr(acc, name), getattr(part, name)))
     return acc
 
