@@ -60,8 +60,12 @@ class BudgetAccountant:
     it: every copy, in any process of this machine, checks and records its
     spend in one atomic step under an exclusive file lock, so
     ``GridSearchCV(n_jobs=-1)`` records exactly the fits ``n_jobs=1``
-    records, and a fit that would overspend is refused in its worker before
-    it reads any data.
+    records, and no fit overspends. A fit's check before it reads the data
+    sees the spends of every process, but budget held by fits still running
+    in other processes only from their spends (reservations stay in their
+    process): when two processes check at once, both may pass, and the
+    second to spend is refused at its spend, after its data passes (which
+    release nothing) and before any noise is drawn.
 
     A spend is accepted when the composed total stays within the budget up
     to a relative ``1e-9`` (totals are float sums and root-finding results,

@@ -6,6 +6,7 @@ public planners next to each estimator and the demo's cases from
 """
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -39,9 +40,18 @@ def _prog():
 # ---------------------------------------------------------------------------
 def _rows(text):
     value = float(text)
-    if not (value >= 1 and value == int(value)):
+    if not (1 <= value < math.inf and value == int(value)):
         raise argparse.ArgumentTypeError(f"expected a whole number of rows, got {text!r}")
     return int(value)
+
+
+def _finite_epsilon(text):
+    value = float(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite epsilon > 0, got {text!r} (a fit with epsilon=inf adds no "
+            "noise: there is nothing to plan)")
+    return value
 
 
 def _common_options(parser, *, delta=True, intercept=True, required=True):
@@ -50,7 +60,7 @@ def _common_options(parser, *, delta=True, intercept=True, required=True):
     parser.add_argument("--d", "--p", dest="d", type=int, required=required,
                         metavar="COLUMNS",
                         help="number of feature columns, without the intercept")
-    parser.add_argument("--epsilon", type=float, default=1.0,
+    parser.add_argument("--epsilon", type=_finite_epsilon, default=1.0,
                         help="total privacy budget epsilon of the fit (default: 1.0)")
     if delta:
         parser.add_argument("--delta", type=float, default=1e-6,
@@ -382,10 +392,12 @@ def _score(case):
         Z_train, Z_test = fitted.transform(X_train), fitted.transform(X_test)
         y_pred = (LinearRegression().fit(Z_train, y_train).predict(Z_test)
                   if Z_train.shape[1] else np.full(y_test.shape, np.mean(y_train)))
+    from .accounting import text_at_least
+
     mse = float(np.mean((y_test - y_pred) ** 2))
     ledger = fitted.privacy_spent_
-    return [case["data"], case["name"], case["notion"], f"{ledger.epsilon:g}",
-            f"{ledger.delta:.0e}" if ledger.delta else "0", f"{mse:.4g}",
+    return [case["data"], case["name"], case["notion"], text_at_least(ledger.epsilon, 6),
+            text_at_least(ledger.delta, 2) if ledger.delta else "0", f"{mse:.4g}",
             f"{mse_ols:.4g}", f"{mse_mean:.4g}", _r2_text(1.0 - mse / mse_mean),
             f"{seconds:.2f}"]
 

@@ -36,9 +36,12 @@ whose pure-DP form is :math:`3\\varepsilon` (the limit of the bound above,
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import brentq
+
+from ._rounding import value_at_least
 
 __all__ = [
     "RDP_ORDERS",
@@ -60,27 +63,47 @@ RDP_ORDERS = np.array(
 )
 
 
+#: Rounding allowance of a curve or a conversion: floating-point evaluation of a
+#: few logarithms and products is within a few units in the last place of each
+#: term; 16 of them, relative to the sum of the terms' magnitudes, is added so a
+#: computed value is never below the exact one.
+_ULPS = 16 * 2.0**-52
+
+
+def _up(values):
+    """The next float up of each value (an exact product or quotient of two floats
+    rounded to nearest is within half an ulp: one step up covers it)."""
+    return np.nextafter(values, np.inf)
+
+
 def gaussian_rdp(mu, orders=RDP_ORDERS):
-    """RDP of a mu-GDP Gaussian release: ``lambda mu^2 / 2``."""
-    return np.asarray(orders, dtype=float) * float(mu) ** 2 / 2.0
+    """RDP of a mu-GDP Gaussian release: ``lambda mu^2 / 2`` (rounded up)."""
+    return _up(_up(np.asarray(orders, dtype=float) * _up(float(mu) ** 2)) / 2.0)
 
 
 def laplace_rdp(epsilon, orders=RDP_ORDERS):
-    """RDP of the Laplace mechanism with scale ``sensitivity/epsilon`` (Mironov 2017, Table II)."""
+    """RDP of the Laplace mechanism with scale ``sensitivity/epsilon`` (Mironov 2017, Table II).
+
+    Evaluated in floating point and raised by a rounding allowance, then
+    capped by the bound of any pure epsilon-DP release (:func:`pure_dp_rdp`):
+    at a small epsilon the formula cancels (its two terms nearly agree).
+    """
     lam = np.asarray(orders, dtype=float)
     eps = float(epsilon)
     if eps == 0:
         return np.zeros_like(lam)
     log_a = np.log(lam / (2 * lam - 1)) + (lam - 1) * eps
     log_b = np.log((lam - 1) / (2 * lam - 1)) - lam * eps
-    return np.logaddexp(log_a, log_b) / (lam - 1)
+    value = np.logaddexp(log_a, log_b) / (lam - 1)
+    value = value + _ULPS * (np.abs(log_a) + np.abs(log_b) + 1.0) / (lam - 1)
+    return np.minimum(np.maximum(value, 0.0), pure_dp_rdp(eps, lam))
 
 
 def pure_dp_rdp(epsilon, orders=RDP_ORDERS):
-    """RDP of any pure epsilon-DP release: ``min(epsilon, lambda epsilon^2 / 2)``."""
+    """RDP of any pure epsilon-DP release: ``min(epsilon, lambda epsilon^2 / 2)`` (rounded up)."""
     lam = np.asarray(orders, dtype=float)
     eps = float(epsilon)
-    return np.minimum(eps, lam * eps**2 / 2.0)
+    return np.minimum(eps, _up(_up(lam * _up(eps**2)) / 2.0))
 
 
 def ledger_rdp(ledger, orders=RDP_ORDERS):
@@ -95,11 +118,11 @@ def ledger_rdp(ledger, orders=RDP_ORDERS):
     approximate-DP release without a Renyi bound) or with infinite epsilon.
     """
     lam = np.asarray(orders, dtype=float)
-    mu_squared = 0.0
+    mu_squared = Fraction(0)
     total = np.zeros_like(lam)
     for event in ledger._converted():
         if event.mu is not None:
-            mu_squared += event.mu**2
+            mu_squared += Fraction(event.mu) ** 2
         elif event.epsilon == 0 and event.delta == 0:
             continue
         elif event.delta == 0 and math.isfinite(event.epsilon):
@@ -110,7 +133,10 @@ def ledger_rdp(ledger, orders=RDP_ORDERS):
                 f"delta={event.delta:.3g}) has no Renyi-DP bound: only Gaussian releases and "
                 "pure-DP releases can be tuned privately."
             )
-    return total + gaussian_rdp(math.sqrt(mu_squared), lam)
+    # lambda mu^2 / 2 from the exact sum of the squares, rounded up (a root and
+    # its square would each round to nearest).
+    gaussian = _up(_up(lam * value_at_least(mu_squared)) / 2.0)
+    return _up(total + gaussian)
 
 
 def rdp_to_dp(rdp, delta, orders=RDP_ORDERS):
@@ -119,7 +145,12 @@ def rdp_to_dp(rdp, delta, orders=RDP_ORDERS):
     rdp = np.asarray(rdp, dtype=float)
     if not 0 < delta < 1:
         raise ValueError("delta must lie in (0, 1).")
-    eps = rdp + np.log1p(-1.0 / lam) - (math.log(delta) + np.log(lam)) / (lam - 1)
+    log_term = np.log1p(-1.0 / lam)
+    tail = (math.log(delta) + np.log(lam)) / (lam - 1)
+    eps = rdp + log_term - tail
+    # Raised by a rounding allowance of its terms: never below the exact value.
+    eps = eps + _ULPS * (np.abs(rdp) + np.abs(log_term) + np.abs(tail)
+                         + (abs(math.log(delta)) + np.log(lam)) / (lam - 1))
     return float(max(np.min(eps), 0.0))
 
 

@@ -56,6 +56,14 @@ def exact_fraction(value):
         if not value.is_finite():
             raise ValueError(f"A bound must be finite to be computed exactly; got {value!r}.")
         return Fraction(value)
+    if not isinstance(value, float) and hasattr(value, "as_integer_ratio"):
+        # A NumPy float of any width (np.longdouble has more digits than a
+        # Python float: float() would round it) is its exact ratio.
+        try:
+            return Fraction(*value.as_integer_ratio())
+        except (OverflowError, ValueError):
+            raise ValueError(
+                f"A bound must be finite to be computed exactly; got {value!r}.") from None
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"A bound must be finite to be computed exactly; got {value!r}.")

@@ -53,6 +53,7 @@ by a null row, n public). Composition never adds unlike guarantees as equals:
 :class:`Guarantee` states which guarantee a total is.
 """
 
+import decimal
 import math
 from dataclasses import dataclass
 
@@ -137,12 +138,26 @@ class Guarantee:
 
     def __str__(self):
         text = (
-            f"({self.epsilon:.6g}, {self.delta:.3g})-DP, {self.notion} notion, "
+            f"({text_at_least(self.epsilon, 6)}, {text_at_least(self.delta, 3)})-DP, "
+            f"{self.notion} notion, "
             f"{self.neighbouring} neighbours"
         )
         if not self.for_publication:
             text += " (NOT for publication: reproducible test noise)"
         return text
+
+
+def text_at_least(value, digits):
+    """``value`` printed with ``digits`` significant digits, rounded up (a printed
+    epsilon or delta never reads below the guarantee)."""
+    value = float(value)
+    text = f"{value:.{digits}g}"
+    if not math.isfinite(value) or decimal.Decimal(text) >= decimal.Decimal(value):
+        return text
+    exact = decimal.Decimal(value)
+    step = decimal.Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    # The float nearest a number of ``digits`` significant digits prints as it.
+    return f"{float(exact.quantize(step, rounding=decimal.ROUND_CEILING)):.{digits}g}"
 
 
 def group_privacy(epsilon, delta):
@@ -156,7 +171,15 @@ def group_privacy(epsilon, delta):
     epsilon, delta = float(epsilon), float(delta)
     if math.isinf(epsilon):
         return math.inf, delta
-    return 2.0 * epsilon, min((1.0 + math.exp(min(epsilon, 700.0))) * delta, 1.0)
+    if delta == 0:
+        return 2.0 * epsilon, 0.0
+    if epsilon > 709.0:  # e^epsilon times any positive delta: at least 1
+        return 2.0 * epsilon, 1.0
+    # math.exp is within an ulp of e^epsilon: the next float up is at least it,
+    # and the product is rounded up from its exact value.
+    grow = math.nextafter(math.exp(epsilon), math.inf)
+    return 2.0 * epsilon, min(value_at_least((1 + exact_fraction(grow))
+                                             * exact_fraction(delta)), 1.0)
 
 
 def composed_notion(notions):
@@ -377,6 +400,10 @@ class PrivacyLedger:
                 for new, old in zip(events, self.events)
                 if not (by_mu and new.is_gaussian)
             ), 1.0)
+            if not by_mu:
+                # A declared delta below its events' deltas would under-report:
+                # basic composition needs their sum at least.
+                delta = max(delta, min(_sum_at_least(event.delta for event in events), 1.0))
         basic_eps = _sum_at_least(event.epsilon for event in events)
         if not by_mu:
             return basic_eps, delta
@@ -414,12 +441,13 @@ class PrivacyLedger:
             mu = "" if event.mu is None else f"{event.mu:9.4f}"
             lines.append(
                 f"{event.name:<24}{event.notion:<9}{event.neighbouring:<13}"
-                f"{event.epsilon:10.4g}{event.delta:11.3g}{mu:>9}"
+                f"{text_at_least(event.epsilon, 4):>10}{text_at_least(event.delta, 3):>11}"
+                f"{mu:>9}"
             )
         if self.events:
             lines.append(
                 f"{'total':<24}{self.notion:<9}{self.neighbouring:<13}"
-                f"{self.epsilon:10.4g}{self.delta:11.3g}"
+                f"{text_at_least(self.epsilon, 4):>10}{text_at_least(self.delta, 3):>11}"
             )
             if len({event.neighbouring for event in self.events}) > 1:
                 lines.append(
@@ -490,9 +518,17 @@ def subsampled_guarantee(epsilon, delta, sampling_ratio):
     q = float(sampling_ratio)
     if not 0 < q <= 1:
         raise ValueError("sampling_ratio must lie in (0, 1].")
+    delta_out = value_at_least(exact_fraction(q) * exact_fraction(delta))
     if math.isinf(epsilon):
-        return math.inf, q * float(delta)
-    return math.log1p(q * math.expm1(float(epsilon))), q * float(delta)
+        return math.inf, delta_out
+    epsilon = float(epsilon)
+    if epsilon > 700.0:
+        # log(1 + q (e^eps - 1)) = eps + log(q + (1 - q) e^-eps), without overflow
+        value = epsilon + math.log(q + (1.0 - q) * math.exp(-epsilon))
+    else:
+        value = math.log1p(q * math.expm1(epsilon))
+    # A few roundings of a few ulps each: raised so it is never below the exact value.
+    return value * (1.0 + _ROUNDING) + 2.0**-1074, delta_out
 
 
 # Relative rounding allowance of a few float operations (8 units in the last place).

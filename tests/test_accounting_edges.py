@@ -564,3 +564,105 @@ def test_gdp_epsilon_at_an_extreme_mu_returns_a_valid_epsilon():
     for mu, delta in [(1e12, 1e-300), (1e12, 1e-5), (1e8, 1e-300)]:
         eps = gdp_epsilon(mu, delta)
         assert math.isfinite(eps) and gdp_delta(mu, eps) <= delta
+
+
+def test_group_privacy_delta_is_never_below_the_exact_conversion():
+    # (1 + e^eps) delta was rounded to nearest (below the exact value about half the
+    # time) and e^eps was capped at e^700 (a delta of 1e-16 where 1 is exact).
+    from skprivreg.accounting import group_privacy
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        eps, delta = float(rng.uniform(0.0, 20.0)), float(10 ** rng.uniform(-12, -1))
+        got_eps, got_delta = group_privacy(eps, delta)
+        with mpmath.workdps(60):
+            exact = (1 + mpmath.exp(mpmath.mpf(eps))) * mpmath.mpf(delta)
+            assert got_eps == 2 * eps
+            assert mpmath.mpf(got_delta) >= min(exact, 1)
+    assert group_privacy(800.0, 1e-320) == (1600.0, 1.0)
+    assert group_privacy(3.0, 0.0) == (6.0, 0.0)
+
+
+def test_a_declared_delta_below_its_events_deltas_is_not_reported():
+    from skprivreg.accounting import PrivacyEvent, PrivacyLedger
+
+    ledger = PrivacyLedger([PrivacyEvent("x", 0.5, 1e-3)], delta=1e-9)
+    assert ledger.delta >= 1e-3
+    gdp = PrivacyLedger([PrivacyEvent("x", 0.5, 1e-3)], delta=1e-9, composition="gdp")
+    assert gdp.delta >= 1e-3
+
+
+def test_long_doubles_are_taken_exactly():
+    from fractions import Fraction
+
+    from skprivreg.mechanisms import exact_fraction, quotient_at_least, value_at_least
+
+    x = np.longdouble(1) + np.longdouble(2) ** -60
+    if x == 1:
+        pytest.skip("np.longdouble is float64 here")
+    assert exact_fraction(x) == 1 + Fraction(1, 2**60)
+    assert value_at_least(x) > 1.0 and quotient_at_least(x, 1) > 1.0
+    with pytest.raises(ValueError, match="finite"):
+        exact_fraction(np.longdouble("inf"))
+
+
+def test_renyi_curves_and_their_conversion_are_never_below_the_exact_values():
+    # laplace_rdp cancelled at small epsilon (-5.6e-16 at order 1.05 for eps = 1e-8);
+    # rdp_to_dp and the Gaussian curve rounded to nearest.
+    from skprivreg.accounting import RDP_ORDERS, gaussian_rdp, laplace_rdp, rdp_to_dp
+
+    orders = np.asarray(RDP_ORDERS, dtype=float)
+    rng = np.random.default_rng(1)
+    for eps in [1e-8, 1e-5, *rng.uniform(0.001, 5.0, size=40)]:
+        got = laplace_rdp(eps)
+        with mpmath.workdps(60):
+            for lam, value in zip(orders, got):
+                lam_, e = mpmath.mpf(float(lam)), mpmath.mpf(float(eps))
+                exact = mpmath.log(lam_ / (2 * lam_ - 1) * mpmath.exp((lam_ - 1) * e)
+                                   + (lam_ - 1) / (2 * lam_ - 1) * mpmath.exp(-lam_ * e)
+                                   ) / (lam_ - 1)
+                assert mpmath.mpf(float(value)) >= exact
+    for mu in rng.uniform(0.01, 3.0, size=300):
+        curve = gaussian_rdp(mu)
+        delta = float(10 ** rng.uniform(-10, -3))
+        got = rdp_to_dp(curve, delta)
+        with mpmath.workdps(60):
+            # the conversion of the curve as given (its own rounding is checked below)
+            exact = min(mpmath.mpf(float(value))
+                        + mpmath.log1p(-1 / mpmath.mpf(float(lam)))
+                        - (mpmath.log(delta) + mpmath.log(mpmath.mpf(float(lam))))
+                        / (mpmath.mpf(float(lam)) - 1) for lam, value in zip(orders, curve))
+            assert mpmath.mpf(got) >= max(exact, 0)
+            for lam, value in zip(orders, curve):
+                assert mpmath.mpf(float(value)) >= (mpmath.mpf(float(lam))
+                                                    * mpmath.mpf(float(mu)) ** 2 / 2)
+
+
+def test_subsampled_guarantee_is_never_below_the_exact_value():
+    from skprivreg.accounting import subsampled_guarantee
+
+    rng = np.random.default_rng(2)
+    for _ in range(500):
+        eps, q = float(rng.uniform(0.0, 5.0)), float(rng.uniform(0.001, 1.0))
+        got, _ = subsampled_guarantee(eps, 1e-6, q)
+        with mpmath.workdps(60):
+            exact = mpmath.log(1 + q * (mpmath.exp(mpmath.mpf(eps)) - 1))
+            assert mpmath.mpf(got) >= exact
+    big, _ = subsampled_guarantee(710.0, 1e-6, 0.5)  # it overflowed
+    assert 709.3 < big < 710.0
+
+
+def test_printed_guarantees_never_read_below_the_guarantee():
+    from decimal import Decimal
+
+    from skprivreg.accounting import Guarantee, PrivacyEvent, PrivacyLedger, text_at_least
+
+    assert str(Guarantee(1.0000004, 1.2349e-6)).startswith("(1.00001, 1.24e-06)-DP")
+    ledger = PrivacyLedger([PrivacyEvent("x", 1.00004, 1.4e-6)])
+    assert "1.001" in repr(ledger) and "1.4e-06" in repr(ledger)
+    rng = np.random.default_rng(3)
+    for value in 10 ** rng.uniform(-300, 300, size=500):
+        for digits in (2, 3, 4, 6):
+            text = text_at_least(value, digits)
+            assert Decimal(text) >= Decimal(float(value))
+            assert len(text.split("e")[0].replace(".", "").lstrip("0")) <= digits
