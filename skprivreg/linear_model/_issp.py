@@ -279,12 +279,14 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         A public value near the labels, subtracted from them before every
         pass (with ``fit_intercept=True``; the intercept absorbs it, so the
         output is the same in exact arithmetic). Declare it when the labels
-        sit far from 0 against their residual scale (beyond about ``1e12``
+        sit far from 0 against their residual scale (beyond about ``1e9``
         residual scales, e.g. a domain figure such as a typical price):
-        there float64 rounding would move the estimate between neighbours by
-        more than its noise. It must be a public fact: a centre computed
-        from the data would let one record decide the rounding of every
-        other label. Without an intercept it must be 0.
+        there the float64 residuals of the residual filter err by more than
+        the margin its ladder leaves (about ``1e-6`` of a residual scale at
+        ``1e10``), and beyond ``1e13`` float64 rounding would move the
+        estimate between neighbours by more than its noise. It must be a
+        public fact: a centre computed from the data would let one record
+        decide the rounding of every other label. Without an intercept it must be 0.
     budget_split : 'auto', 'paper' or tuple of 3 floats, default='auto'
         Shares of eps1 for PTR, location and shape.
     r0_budget_fraction : float in (0, 0.5), default=0.05

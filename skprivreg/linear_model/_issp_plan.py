@@ -191,10 +191,20 @@ def _delta_shares(delta1, eps_loc, eps_shape):
     Returns ``(delta_ptr, delta_loc, log_delta_shape, delta_gauss)``.
     """
     delta_ptr, D = shares_at_most(delta1, [1, 2])
-    log_delta_shape = math.log(D / 2.0) - eps_loc
-    delta_shape = math.exp(log_delta_shape)
-    delta_loc = min(D / 2.0, (D - delta_shape) * math.exp(-min(eps_shape, SHAPE_EPSILON_CAP)))
+    # Rounded down, each by a few ulps of its terms (log and exp are within an
+    # ulp), so that the exact delta_G of the recorded shares is at most D:
+    # delta_C = e^{log_delta_shape} (the value the shape step uses) is at most
+    # (D/2) e^{-eps_M}, and delta_M at most (D - delta_C) e^{-eps_C'}.
+    log_half = math.log(D / 2.0)
+    log_delta_shape = (log_half - eps_loc) - _SHARE_ULPS * (abs(log_half) + eps_loc + 1.0)
+    delta_shape_up = math.exp(log_delta_shape) * (1.0 + _SHARE_ULPS)
+    delta_loc = min(D / 2.0, (D - delta_shape_up)
+                    * math.exp(-min(eps_shape, SHAPE_EPSILON_CAP)) * (1.0 - _SHARE_ULPS))
     return delta_ptr, delta_loc, log_delta_shape, D
+
+
+#: Allowance for the rounding of a log or exp and a product: 8 units in the last place.
+_SHARE_ULPS = 8 * 2.0**-53
 
 
 def shape_distance_bound(L0, k, constants="proven"):

@@ -887,3 +887,38 @@ def test_a_label_the_center_shifts_out_of_range_is_refused_before_any_spend():
     with pytest.raises(ValueError, match="label_center"):
         est.fit(X, y)
     assert acc.n_spends == 0
+
+
+def test_the_recorded_delta_shares_cover_the_exact_deltas():
+    # The Gaussian pair and the PTR width were rounded to nearest: the exact delta_G
+    # of the recorded shares exceeded the recorded delta_gauss in 395 of 576 plans,
+    # and the PTR's exact delta_T its delta_ptr in 258 (by about 1e-15, relative).
+    import itertools
+    import warnings
+
+    import mpmath
+
+    from skprivreg.linear_model import issp_plan
+
+    checked = 0
+    for n, eps, delta, split in itertools.product(
+            [10**6, 10**8], [0.5, 2.0, 8.0, 16.0], [1e-5, 3e-7, 1e-9],
+            ["auto", "paper", (0.5, 0.25, 0.25)]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                p = issp_plan(n_samples=n, n_features=4, epsilon=eps, delta=delta,
+                              budget_split=split)
+            except Exception:
+                continue
+        with mpmath.workdps(60):
+            eps_m = mpmath.mpf(p.eps_loc)
+            eps_c = min(mpmath.mpf(p.eps_shape), mpmath.mpf("0.999"))
+            d_m, d_c = mpmath.mpf(p.delta_loc), mpmath.mpf(p.delta_shape)
+            d_g = max(d_m + mpmath.exp(eps_m) * d_c, d_c + mpmath.exp(eps_c) * d_m)
+            assert d_g <= mpmath.mpf(p.delta_gauss)
+            lam, a = mpmath.mpf(p.ptr_scale), mpmath.mpf(p.ptr_half_width / p.ptr_scale)
+            d_t = (mpmath.exp(4 / lam) - 1) / (2 * (mpmath.exp(a) - 1))
+            assert d_t <= mpmath.mpf(p.delta_ptr)
+        checked += 1
+    assert checked > 40
