@@ -39,19 +39,15 @@ def _prog():
 # plan
 # ---------------------------------------------------------------------------
 def _rows(text):
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of rows, got {text!r}") from None
     if not (1 <= value < math.inf and value == int(value)):
         raise argparse.ArgumentTypeError(f"expected a whole number of rows, got {text!r}")
     return int(value)
 
 
-def _finite_epsilon(text):
-    value = float(text)
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(
-            f"expected a finite epsilon > 0, got {text!r} (a fit with epsilon=inf adds no "
-            "noise: there is nothing to plan)")
-    return value
 
 
 def _common_options(parser, *, delta=True, intercept=True, required=True):
@@ -60,7 +56,7 @@ def _common_options(parser, *, delta=True, intercept=True, required=True):
     parser.add_argument("--d", "--p", dest="d", type=int, required=required,
                         metavar="COLUMNS",
                         help="number of feature columns, without the intercept")
-    parser.add_argument("--epsilon", type=_finite_epsilon, default=1.0,
+    parser.add_argument("--epsilon", type=float, default=1.0,
                         help="total privacy budget epsilon of the fit (default: 1.0)")
     if delta:
         parser.add_argument("--delta", type=float, default=1e-6,

@@ -16,7 +16,7 @@ from ._random import (
     secret_generators,
 )
 from .accounting import BudgetAccountant, DetachedAccountant, PrivacyLedger
-from .exceptions import PrivacyLeakWarning
+from .exceptions import ConfigurationError, PrivacyLeakWarning
 
 __all__ = ["DPEstimatorMixin", "SAMPLE_WEIGHT_MESSAGE"]
 
@@ -91,6 +91,27 @@ def accountant_params(estimator):
         return {}
     return {name: value for name, value in estimator.get_params(deep=True).items()
             if name.rsplit("__", 1)[-1] == "accountant"}
+
+
+def refuse_uncharged_accountant(held, accountant, owner, name):
+    """Refuse an accountant ``held`` by a sub-estimator that ``owner`` fits without it.
+
+    The outer estimator records the whole spend on its own ``accountant``
+    once; another accountant on the sub-estimator would record nothing of the
+    fits it was meant to limit. ``None`` or the outer accountant itself
+    passes. The accountant of an estimator loaded from a pickle refuses with
+    its own message. Before any spend.
+    """
+    if held is None or held is accountant:
+        return
+    if isinstance(held, DetachedAccountant):
+        held.check(0.0)
+    raise ConfigurationError(
+        f"The estimator's accountant is not charged by {owner}: its fits run without it "
+        f"and {owner} records one spend of its own. Pass that accountant to "
+        f"{name}(accountant=...), or set the estimator's accountant to None. Nothing was "
+        "spent."
+    )
 
 
 def charge_refits_to(estimator, accountant):

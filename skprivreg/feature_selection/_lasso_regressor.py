@@ -11,7 +11,7 @@ from .._compat import HasMethods, Interval, StrOptions, fit_context, validate_da
 from .._rows import read_into_memory
 from .._warnings import quiet_warnings
 from ..accounting import PrivacyEvent, PrivacyLedger
-from ..base import DPEstimatorMixin, charge_refits_to
+from ..base import DPEstimatorMixin, charge_refits_to, refuse_uncharged_accountant
 from ..bounds import (
     check_range_bounds_feasible,
     check_x_range,
@@ -497,6 +497,11 @@ lasso_params, rsc_constant, penalty, n_reference, on_fail, n_jobs
         n, p = X.shape
         x_range, y_range, bound_eps, eps1, eps2, planned = self._plan(n, p, private)
         _check_stage2_guarantee(self.estimator)
+        # Stage 2 is fitted without its own accountant (the Lasso records the spend).
+        if hasattr(self.estimator, "get_params"):
+            refuse_uncharged_accountant(self.estimator.get_params().get("accountant"),
+                                        self.accountant, "the private Lasso",
+                                        type(self).__name__)
         # The selection's refusals that need no data, before the spend.
         probe = self._make_selector(eps1, x_range, y_range, None)
         if self.method == "perturbation":

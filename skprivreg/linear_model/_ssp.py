@@ -580,6 +580,9 @@ def _ssp_family_plan(Estimator, plan_class, *, n_samples, n_features, n_outputs,
     estimator = Estimator(**params)
     validate_params(estimator)
     private = not math.isinf(estimator.epsilon)
+    if not private:
+        raise ValueError(
+            f"{Estimator.__name__} with epsilon=inf adds no noise: there is nothing to plan.")
     x_bound = estimator.x_bound
     y_bound = label_magnitude(estimator.y_bound)
     ledger = estimator._plan_ledger(

@@ -25,7 +25,12 @@ from .._rdp import RDP_ORDERS, laplace_rdp, ledger_rdp, tnb_pmf
 from .._rows import read_into_memory
 from .._warnings import quiet_warnings
 from ..accounting import DetachedAccountant, PrivacyEvent, PrivacyLedger
-from ..base import DPEstimatorMixin, accountant_params, charge_refits_to
+from ..base import (
+    DPEstimatorMixin,
+    accountant_params,
+    charge_refits_to,
+    refuse_uncharged_accountant,
+)
 from ..bounds import check_y_bound
 from ..exceptions import ConfigurationError, PrivacyInfeasibleError, PrivateTestFailed
 from ..mechanisms import (
@@ -357,25 +362,16 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                     )
         return candidates, prefix, step
 
-    def _check_step_accountant(self, prefix):
-        """Refuse an ``accountant`` on the private estimator other than the search's own.
-
-        The runs are fitted without it (their number is secret; the search's one
-        spend covers them), so it would record nothing of a search it was meant
-        to limit. The accountant of an estimator loaded from a pickle refuses
-        with its own message.
-        """
-        held = self.estimator.get_params().get(f"{prefix}accountant")
-        if held is None or held is self.accountant:
-            return
-        if isinstance(held, DetachedAccountant):
-            held.check(0.0)
-        raise ConfigurationError(
-            "The estimator's accountant is not charged by a private search: its runs are "
-            "fitted without it and the search records one spend of its own. Pass that "
-            "accountant to PrivateGridSearchCV(accountant=...), or set the estimator's "
-            "accountant to None. Nothing was spent."
-        )
+    def _check_step_accountant(self, candidates, prefix):
+        """Refuse an ``accountant`` on the private estimator other than the search's own,
+        on the template or on an estimator a candidate puts in its place (the runs
+        are fitted without it: their number is secret, and the search's one spend
+        covers them)."""
+        for params in [{}, *candidates]:
+            step = clone(self.estimator).set_params(**params) if params else self.estimator
+            refuse_uncharged_accountant(step.get_params().get(f"{prefix}accountant"),
+                                        self.accountant, "a private search",
+                                        type(self).__name__)
 
     def _y_range(self, step):
         y_bound = self.y_bound if self.y_bound is not None else getattr(step, "y_bound", None)
@@ -606,7 +602,7 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         """
         self._reset()
         candidates, prefix, step = self._candidates()
-        self._check_step_accountant(prefix)
+        self._check_step_accountant(candidates, prefix)
         y_low, y_high = self._y_range(step)
         # A column vector for a single-output estimator warns and is raveled, and
         # several outputs are refused, here (from y's shape, a public fact), as

@@ -1040,3 +1040,20 @@ def test_paper_subsamples_use_a_given_max_appearances():
     assert paper.max_appearances == max(1, math.floor(2 * paper.n_subsamples * 0.05))
     given = subsample_plan(**kw, max_appearances=3)
     assert given.max_appearances == 3 and given.n_subsamples == paper.n_subsamples
+
+
+def test_the_lasso_refuses_an_accountant_on_its_stage2_estimator():
+    # Stage 2 is fitted without it: a budget attached there recorded nothing.
+    from skprivreg import AdaSSPRegressor, BudgetAccountant
+    from skprivreg.exceptions import ConfigurationError
+    from skprivreg.feature_selection import PrivateLassoRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(2000, 5))
+    y = X[:, 0] + 0.1 * rng.normal(size=2000)
+    inner = BudgetAccountant(epsilon=0.1, delta=1e-6)
+    lasso = PrivateLassoRegressor(estimator=AdaSSPRegressor(accountant=inner),
+                                  x_range=(-1.0, 1.0), y_bound=2.0, epsilon=8.0)
+    with pytest.raises(ConfigurationError, match="not charged by the private Lasso"):
+        lasso.fit(X, y)
+    assert inner.n_spends == 0
