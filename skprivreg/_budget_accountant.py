@@ -19,6 +19,7 @@ from .accounting import (
     PrivacyLedger,
     compose_ledgers,
     group_privacy,
+    text_at_least,
 )
 from .exceptions import BudgetExceededError, CompositionError, ConfigurationError
 
@@ -212,10 +213,11 @@ class BudgetAccountant:
             spent = self._total()
             raise BudgetExceededError(
                 "This fit would exceed the privacy budget: it plans "
-                f"(epsilon={ledger.epsilon:.6g}, delta={ledger.delta:.3g}) and the "
-                f"accountant has (epsilon={self.epsilon:.6g}, delta={self.delta:.3g}) "
-                f"of which (epsilon={spent.epsilon:.6g}, delta={spent.delta:.3g}) is "
-                "spent. Nothing was spent."
+                f"(epsilon={text_at_least(ledger.epsilon, 6)}, "
+                f"delta={text_at_least(ledger.delta, 3)}) and the accountant has "
+                f"(epsilon={self.epsilon:.6g}, delta={self.delta:.3g}) of which "
+                f"(epsilon={text_at_least(spent.epsilon, 6)}, "
+                f"delta={text_at_least(spent.delta, 3)}) is spent. Nothing was spent."
             )
 
     def check(self, spend, delta=None):

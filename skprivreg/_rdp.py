@@ -136,7 +136,8 @@ def ledger_rdp(ledger, orders=RDP_ORDERS):
     # lambda mu^2 / 2 from the exact sum of the squares, rounded up (a root and
     # its square would each round to nearest).
     gaussian = _up(_up(lam * value_at_least(mu_squared)) / 2.0)
-    return _up(total + gaussian)
+    # Each addition rounds by half an ulp of the running sum (all terms >= 0).
+    return (total + gaussian) * (1.0 + _ULPS * (len(ledger.events) + 1))
 
 
 def rdp_to_dp(rdp, delta, orders=RDP_ORDERS):

@@ -152,7 +152,9 @@ def text_at_least(value, digits):
     epsilon or delta never reads below the guarantee)."""
     value = float(value)
     text = f"{value:.{digits}g}"
-    if not math.isfinite(value) or decimal.Decimal(text) >= decimal.Decimal(value):
+    # The nearest text reads back as a float at least the value: kept (so a
+    # declared 1e-05, whose float lies a hair above 1e-5, prints as 1e-05).
+    if not math.isfinite(value) or float(text) >= value:
         return text
     exact = decimal.Decimal(value)
     step = decimal.Decimal(1).scaleb(exact.adjusted() - digits + 1)
@@ -173,8 +175,13 @@ def group_privacy(epsilon, delta):
         return math.inf, delta
     if delta == 0:
         return 2.0 * epsilon, 0.0
-    if epsilon > 709.0:  # e^epsilon times any positive delta: at least 1
-        return 2.0 * epsilon, 1.0
+    if epsilon > 709.0:
+        # e^epsilon overflows: (1 + e^eps) delta = exp(eps + log(delta) + log1p(e^-eps)),
+        # the exponent raised by a rounding allowance of its terms and by e^-eps.
+        exponent = epsilon + math.log(delta)
+        exponent += 2.0**-48 * (epsilon + abs(math.log(delta))) + math.exp(-epsilon)
+        return 2.0 * epsilon, 1.0 if exponent >= 0 else min(
+            math.nextafter(math.exp(exponent), math.inf), 1.0)
     # math.exp is within an ulp of e^epsilon: the next float up is at least it,
     # and the product is rounded up from its exact value.
     grow = math.nextafter(math.exp(epsilon), math.inf)
@@ -523,10 +530,12 @@ def subsampled_guarantee(epsilon, delta, sampling_ratio):
         return math.inf, delta_out
     epsilon = float(epsilon)
     if epsilon > 700.0:
-        # log(1 + q (e^eps - 1)) = eps + log(q + (1 - q) e^-eps), without overflow
-        value = epsilon + math.log(q + (1.0 - q) * math.exp(-epsilon))
-    else:
-        value = math.log1p(q * math.expm1(epsilon))
+        # log(1 + q (e^eps - 1)) = eps + log(q + (1 - q) e^-eps), without overflow;
+        # the sum cancels for a tiny q: the allowance is relative to its terms.
+        log_term = math.log(q + (1.0 - q) * math.exp(-epsilon))
+        value = epsilon + log_term
+        return value + _ROUNDING * (epsilon + abs(log_term) + 1.0), delta_out
+    value = math.log1p(q * math.expm1(epsilon))
     # A few roundings of a few ulps each: raised so it is never below the exact value.
     return value * (1.0 + _ROUNDING) + 2.0**-1074, delta_out
 

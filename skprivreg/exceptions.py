@@ -147,9 +147,12 @@ class UnstableSupportError(PrivateTestFailed):
                 "converges), so no support is released."
             )
         else:
+            from .accounting import text_at_least as _text_at_least  # (a cycle at import)
+
             message = (
                 "The private Lasso support is not stable enough to release (bottom) at "
-                f"epsilon={epsilon:.4g}, delta={delta:.3g}. The budget is spent. More data, "
+                f"epsilon={_text_at_least(epsilon, 4)}, delta={_text_at_least(delta, 3)}. "
+                "The budget is spent. More data, "
                 "a larger epsilon, sampling='partition', or a smaller max_features can help."
             )
         super().__init__(message)

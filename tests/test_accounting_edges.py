@@ -650,19 +650,56 @@ def test_subsampled_guarantee_is_never_below_the_exact_value():
             assert mpmath.mpf(got) >= exact
     big, _ = subsampled_guarantee(710.0, 1e-6, 0.5)  # it overflowed
     assert 709.3 < big < 710.0
+    for _ in range(300):  # above 700 the sum cancels for a tiny q
+        eps, q = float(rng.uniform(700.5, 720.0)), float(10 ** rng.uniform(-308, -1))
+        got, _ = subsampled_guarantee(eps, 1e-6, q)
+        with mpmath.workdps(80):
+            exact = mpmath.log(1 + q * (mpmath.exp(mpmath.mpf(eps)) - 1))
+            assert mpmath.mpf(got) >= exact
+
+
+def test_group_privacy_above_epsilon_709_is_not_below_exact_nor_vacuous():
+    from skprivreg.accounting import group_privacy
+
+    for eps, delta in [(709.5, 1e-320), (720.0, 1e-320), (800.0, 1e-320), (710.0, 1e-300)]:
+        got = group_privacy(eps, delta)[1]
+        with mpmath.workdps(60):
+            exact = min((1 + mpmath.exp(mpmath.mpf(eps))) * mpmath.mpf(delta), 1)
+            assert mpmath.mpf(got) >= exact
+            assert mpmath.mpf(got) <= exact * (1 + mpmath.mpf("1e-10")) or got == 1.0
+    assert group_privacy(709.5, 1e-320)[1] < 1e-10
+
+
+def test_ledger_renyi_curve_of_many_pure_releases_is_not_below_the_exact_sum():
+    from fractions import Fraction
+
+    from skprivreg.accounting import RDP_ORDERS, PrivacyEvent, PrivacyLedger
+    from skprivreg.accounting import ledger_rdp as curve_of
+
+    rng = np.random.default_rng(4)
+    orders = np.asarray(RDP_ORDERS, dtype=float)
+    for _ in range(300):
+        epsilons = rng.uniform(0.001, 2.0, size=5)
+        ledger = PrivacyLedger([PrivacyEvent(f"e{i}", float(e), 0.0)
+                                for i, e in enumerate(epsilons)])
+        got = curve_of(ledger)
+        for lam, value in zip(orders, got):
+            exact = sum(min(Fraction(float(e)), Fraction(float(lam)) * Fraction(float(e)) ** 2 / 2)
+                        for e in epsilons)
+            assert Fraction(float(value)) >= exact
 
 
 def test_printed_guarantees_never_read_below_the_guarantee():
-    from decimal import Decimal
-
     from skprivreg.accounting import Guarantee, PrivacyEvent, PrivacyLedger, text_at_least
 
     assert str(Guarantee(1.0000004, 1.2349e-6)).startswith("(1.00001, 1.24e-06)-DP")
     ledger = PrivacyLedger([PrivacyEvent("x", 1.00004, 1.4e-6)])
     assert "1.001" in repr(ledger) and "1.4e-06" in repr(ledger)
+    # A declared 1e-05 or 0.1 (floats a hair above the decimal) prints as declared.
+    assert text_at_least(1e-5, 3) == "1e-05" and text_at_least(0.1, 6) == "0.1"
     rng = np.random.default_rng(3)
     for value in 10 ** rng.uniform(-300, 300, size=500):
         for digits in (2, 3, 4, 6):
             text = text_at_least(value, digits)
-            assert Decimal(text) >= Decimal(float(value))
+            assert float(text) >= value  # reads back at least the value
             assert len(text.split("e")[0].replace(".", "").lstrip("0")) <= digits

@@ -502,7 +502,9 @@ def aggregate(
     Raises
     ------
     ConfigurationError, InsufficientDataError, PrivacyInfeasibleError
-        Before any label is read; nothing is spent.
+        Before any label is read; nothing is spent. With ``bounds='data'``
+        the label range is read first (no privacy for it): a refusal of the
+        plan then depends on that range, which its message may cite.
     PrivacyCheckFailedError
         The residual check refused; the budget is spent (the exception's
         ``ledger`` attribute holds it).

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from scipy.optimize import minimize_scalar
 
-from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu
+from ..accounting import PrivacyEvent, PrivacyLedger, gdp_mu, text_at_least
 from ..bounds import check_y_bound
 from ..mechanisms import (
     cross_sensitivity,
@@ -534,7 +534,8 @@ class ReuseCovPlan:
                 [("ridge lambda (normalised)", f"{self.ridge:.6g}"),
                  ("sklearn Ridge alpha", f"{self.ridge * self.n_samples:.6g}")]
             ),
-            ("ledger epsilon, delta", f"{self.ledger.epsilon:.6g}, {self.ledger.delta:.3g}"),
+            ("ledger epsilon, delta", f"{text_at_least(self.ledger.epsilon, 6)}, "
+                                      f"{text_at_least(self.ledger.delta, 3)}"),
         ]
         if self.l_zero is not None:
             rows.append(("l_0 (assoc = cov noise)", f"{self.l_zero:.4g}"))
