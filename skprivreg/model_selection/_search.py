@@ -161,7 +161,8 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     makes are checked as its private estimator will read them (numeric and
     finite; dense unless it takes sparse input). Accountants of the
     candidates, nested ones included, are not charged by the runs: the
-    search's own spend, on its ``accountant``, covers them.
+    search's own spend, on its ``accountant``, covers them, so any other
+    accountant in the estimator is refused before the spend.
 
     ``best_estimator_`` is the model fitted in the winning run, on its
     training part; with ``refit_budget > 0`` the selection gets
@@ -172,9 +173,9 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
     values of ``param_grid`` are cloned for each run, as
     :class:`~sklearn.model_selection.GridSearchCV` does: the objects in
     ``param_grid`` (and in ``best_params_``) are never fitted. An
-    ``accountant`` on the private estimator must be the search's own (it is
-    not charged by the runs): another one is refused before anything is
-    spent.
+    ``accountant`` anywhere in the estimator (nested ones included) must be
+    the search's own (the runs do not charge it): another one is refused
+    before anything is spent.
     As with :class:`~sklearn.model_selection.GridSearchCV`, a search fitted on a
     data frame fits every run on rows of a frame with the same column names,
     so ``best_estimator_`` (and ``predict``) checks the names of later input.
@@ -363,15 +364,17 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         return candidates, prefix, step
 
     def _check_step_accountant(self, candidates, prefix):
-        """Refuse an ``accountant`` on the private estimator other than the search's own,
-        on the template or on an estimator a candidate puts in its place (the runs
-        are fitted without it: their number is secret, and the search's one spend
-        covers them)."""
+        """Refuse an ``accountant`` other than the search's own anywhere in the estimator
+        (nested ones included), on the template or on an estimator a candidate puts in
+        its place (the runs are fitted without it: their number is secret, and the
+        search's one spend covers them)."""
         for params in [{}, *candidates]:
             step = clone(self.estimator).set_params(**params) if params else self.estimator
-            refuse_uncharged_accountant(step.get_params().get(f"{prefix}accountant"),
-                                        self.accountant, "a private search",
-                                        type(self).__name__)
+            # Nested ones included (an estimator inside the private step): the runs
+            # fit them without it too.
+            for held in accountant_params(step).values():
+                refuse_uncharged_accountant(held, self.accountant, "a private search",
+                                            type(self).__name__)
 
     def _y_range(self, step):
         y_bound = self.y_bound if self.y_bound is not None else getattr(step, "y_bound", None)

@@ -662,8 +662,15 @@ def test_a_nested_accountant_is_never_charged_by_the_runs():
     acc = BudgetAccountant(epsilon=10.0, delta=1e-3)
     search = PrivateGridSearchCV(estimator=est, param_grid={"fit_intercept": [True, False]},
                                  epsilon=2.0, delta=1e-6, n_repetitions=5, accountant=acc)
+    # Another accountant inside the private step would record nothing of the search:
+    # refused before the spend (it was silently left out).
+    with pytest.raises(ConfigurationError, match="not charged by a private search"):
+        search.fit(X, y)
+    assert inner.n_spends == 0 and acc.n_spends == 0
+    # The search's own accountant there too: charged once, by the search.
+    est.set_params(estimator__accountant=acc)
     search.fit(X, y)
-    assert inner.n_spends == 0 and acc.n_spends == 1
+    assert acc.n_spends == 1
     with pytest.raises(ValueError, match="may not set 'estimator__accountant'"):
         PrivateGridSearchCV(estimator=est, param_grid={"estimator__accountant": [None]},
                             epsilon=2.0, delta=1e-6).fit(X, y)
