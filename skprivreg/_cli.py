@@ -48,8 +48,6 @@ def _rows(text):
     return int(value)
 
 
-
-
 def _common_options(parser, *, delta=True, intercept=True, required=True):
     parser.add_argument("--n", type=_rows, required=required, metavar="ROWS",
                         help="number of training rows, a public fact (1e7 is accepted)")

@@ -644,10 +644,12 @@ def test_subsampled_guarantee_is_never_below_the_exact_value():
     rng = np.random.default_rng(2)
     for _ in range(500):
         eps, q = float(rng.uniform(0.0, 5.0)), float(rng.uniform(0.001, 1.0))
-        got, _ = subsampled_guarantee(eps, 1e-6, q)
+        delta = float(10 ** rng.uniform(-12, -2))
+        got, got_delta = subsampled_guarantee(eps, delta, q)
         with mpmath.workdps(60):
             exact = mpmath.log(1 + q * (mpmath.exp(mpmath.mpf(eps)) - 1))
             assert mpmath.mpf(got) >= exact
+            assert mpmath.mpf(got_delta) >= mpmath.mpf(q) * mpmath.mpf(delta)
     big, _ = subsampled_guarantee(710.0, 1e-6, 0.5)  # it overflowed
     assert 709.3 < big < 710.0
     for _ in range(300):  # above 700 the sum cancels for a tiny q

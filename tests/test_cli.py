@@ -104,6 +104,21 @@ def test_refusals_exit_2_and_plans_exit_0(argv, status, capsys):
     assert capsys.readouterr().out.strip()
 
 
+@pytest.mark.parametrize("name", ["ssp", "adassp"])
+def test_a_plan_at_epsilon_inf_says_there_is_nothing_to_plan(name, capsys):
+    # It raised ZeroDivisionError with a traceback.
+    assert _cli.main(["plan", name, "--n", "1000", "--d", "5", "--epsilon", "inf"]) == 2
+    assert "nothing to plan" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("rows", ["1e400", "many", "2.5", "0"])
+def test_row_counts_that_are_not_whole_numbers_are_refused_with_a_message(rows, capsys):
+    with pytest.raises(SystemExit) as stop:
+        _cli.main(["plan", "ssp", "--n", rows, "--d", "5"])
+    assert stop.value.code == 2
+    assert "number of rows" in capsys.readouterr().err
+
+
 def test_quick_demo_cases_fit_and_beat_the_mean():
     from sklearn.base import is_regressor
 

@@ -25,7 +25,6 @@ from .._rows import (
     read_into_memory,
     sum_over_row_blocks,
 )
-from ..accounting import PrivacyEvent, PrivacyLedger
 from ..base import forget_secret_frames, quiet_floats, without_float_warnings
 from ..bounds import check_private_bound_feasible, check_y_bound
 from ..exceptions import PrivacyCheckFailedError, PrivacyLeakWarning
@@ -51,7 +50,7 @@ from ._bags import (
     sample_lba_weights,
 )
 from ._datasets import AggregatedDataset, LLPDataset
-from ._label_bound import EVENT_NAME, data_label_bound, private_label_bound
+from ._label_bound import data_bound_ledger, data_label_bound, private_label_bound
 from ._planning import plan_aggregation, plan_warnings
 
 __all__ = [
@@ -95,7 +94,7 @@ def resolve_y_bound(
         check_private_bound_feasible(n_samples, epsilon_bound, "y_bound")
         return None, epsilon_bound
     if check_budget is not None:
-        check_budget(PrivacyLedger([PrivacyEvent(EVENT_NAME, math.inf, 0.0, notion="label")]))
+        check_budget(data_bound_ledger())
     bound, _ = data_label_bound(y)
     return (-bound, bound), math.inf
 

@@ -12,15 +12,26 @@ each bin change by at most one when one label changes) or, only with
 clipped to ``[-B, B]``.
 """
 
+import math
+
 import numpy as np
 
 from .._rows import check_block_finite, is_dask_collection, sum_over_row_blocks
+from ..accounting import PrivacyEvent, PrivacyLedger
 from ..bounds import data_norm_bound, private_norm_bound
 from ..mechanisms import bound_bins, counts_above
 
-__all__ = ["label_bound_counts", "private_label_bound", "data_label_bound"]
+__all__ = ["label_bound_counts", "private_label_bound", "data_label_bound",
+           "data_bound_ledger"]
 
 EVENT_NAME = "y_bound"
+
+
+def data_bound_ledger():
+    """The ledger of a label range read from the labels: one infinite-epsilon,
+    label-DP event (checked before the read, and spent when a refusal then depends
+    on what was read)."""
+    return PrivacyLedger([PrivacyEvent(EVENT_NAME, math.inf, 0.0, notion="label")])
 
 
 def _block_counts(y_b, _unused, bins):

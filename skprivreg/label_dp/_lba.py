@@ -24,14 +24,14 @@ from .._rows import (
     set_dask_feature_names,
     validate_blockwise_data,
 )
-from ..accounting import PrivacyEvent, PrivacyLedger
+from ..accounting import PrivacyLedger
 from ..base import DPEstimatorMixin
 from ..exceptions import ConfigurationError
 from ..linear_model._base import LinearPredictMixin, solve_psd_repaired
 from ._aggregate import resolve_y_bound, run_aggregation
 from ._bag_mlp import MLP_PARAM_NAMES, _BagMLP
 from ._datasets import AggregatedDataset, LLPDataset
-from ._label_bound import EVENT_NAME
+from ._label_bound import data_bound_ledger
 from ._planning import plan_aggregation, plan_warnings
 
 __all__ = ["WeightedLBARegressor", "fit_on_aggregates"]
@@ -486,8 +486,7 @@ class WeightedLBARegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 # The range was read from the labels (bounds='data'): a plan it
                 # makes infeasible refuses on a value of the data, so the read is
                 # recorded as spent (infinite epsilon) before the error leaves.
-                self._spend(PrivacyLedger([PrivacyEvent(EVENT_NAME, math.inf, 0.0,
-                                                        notion="label")]))
+                self._spend(data_bound_ledger())
             raise
         plan_warnings(plan, self.random_state)
         ledger = plan.ledger()

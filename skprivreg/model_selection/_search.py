@@ -348,12 +348,6 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
             raise ValueError("param_grid is empty: give at least one candidate.")
         prefix, step = _dp_step(self.estimator)
         for params in candidates:
-            # A candidate's parameters may replace steps: each candidate is checked
-            # as the template is (no leaking step, no private step before the last).
-            if params and _dp_step(clone(self.estimator).set_params(**params))[0] != prefix:
-                raise ConfigurationError(
-                    "param_grid may not change which step is the private final estimator."
-                )
             for key in params:
                 if (key.removeprefix(prefix) in ("epsilon", "delta")
                         or key.rsplit("__", 1)[-1] == "accountant"):
@@ -361,20 +355,22 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
                         f"param_grid may not set {key!r}: the search allots each run's "
                         "budget from its total (epsilon, delta)."
                     )
-        return candidates, prefix, step
-
-    def _check_step_accountant(self, candidates, prefix):
-        """Refuse an ``accountant`` other than the search's own anywhere in the estimator
-        (nested ones included), on the template or on an estimator a candidate puts in
-        its place (the runs are fitted without it: their number is secret, and the
-        search's one spend covers them)."""
         for params in [{}, *candidates]:
-            step = clone(self.estimator).set_params(**params) if params else self.estimator
-            # Nested ones included (an estimator inside the private step): the runs
-            # fit them without it too.
-            for held in accountant_params(step).values():
+            configured = clone(self.estimator).set_params(**params) if params else self.estimator
+            # A candidate's parameters may replace steps: each candidate is checked
+            # as the template is (no leaking step, no private step before the last).
+            if params and _dp_step(configured)[0] != prefix:
+                raise ConfigurationError(
+                    "param_grid may not change which step is the private final estimator."
+                )
+            # The runs are fitted without any accountant (their number is secret;
+            # the search's one spend covers them): another one anywhere in the
+            # estimator, nested ones and those of estimators a candidate puts in
+            # place included, would record nothing of the search.
+            for held in accountant_params(configured).values():
                 refuse_uncharged_accountant(held, self.accountant, "a private search",
                                             type(self).__name__)
+        return candidates, prefix, step
 
     def _y_range(self, step):
         y_bound = self.y_bound if self.y_bound is not None else getattr(step, "y_bound", None)
@@ -605,7 +601,6 @@ class PrivateGridSearchCV(DPEstimatorMixin, MetaEstimatorMixin, RegressorMixin, 
         """
         self._reset()
         candidates, prefix, step = self._candidates()
-        self._check_step_accountant(candidates, prefix)
         y_low, y_high = self._y_range(step)
         # A column vector for a single-output estimator warns and is raveled, and
         # several outputs are refused, here (from y's shape, a public fact), as
