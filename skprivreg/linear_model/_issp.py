@@ -247,7 +247,12 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
     shifted by the public ``label_center`` (the output is unchanged in exact
     arithmetic), so with a declared centre near the labels a label offset of
     1e13 or more residual scales no longer moves the float64 estimate
-    between neighbours by more than its noise. Rows and
+    between neighbours by more than its noise. Residual filtering bounds the
+    rounding error of the residuals it compared; where it could reach a
+    hundredth of its ladder's margin (labels or fitted values from about
+    ``1e6`` residual scales), the filter runs again on ``y - X~ b``, ``b`` its
+    fit, computed in double-double arithmetic (the output is the same in exact
+    arithmetic for any ``b``). Rows and
     labels up to 1e300 change the scores within their proven sensitivity
     (tested on every neighbouring pair of a brute-force harness), and so does
     a row with entries up to the float64 maximum (whose column norm may
@@ -279,12 +284,12 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         A public value near the labels, subtracted from them before every
         pass (with ``fit_intercept=True``; the intercept absorbs it, so the
         output is the same in exact arithmetic). Declare it when the labels
-        sit far from 0 against their residual scale (beyond about ``1e9``
-        residual scales, e.g. a domain figure such as a typical price):
-        there the float64 residuals of the residual filter err by more than
-        the margin its ladder leaves (about ``1e-6`` of a residual scale at
-        ``1e10``), and beyond ``1e13`` float64 rounding would move the
-        estimate between neighbours by more than its noise. It must be a
+        sit far from 0 against their residual scale (e.g. a domain figure
+        such as a typical price): beyond about ``1e13`` residual scales float64
+        rounding would move the estimate between neighbours by more than its
+        noise, and from about ``1e6`` residual filtering runs a second time on
+        relabelled rows (a few more passes) to keep its residuals exact
+        enough. It must be a
         public fact: a centre computed from the data would let one record
         decide the rounding of every other label. Without an intercept it must be 0.
     budget_split : 'auto', 'paper' or tuple of 3 floats, default='auto'

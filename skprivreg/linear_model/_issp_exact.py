@@ -262,5 +262,5 @@ def _exact_row_product(x, T_hi, T_lo):
         try:
             out[j] = float(exact)
         except OverflowError:
-            out[j] = math.copysign(math.inf, exact)
+            out[j] = math.inf if exact > 0 else -math.inf
     return out

@@ -373,7 +373,11 @@ class SRFResult:
     """``score_num`` = k * SCORE2 (integer); ``F_idx``/``F_level``: rows removed and the level.
 
     ``V`` (integers ``k^2 v_i``) is built on request from ``W`` and ``F``;
-    ``factor`` is the factor of ``S_w`` used for the release.
+    ``factor`` is the factor of ``S_w`` used for the release. ``theta``: the
+    final ``theta_u`` (``beta_u = G^{-T} theta_u``); ``h_bound``: the bound on
+    the leverages over ``supp(w)`` the run used. ``relabel``: ``None``, or the
+    :class:`~._issp_refine.Relabel` whose labels the run read (``Fy`` and
+    ``factor.theta`` are then in those labels).
     """
 
     score_num: int
@@ -385,6 +389,9 @@ class SRFResult:
     Fz: object = None
     Fy: object = None
     Fw: object = None
+    theta: object = None
+    h_bound: float = 0.0
+    relabel: object = None
 
 
 def srf_engine(
@@ -551,6 +558,8 @@ def srf_engine(
         np.asarray(F_z).reshape(len(F_idx), p),
         np.asarray(F_y),
         np.asarray(F_w, dtype=np.int64),
+        theta_u,
+        hb,
     )
 
 

@@ -20,6 +20,7 @@ from ..mechanisms import gaussian_precision_shaped, ptr_test, stability_mode
 from ._issp_filters import slf_engine, srf_engine, srf_weights
 from ._issp_passes import RowWeights, cross_pass, gram_piece_add, magnitude
 from ._issp_plan import SCORE_SENSITIVITY, SEGMENTS_PER_GROUP, r0_groups
+from ._issp_refine import refined_srf
 
 __all__ = ["ISSPTrace", "private_residual_scale"]
 
@@ -242,8 +243,11 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
                              base=slf.factor, base_scan=res, h_bound=h_max * (1 + 1e-9))
         else:
             srf = srf_engine(source, W_idx, W_val, L0, R0, k, n_candidates=n_candidates)
-        score2_num = srf.score_num
         passes += srf.n_passes
+        srf, extra = refined_srf(source, srf, W_idx, W_val, L0, R0, k,
+                                 n_candidates=n_candidates)
+        score2_num = srf.score_num
+        passes += extra
     score_num = max(k * slf.score, score2_num)
     score = score_num / k
     passed, _ = ptr_test(score, SCORE_SENSITIVITY, eps_ptr, delta_ptr, rng_ptr, ptr_fail_prob)
@@ -261,27 +265,26 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
     if not passed:
         return trace
     # Release: S_v = G (I - Z_F^T diag(w_F - v_F) Z_F) G^T in the basis of S_w = G G^T.
+    # It reads the labels themselves: a run of residual filtering on relabelled
+    # rows (srf.relabel) left srf.factor.theta and srf.Fy in those labels, so
+    # X~^T diag(v) y is summed again.
     G = srf.factor.G
-    if len(srf.F_idx):
-        survive = np.clip(2 * k - srf.F_level, 0, k) / k
-        omega = (srf.Fw / k) * (1.0 - survive)
-        K = np.eye(p) - (srf.Fz.T * omega) @ srf.Fz
-        terms = srf.Fz.T * (omega * srf.Fy)
-        mag = magnitude(srf.factor.theta) + magnitude(terms)
-        if _EPS * p * mag > RELEASE_REBASE_TOL * c:
-            # Subtracting the removed rows could cancel (a huge label): sum
-            # X~^T diag(v) y over the rows again instead (rebase rule).
-            v_of = dict(zip(W_idx.tolist(), (W_val / k).tolist()))
-            v_of.update(zip(srf.F_idx.tolist(), ((srf.Fw / k) * survive).tolist()))
-            weights = RowWeights.from_pairs(list(v_of), list(v_of.values()))
-            b = linalg.solve_triangular(G, cross_pass(source, weights, srf.factor.T), lower=True,
-                                        check_finite=False)
-            trace.n_passes += 1
-        else:
-            b = srf.factor.theta - terms.sum(axis=1)
+    survive = np.clip(2 * k - srf.F_level, 0, k) / k
+    omega = (srf.Fw / k) * (1.0 - survive)
+    K = np.eye(p) - (srf.Fz.T * omega) @ srf.Fz
+    terms = srf.Fz.T * (omega * srf.Fy)
+    mag = magnitude(srf.factor.theta) + magnitude(terms)
+    if srf.relabel is not None or (len(srf.F_idx) and _EPS * p * mag > RELEASE_REBASE_TOL * c):
+        # Subtracting the removed rows could cancel (a huge label): sum
+        # X~^T diag(v) y over the rows again instead (rebase rule).
+        v_of = dict(zip(W_idx.tolist(), (W_val / k).tolist()))
+        v_of.update(zip(srf.F_idx.tolist(), ((srf.Fw / k) * survive).tolist()))
+        weights = RowWeights.from_pairs(list(v_of), list(v_of.values()))
+        b = linalg.solve_triangular(G, cross_pass(source, weights, srf.factor.T), lower=True,
+                                    check_finite=False)
+        trace.n_passes += 1
     else:
-        K = np.eye(p)
-        b = srf.factor.theta
+        b = srf.factor.theta - terms.sum(axis=1)
     Lk = linalg.cholesky(K, lower=True, check_finite=False)
     theta_hat = linalg.cho_solve((Lk, True), b, check_finite=False)
     beta_hat = linalg.solve_triangular(G.T, theta_hat, lower=False, check_finite=False)

@@ -1,0 +1,246 @@
+"""Residual filtering again on labels minus its first fit, computed in double-double arithmetic.
+
+Residual filtering compares float64 residuals ``|y_i - x~_i^T beta_u|`` with a
+ladder of thresholds whose consecutive ratios are
+:data:`~._issp_filters.SCHEDULE_FLOAT_MARGIN` wider than the proofs need. The
+rounding error of such a residual is about ``eps`` times the size of its
+terms: with fitted values or labels ``1e10`` residual scales from 0 it reaches
+that margin, and a row could fall on the other side of a threshold than in
+exact arithmetic, where the score's sensitivity is proven.
+
+The filter's output is the same in exact arithmetic for labels ``y`` and for
+``y - X~ b`` with any vector ``b`` (residuals and scores are functions of the
+residuals only). So when a bound on the rounding error of the residuals of a
+run (:func:`residual_rounding_bound`) exceeds :data:`REFINE_TOL` times ``R_0``,
+the filter is run again on ``y - X~ b``, ``b`` the weighted least-squares fit
+``beta_u`` at the end of the run, each relabelled value computed in
+double-double arithmetic (error about ``2^-104`` times the size of its terms,
+exact rational arithmetic where that is not small against ``R_0``). The rows the
+run kept then have labels on the scale of their residuals, and the second
+run's residuals are accurate to float64 precision relative to that scale.
+Rows the first run removed keep large relabelled values; the second run
+removes them again and, as any run does, sums the kept rows afresh instead of
+subtracting such a row (the rebase rule). Whether a second run happens depends
+on the data, but both runs compute the same function (the exact-arithmetic
+filter, within the ladder's margin), so the choice reveals nothing.
+
+Everything here is a secret intermediate value of
+:class:`~skprivreg.linear_model.ISSPRegressor`.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from ._issp_exact import _dd_products, _exact_row_product
+from ._issp_filters import residual_thresholds, srf_engine
+from ._issp_passes import (
+    _EPS,
+    Factor,
+    RowWeights,
+    _safe_norm,
+    cross_pass,
+    magnitude,
+    rows_in,
+)
+
+__all__ = ["REFINE_TOL", "Relabel", "RelabelledSource", "measured_rounding_bound",
+           "refined_srf", "residual_rounding_bound"]
+
+#: A run of residual filtering is repeated on relabelled rows when the bound on
+#: the rounding error of its residuals exceeds this fraction of ``R_0`` (a
+#: hundredth of the ladder's margin, ``1e-6`` of a rung).
+REFINE_TOL = 1e-8
+
+#: At most this many runs (the first included). Each relabelled run shrinks the
+#: fitted values by about ``eps`` times the design's condition number.
+MAX_RUNS = 3
+
+
+@dataclass
+class Relabel:
+    """``y -> fl(y - x~^T (b_hi + b_lo))``, rows in the original coordinates.
+
+    ``limit``: a row whose terms exceed it in size is relabelled in exact
+    rational arithmetic (the double-double error, ``2^-104`` of the terms,
+    would not be small against the residual scale).
+    """
+
+    intercept: bool
+    b_hi: np.ndarray
+    b_lo: np.ndarray
+    limit: float
+
+    def apply(self, Xb, yb):
+        """The relabelled labels of one block (float64, rounded once)."""
+        d = Xb.shape[1]
+        q = d + int(self.intercept) + 1
+        A = np.empty((Xb.shape[0], q))
+        A[:, :d] = Xb
+        if self.intercept:
+            A[:, d] = 1.0
+        A[:, -1] = yb
+        T_hi = np.append(-self.b_hi, 1.0)[:, None]
+        T_lo = np.append(-self.b_lo, 0.0)[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = _dd_products(A, T_hi, T_lo)[:, 0]
+            size = np.abs(A) @ (np.abs(T_hi[:, 0]) + np.abs(T_lo[:, 0]))
+        redo = ~(np.isfinite(out) & (size <= self.limit)) & np.all(np.isfinite(A), axis=1)
+        for i in np.flatnonzero(redo):
+            out[i] = _exact_row_product(A[i], T_hi, T_lo)[0]
+        return out
+
+
+class _RelabelledBlock:
+    """A block function reading relabelled labels (picklable, for Dask workers)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, offset, Xb, yb, params, into=None):
+        inner, relabel = params
+        return self.fn(offset, Xb, relabel.apply(Xb, yb), inner, into)
+
+
+class RelabelledSource:
+    """A row source whose passes read ``(X, relabel(X, y))`` (rows clipped as the source's)."""
+
+    def __init__(self, source, relabel):
+        self.source = source
+        self.relabel = relabel
+        self.n, self.d, self.p = source.n, source.d, source.p
+        self.fit_intercept = source.fit_intercept
+
+    def reduce(self, fn, combine, params=None, *, stop=None, label=""):
+        return self.source.reduce(_RelabelledBlock(fn), combine, (params, self.relabel),
+                                  stop=stop, label=label)
+
+
+def residual_rounding_bound(result, R_top):
+    r"""A bound on the rounding error of the residuals a run of residual filtering compared.
+
+    For a row in :math:`\mathrm{supp}(w)` (leverage :math:`h_i \le h`, the
+    run's ``h_bound``) with a residual near the ladder (at most ``R_top``),
+    :math:`\sum_j |\tilde x_{ij}\beta_j| \le \sqrt{p h}\,\|D\beta_u\|` with
+    :math:`D` the column norms of :math:`S_w` (the scaled Gram matrix has
+    eigenvalues at most ``p``), and :math:`|y_i| \le` ``R_top`` plus that. A
+    float64 dot product errs by at most ``(p + 1) u`` times the size of its
+    terms (``u = eps/2``), and ``beta_u`` carries the summation error of
+    ``X~^T W y`` through ``sqrt(h)`` (as the rebase rule measures it).
+    No pass over the rows; :func:`measured_rounding_bound` is tighter.
+    """
+    G = result.factor.G
+    p = G.shape[0]
+    beta = linalg.solve_triangular(G.T, result.theta, lower=False, check_finite=False)
+    col = np.array([_safe_norm(row) for row in G])
+    with np.errstate(over="ignore", invalid="ignore"):
+        fitted = math.sqrt(p * float(result.h_bound)) * _safe_norm(col * beta)
+        bound = 0.5 * _EPS * (p + 2) * (R_top + 2.0 * fitted) + _theta_error(result)
+    return bound if math.isfinite(bound) else math.inf
+
+
+def _theta_error(result):
+    """The summation error of ``theta_u`` seen in a residual (the rebase rule's measure)."""
+    p = result.factor.G.shape[0]
+    return _EPS * p * math.sqrt(float(result.h_bound)) * magnitude(result.theta)
+
+
+def _size_block(offset, Xb, yb, params, into=None):
+    """Largest ``|y_i| + sum_j |x~_ij beta_j|`` over the block's rows whose comparisons matter."""
+    intercept, weights, transform, beta, r_cap, ratio = params
+    wb = weights.block(offset, offset + Xb.shape[0])
+    if wb is not None:
+        keep = wb > 0
+        Xb, yb = Xb[keep], yb[keep]
+    if transform is not None:
+        Xb, intercept = rows_in(Xb, intercept, transform), False
+    d = Xb.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        fit = Xb @ beta[:d]
+        size = np.abs(yb) + np.abs(Xb) @ np.abs(beta[:d])
+        if intercept:
+            fit += beta[d]
+            size += abs(beta[d])
+        r = np.abs(yb - fit)
+        # A row far above every rung (r > r_cap) whose rounding is small against
+        # its residual was compared safely; every other row counts (NaN included).
+        safe = (r > r_cap) & (ratio * size <= r)
+    top = float(np.max(size[~safe], initial=0.0))
+    if math.isnan(top):
+        top = math.inf
+    return (top if into is None else max(top, into[0]),)
+
+
+def _max_tuples(a, b):
+    return (max(a[0], b[0]),)
+
+
+def measured_rounding_bound(source, result, W_idx, W_val, R_top):
+    """:func:`residual_rounding_bound` with the sizes of the rows' terms read in one pass.
+
+    Over the rows of positive weight whose final residual is not far above the
+    ladder (every row within ``2 R_top``, and any row whose rounding could be a
+    quarter of its residual), the largest ``|y_i| + sum_j |x~_ij beta_j|``.
+    """
+    factor = result.factor
+    p = factor.G.shape[0]
+    beta = linalg.solve_triangular(factor.G.T, result.theta, lower=False, check_finite=False)
+    W_idx, W_val = np.asarray(W_idx), np.asarray(W_val)
+    support = RowWeights.from_pairs(W_idx[W_val == 0], np.zeros(int(np.sum(W_val == 0))))
+    rounding = 0.5 * _EPS * (p + 2)
+    (top,) = source.reduce(_size_block, _max_tuples,
+                           (source.fit_intercept, support, factor.T, beta, 2.0 * R_top,
+                            4.0 * rounding))
+    with np.errstate(over="ignore", invalid="ignore"):
+        bound = rounding * top + _theta_error(result)
+    return bound if math.isfinite(bound) else math.inf
+
+
+def _two_sum(a, b):
+    s = a + b
+    v = s - a
+    return s, (a - (s - v)) + (b - v)
+
+
+def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
+    """Residual filtering, run again on relabelled rows while its rounding bound is too large.
+
+    ``first`` is the run on ``source`` itself. Returns the last run (its
+    ``relabel`` set when it read relabelled rows) and the passes of the extra
+    runs.
+    """
+    result, passes = first, 0
+    if result.theta is None:  # FAIL before any residual (S_w singular)
+        return result, passes
+    R_top = float(residual_thresholds(R0, L0, k)[-1])
+    p, intercept = source.p, source.fit_intercept
+    b_hi, b_lo = np.zeros(p), np.zeros(p)
+    weights = RowWeights.from_pairs(W_idx, np.asarray(W_val) / k)
+    current = source
+    for _ in range(MAX_RUNS - 1):
+        if not residual_rounding_bound(result, R_top) > REFINE_TOL * R0:
+            break
+        passes += 1
+        if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * R0:
+            break
+        factor = result.factor
+        beta_u = linalg.solve_triangular(factor.G.T, result.theta, lower=False,
+                                         check_finite=False)
+        b_hi, low = _two_sum(b_hi, factor.to_original(beta_u))
+        b_lo = b_lo + low
+        relabel = Relabel(intercept, b_hi, b_lo, REFINE_TOL * R0 * 2.0**100)
+        current = RelabelledSource(source, relabel)
+        theta = linalg.solve_triangular(
+            factor.G, cross_pass(current, weights, factor.T), lower=True, check_finite=False)
+        beta = linalg.solve_triangular(factor.G.T, theta, lower=False, check_finite=False)
+        base = Factor(factor.G, theta, beta, factor.pd, factor.robust, factor.Ginv,
+                      factor.col_scale, factor.scaled_lambda_min, factor.exact_passes,
+                      factor.T)
+        result = srf_engine(current, W_idx, W_val, L0, R0, k, n_candidates=n_candidates,
+                            base=base, h_bound=first.h_bound)
+        result.relabel = relabel
+        passes += 1 + result.n_passes
+    return result, passes

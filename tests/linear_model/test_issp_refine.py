@@ -1,0 +1,139 @@
+"""ISSP's residual filter with labels or fitted values far from 0 against the residual scale.
+
+Residual filtering gives the same scores and weights in exact arithmetic for
+labels ``y`` and ``y - X~ b`` with any ``b``. The datasets here are built so
+that ``e = y - X~ b`` is exact in float64 (an intercept of ``2^50``, or a slope
+of ``2^48`` on integer features) and one row's residual sits within a float64
+spacing of ``y`` of a rung of the residual ladder. On ``e`` the float64
+residuals are accurate to about ``1e-15`` residual scales; on ``y`` they erred
+by up to a residual scale, and the filter removed other rows than on ``e``
+(each case below did, on the code before the relabelled second run).
+"""
+
+import fractions
+import warnings
+
+import numpy as np
+import pytest
+
+from skprivreg.linear_model import _issp_refine
+from skprivreg.linear_model._issp import _issp_trace
+from skprivreg.linear_model._issp_filters import residual_thresholds
+from skprivreg.linear_model._issp_refine import REFINE_TOL, Relabel
+
+N, K = 100_000, 24
+L0 = 1 / (96 * K) * 0.999
+R0 = 6.0
+PARAMS = dict(epsilon=8, delta=1e-6, residual_bound=R0, leverage_bound=L0,
+              budget_split=(0.9, 0.05, 0.05), predicted_fail="spend", random_state=0)
+LADDER = residual_thresholds(R0, L0, K)
+
+
+def _case(kind, scale, seed):
+    """``(X, y, e, b)`` with ``y = X~ b + e`` exactly and row 7 on a rung (in ``e``)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, 2))
+    if kind == "slope":
+        X[:, 0] = rng.integers(-4, 5, size=N)
+        b = np.array([scale, 0.0, 0.0])
+    else:
+        b = np.array([0.0, 0.0, scale])
+    Xa = np.column_stack([X, np.ones(N)])
+    grid = np.spacing(np.max(np.abs(Xa @ b)) * 2)
+    e = np.round((X @ [1.0, -1.0] + rng.normal(size=N)) / grid) * grid
+    i = 7
+    keep = np.arange(N) != i
+    rest = np.linalg.lstsq(Xa[keep], e[keep], rcond=None)[0]
+    h = Xa[i] @ np.linalg.solve(Xa.T @ Xa, Xa[i])
+    rung = LADDER[rng.integers(0, 2 * K + 1)]
+    e[i] = np.round((Xa[i] @ rest + rung / (1 - h)) / grid) * grid
+    y = Xa @ b + e
+    assert np.array_equal(y - Xa @ b, e)
+    return X, y, e, b
+
+
+def _trace(X, y, runs):
+    runs.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _issp_trace(X, y, **PARAMS)
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """The relabelled runs of residual filtering, counted."""
+    calls = []
+    engine = _issp_refine.srf_engine
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return engine(*args, **kwargs)
+
+    monkeypatch.setattr(_issp_refine, "srf_engine", counted)
+    return calls
+
+
+@pytest.mark.parametrize("kind, scale", [("intercept", 2.0**52), ("slope", 2.0**48)])
+def test_labels_far_from_zero_get_the_filter_decisions_of_their_residuals(kind, scale, runs):
+    for seed in range(3):
+        X, y, e, b = _case(kind, scale, seed)
+        near = _trace(X, e, runs)
+        assert not runs  # residual-scale labels: one run
+        far = _trace(X, y, runs)
+        assert (far.score1, far.score2_num, far.passed) == (near.score1, near.score2_num,
+                                                              near.passed)
+        assert np.array_equal(far.V, near.V)
+        assert runs  # fitted values ~1e15 residual scales: run again, relabelled
+        if kind == "slope":
+            # The release reads the labels themselves, not the relabelled ones: its
+            # estimate is the one on e plus b, to float64 precision at the size of b.
+            np.testing.assert_allclose(far.beta_hat - b, near.beta_hat, rtol=0,
+                                       atol=1e-13 * scale)
+
+
+def test_relabelled_values_are_the_exact_ones_rounded_within_double_double_error():
+    rng = np.random.default_rng(3)
+    m = 400
+    X = rng.normal(size=(m, 3)) * 10.0 ** rng.integers(-3, 12, size=(m, 1))
+    y = rng.normal(size=m) * 1e14
+    y[:5] = [1e30, -1e40, 3e300, 1e-300, 0.0]  # terms too large for double-double: exact
+    X[5] = [1e300, -1e300, 1e300]
+    b = rng.normal(size=4) * 1e12
+    b_hi = b.copy()
+    b_lo = b * 2.0**-60
+    relabel = Relabel(True, b_hi, b_lo, REFINE_TOL * R0 * 2.0**100)
+    out = relabel.apply(X, y)
+    F = fractions.Fraction
+    for i in range(m):
+        terms = [F(float(y[i]))] + [-F(float(v)) * (F(float(h)) + F(float(lo))) for v, h, lo in
+                                     zip(np.append(X[i], 1.0), b_hi, b_lo)]
+        exact = sum(terms, F(0))
+        size = sum(abs(t) for t in terms)
+        if i < 6:
+            try:
+                expected = float(exact)
+            except OverflowError:  # rounds to infinity, as float64 arithmetic would
+                expected = np.inf if exact > 0 else -np.inf
+            assert out[i] == expected
+        else:
+            assert abs(F(float(out[i])) - exact) <= abs(exact) * F(2.0**-52) + size * F(2.0**-100)
+
+
+def test_an_exact_row_product_beyond_the_float64_range_is_infinite():
+    """A row near the float64 maximum whose image overflows maps to infinity (it raised
+    OverflowError, after any spend, from the exact fallback of the double-double product)."""
+    from skprivreg.linear_model._issp_exact import dd_matmul
+
+    out = dd_matmul(np.array([[1e308, 1e308], [-1e308, 1.0]]), np.eye(2) * 2.0, np.zeros((2, 2)))
+    assert out[0, 0] == np.inf and out[1, 0] == -np.inf and out[1, 1] == 2.0
+
+
+def test_dask_rows_get_the_same_relabelled_run(client, runs):
+    da = pytest.importorskip("dask.array")
+    X, y, _, _ = _case("slope", 2.0**48, 0)
+    here = _trace(X, y, runs)
+    assert runs
+    lazy = _trace(da.from_array(X, chunks=(25_000, 2)), da.from_array(y, chunks=25_000), runs)
+    assert runs
+    assert (lazy.score1, lazy.score2_num) == (here.score1, here.score2_num)
+    assert np.array_equal(lazy.V, here.V)
