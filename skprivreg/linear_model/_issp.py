@@ -277,7 +277,14 @@ class ISSPRegressor(DPEstimatorMixin, LinearPredictMixin, RegressorMixin, BaseEs
         ``5 L_u/(1 - 5 L_u) <= min(eps_C, 0.999)/(3 ln(2/delta_C))`` with
         ``L_u = L0/(1 - k L0)``.
     residual_bound : 'auto' or float, default='auto'
-        R0 in units of y; ``'auto'`` estimates it privately.
+        R0 in units of y; ``'auto'`` estimates it privately, from each
+        group's residual sum of squares read off the Cholesky factor of its
+        Gram matrix, whose rounding error is about ``1e-16`` times the sum of
+        the squared labels: with labels or fitted values about ``1e7``
+        residual scales from 0 (after ``label_center``) it is no longer
+        accurate and the fit FAILs (its budget spent). Declare
+        ``label_center`` for an offset, or a ``residual_bound`` for such a
+        strong signal.
     fit_intercept : bool, default=True
         Append a ones column (a per-row map; data-mean centering is never used).
     label_center : float, default=0.0

@@ -55,8 +55,10 @@ __all__ = ["REFINE_TOL", "Relabel", "RelabelledSource", "measured_rounding_bound
 REFINE_TOL = 1e-8
 
 #: At most this many runs (the first included). Each relabelled run shrinks the
-#: fitted values by about ``eps`` times the design's condition number.
-MAX_RUNS = 3
+#: fitted values by about ``eps`` times the design's condition number, so a few
+#: runs suffice for any fitted values a double-double relabel resolves (up to
+#: about ``2^100`` residual scales); the bound of every run is checked.
+MAX_RUNS = 8
 
 
 @dataclass
@@ -143,9 +145,19 @@ def residual_rounding_bound(result, R_top):
 
 
 def _theta_error(result):
-    """The summation error of ``theta_u`` seen in a residual (the rebase rule's measure)."""
-    p = result.factor.G.shape[0]
-    return _EPS * p * math.sqrt(float(result.h_bound)) * magnitude(result.theta)
+    """The summation error of ``theta_u`` seen in a residual.
+
+    The rebase rule's measure ``eps p sqrt(h) |theta|``, times the condition
+    number of the column-scaled factor: the rounding of ``X~^T W y`` reaches
+    ``beta_u`` through ``G^{-1}``, and a nearly collinear design amplifies it in
+    its weak direction by up to that factor.
+    """
+    G = result.factor.G
+    p = G.shape[0]
+    col = np.array([_safe_norm(row) for row in G])
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        kappa = float(np.linalg.cond(G / col[:, None]))
+        return _EPS * p * kappa * math.sqrt(float(result.h_bound)) * magnitude(result.theta)
 
 
 def _size_block(offset, Xb, yb, params, into=None):
@@ -227,10 +239,18 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * R0:
             break
         factor = result.factor
-        beta_u = linalg.solve_triangular(factor.G.T, result.theta, lower=False,
-                                         check_finite=False)
-        b_hi, low = _two_sum(b_hi, factor.to_original(beta_u))
-        b_lo = b_lo + low
+        beta_u = factor.to_original(linalg.solve_triangular(
+            factor.G.T, result.theta, lower=False, check_finite=False))
+        if not np.all(np.isfinite(beta_u)):
+            # A fit that overflowed (labels near the float64 maximum) cannot be
+            # subtracted; the run stands as it is.
+            break
+        with np.errstate(over="ignore", invalid="ignore"):
+            new_hi, low = _two_sum(b_hi, beta_u)
+            new_lo = b_lo + low
+        if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
+            break
+        b_hi, b_lo = new_hi, new_lo
         relabel = Relabel(intercept, b_hi, b_lo, REFINE_TOL * R0 * 2.0**100)
         current = RelabelledSource(source, relabel)
         theta = linalg.solve_triangular(

@@ -7,7 +7,11 @@ of ``2^48`` on integer features) and one row's residual sits within a float64
 spacing of ``y`` of a rung of the residual ladder. On ``e`` the float64
 residuals are accurate to about ``1e-15`` residual scales; on ``y`` they erred
 by up to a residual scale, and the filter removed other rows than on ``e``
-(each case below did, on the code before the relabelled second run).
+(the intercept and slope cases did, on the code before the relabelled second
+run). On nearly collinear columns the rounding reaches the fit through the
+inverse factor: the bound that decides a second run must carry the design's
+condition number (without it, the collinear case below gets no second run; its
+residuals erred by 1e-4 residual scales, and other seeds removed other rows).
 """
 
 import fractions
@@ -33,9 +37,11 @@ def _case(kind, scale, seed):
     """``(X, y, e, b)`` with ``y = X~ b + e`` exactly and row 7 on a rung (in ``e``)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, 2))
-    if kind == "slope":
+    if kind in ("slope", "collinear"):
         X[:, 0] = rng.integers(-4, 5, size=N)
         b = np.array([scale, 0.0, 0.0])
+    if kind == "collinear":  # scaled Gram condition number about 1e7
+        X[:, 1] = X[:, 0] + 1e-3 * X[:, 1]
     else:
         b = np.array([0.0, 0.0, scale])
     Xa = np.column_stack([X, np.ones(N)])
@@ -73,7 +79,8 @@ def runs(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("kind, scale", [("intercept", 2.0**52), ("slope", 2.0**48)])
+@pytest.mark.parametrize("kind, scale", [("intercept", 2.0**52), ("slope", 2.0**48),
+                                         ("collinear", 2.0**21)])
 def test_labels_far_from_zero_get_the_filter_decisions_of_their_residuals(kind, scale, runs):
     for seed in range(3):
         X, y, e, b = _case(kind, scale, seed)
