@@ -29,7 +29,7 @@ Everything here is a secret intermediate value of
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg
@@ -38,7 +38,6 @@ from ._issp_exact import _dd_products, _exact_row_product
 from ._issp_filters import residual_thresholds, srf_engine
 from ._issp_passes import (
     _EPS,
-    Factor,
     RowWeights,
     _safe_norm,
     cross_pass,
@@ -54,10 +53,10 @@ __all__ = ["REFINE_TOL", "Relabel", "RelabelledSource", "measured_rounding_bound
 #: hundredth of the ladder's margin, ``1e-6`` of a rung).
 REFINE_TOL = 1e-8
 
-#: At most this many runs (the first included). Each relabelled run shrinks the
-#: fitted values by about ``eps`` times the design's condition number, so a few
-#: runs suffice for any fitted values a double-double relabel resolves (up to
-#: about ``2^100`` residual scales); the bound of every run is checked.
+#: At most this many runs (the first included): the filter runs again while the
+#: bound is too large. Each relabelled run shrinks the fitted values by about
+#: ``eps`` times the design's condition number, so a few runs suffice (a slope
+#: of ``2^140`` residual scales took four).
 MAX_RUNS = 8
 
 
@@ -65,15 +64,15 @@ MAX_RUNS = 8
 class Relabel:
     """``y -> fl(y - x~^T (b_hi + b_lo))``, rows in the original coordinates.
 
-    ``limit``: a row whose terms exceed it in size is relabelled in exact
-    rational arithmetic (the double-double error, ``2^-104`` of the terms,
-    would not be small against the residual scale).
+    A row whose terms exceed ``REFINE_TOL * R0 * 2^100`` in size is relabelled in
+    exact rational arithmetic (the double-double error, about ``2^-104`` of the
+    terms, would not be small against ``REFINE_TOL * R0``).
     """
 
     intercept: bool
     b_hi: np.ndarray
     b_lo: np.ndarray
-    limit: float
+    R0: float
 
     def apply(self, Xb, yb):
         """The relabelled labels of one block (float64, rounded once)."""
@@ -89,7 +88,8 @@ class Relabel:
         with np.errstate(over="ignore", invalid="ignore"):
             out = _dd_products(A, T_hi, T_lo)[:, 0]
             size = np.abs(A) @ (np.abs(T_hi[:, 0]) + np.abs(T_lo[:, 0]))
-        redo = ~(np.isfinite(out) & (size <= self.limit)) & np.all(np.isfinite(A), axis=1)
+        limit = REFINE_TOL * self.R0 * 2.0**100
+        redo = ~(np.isfinite(out) & (size <= limit)) & np.all(np.isfinite(A), axis=1)
         for i in np.flatnonzero(redo):
             out[i] = _exact_row_product(A[i], T_hi, T_lo)[0]
         return out
@@ -125,26 +125,36 @@ def residual_rounding_bound(result, R_top):
     r"""A bound on the rounding error of the residuals a run of residual filtering compared.
 
     For a row in :math:`\mathrm{supp}(w)` (leverage :math:`h_i \le h`, the
-    run's ``h_bound``) with a residual near the ladder (at most ``R_top``),
+    run's ``h_bound``) with a residual near the ladder (at most ``2 R_top``, as
+    :func:`measured_rounding_bound` counts them),
     :math:`\sum_j |\tilde x_{ij}\beta_j| \le \sqrt{p h}\,\|D\beta_u\|` with
     :math:`D` the column norms of :math:`S_w` (the scaled Gram matrix has
-    eigenvalues at most ``p``), and :math:`|y_i| \le` ``R_top`` plus that. A
+    eigenvalues at most ``p``), and :math:`|y_i| \le 2 R_{top}` plus that. A
     float64 dot product errs by at most ``(p + 1) u`` times the size of its
     terms (``u = eps/2``), and ``beta_u`` carries the summation error of
     ``X~^T W y`` through ``sqrt(h)`` (as the rebase rule measures it).
     No pass over the rows; :func:`measured_rounding_bound` is tighter.
     """
-    G = result.factor.G
-    p = G.shape[0]
-    beta = linalg.solve_triangular(G.T, result.theta, lower=False, check_finite=False)
-    col = np.array([_safe_norm(row) for row in G])
+    p = result.factor.G.shape[0]
+    col = _column_norms(result.factor.G)
     with np.errstate(over="ignore", invalid="ignore"):
-        fitted = math.sqrt(p * float(result.h_bound)) * _safe_norm(col * beta)
-        bound = 0.5 * _EPS * (p + 2) * (R_top + 2.0 * fitted) + _theta_error(result)
+        fitted = math.sqrt(p * float(result.h_bound)) * _safe_norm(col * _fit(result))
+        bound = 0.5 * _EPS * (p + 2) * (2.0 * R_top + 2.0 * fitted) + _theta_error(result, col)
     return bound if math.isfinite(bound) else math.inf
 
 
-def _theta_error(result):
+def _fit(result):
+    """``beta_u = G^{-T} theta_u`` of a run, in its factor's coordinates."""
+    return linalg.solve_triangular(result.factor.G.T, result.theta, lower=False,
+                                   check_finite=False)
+
+
+def _column_norms(G):
+    """Column norms of ``S_w = G G^T`` (the row norms of ``G``), without overflow."""
+    return np.array([_safe_norm(row) for row in G])
+
+
+def _theta_error(result, col):
     """The summation error of ``theta_u`` seen in a residual.
 
     The rebase rule's measure ``eps p sqrt(h) |theta|``, times the condition
@@ -154,7 +164,6 @@ def _theta_error(result):
     """
     G = result.factor.G
     p = G.shape[0]
-    col = np.array([_safe_norm(row) for row in G])
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         kappa = float(np.linalg.cond(G / col[:, None]))
         return _EPS * p * kappa * math.sqrt(float(result.h_bound)) * magnitude(result.theta)
@@ -199,15 +208,14 @@ def measured_rounding_bound(source, result, W_idx, W_val, R_top):
     """
     factor = result.factor
     p = factor.G.shape[0]
-    beta = linalg.solve_triangular(factor.G.T, result.theta, lower=False, check_finite=False)
     W_idx, W_val = np.asarray(W_idx), np.asarray(W_val)
     support = RowWeights.from_pairs(W_idx[W_val == 0], np.zeros(int(np.sum(W_val == 0))))
     rounding = 0.5 * _EPS * (p + 2)
     (top,) = source.reduce(_size_block, _max_tuples,
-                           (source.fit_intercept, support, factor.T, beta, 2.0 * R_top,
+                           (source.fit_intercept, support, factor.T, _fit(result), 2.0 * R_top,
                             4.0 * rounding))
     with np.errstate(over="ignore", invalid="ignore"):
-        bound = rounding * top + _theta_error(result)
+        bound = rounding * top + _theta_error(result, _column_norms(factor.G))
     return bound if math.isfinite(bound) else math.inf
 
 
@@ -239,8 +247,7 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * R0:
             break
         factor = result.factor
-        beta_u = factor.to_original(linalg.solve_triangular(
-            factor.G.T, result.theta, lower=False, check_finite=False))
+        beta_u = factor.to_original(_fit(result))
         if not np.all(np.isfinite(beta_u)):
             # A fit that overflowed (labels near the float64 maximum) cannot be
             # subtracted; the run stands as it is.
@@ -251,14 +258,13 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
             break
         b_hi, b_lo = new_hi, new_lo
-        relabel = Relabel(intercept, b_hi, b_lo, REFINE_TOL * R0 * 2.0**100)
+        relabel = Relabel(intercept, b_hi, b_lo, R0)
         current = RelabelledSource(source, relabel)
+        # The factor of S_w does not depend on the labels; only theta does.
         theta = linalg.solve_triangular(
             factor.G, cross_pass(current, weights, factor.T), lower=True, check_finite=False)
-        beta = linalg.solve_triangular(factor.G.T, theta, lower=False, check_finite=False)
-        base = Factor(factor.G, theta, beta, factor.pd, factor.robust, factor.Ginv,
-                      factor.col_scale, factor.scaled_lambda_min, factor.exact_passes,
-                      factor.T)
+        base = replace(factor, theta=theta, beta=linalg.solve_triangular(
+            factor.G.T, theta, lower=False, check_finite=False))
         result = srf_engine(current, W_idx, W_val, L0, R0, k, n_candidates=n_candidates,
                             base=base, h_bound=first.h_bound)
         result.relabel = relabel

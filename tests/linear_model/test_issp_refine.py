@@ -23,7 +23,7 @@ import pytest
 from skprivreg.linear_model import _issp_refine
 from skprivreg.linear_model._issp import _issp_trace
 from skprivreg.linear_model._issp_filters import residual_thresholds
-from skprivreg.linear_model._issp_refine import REFINE_TOL, Relabel
+from skprivreg.linear_model._issp_refine import Relabel
 
 N, K = 100_000, 24
 L0 = 1 / (96 * K) * 0.999
@@ -108,7 +108,10 @@ def test_relabelled_values_are_the_exact_ones_rounded_within_double_double_error
     b = rng.normal(size=4) * 1e12
     b_hi = b.copy()
     b_lo = b * 2.0**-60
-    relabel = Relabel(True, b_hi, b_lo, REFINE_TOL * R0 * 2.0**100)
+    for i in range(6, 10):  # the terms cancel: double-double would err by ~2^-104 * 1e33
+        X[i] = rng.normal(size=3) * 1e21
+        y[i] = np.append(X[i], 1.0) @ (b_hi + b_lo)
+    relabel = Relabel(True, b_hi, b_lo, R0)
     out = relabel.apply(X, y)
     F = fractions.Fraction
     for i in range(m):
@@ -116,7 +119,7 @@ def test_relabelled_values_are_the_exact_ones_rounded_within_double_double_error
                                      zip(np.append(X[i], 1.0), b_hi, b_lo)]
         exact = sum(terms, F(0))
         size = sum(abs(t) for t in terms)
-        if i < 6:
+        if i < 10:
             try:
                 expected = float(exact)
             except OverflowError:  # rounds to infinity, as float64 arithmetic would
@@ -144,3 +147,43 @@ def test_dask_rows_get_the_same_relabelled_run(client, runs):
     assert runs
     assert (lazy.score1, lazy.score2_num) == (here.score1, here.score2_num)
     assert np.array_equal(lazy.V, here.V)
+
+
+@pytest.mark.parametrize("kind, scale", [("intercept", 2.0**40), ("slope", 2.0**30),
+                                         ("collinear", 2.0**21)])
+def test_the_rounding_bounds_cover_the_residuals_the_filter_compared(kind, scale, monkeypatch):
+    """The one-pass bound reads the largest ``|y_i| + sum_j |x~_ij beta_j|`` over the rows
+    whose comparisons matter (every row within ``2 R_top`` of the fit, and any row whose
+    rounding could be a quarter of its residual); the dot-product rounding of those rows'
+    residuals stays below ``(p + 2) u`` times it, and the bound without a pass is at
+    least the one with it (else it would skip a needed pass)."""
+    from skprivreg.linear_model._issp_refine import _column_norms, _theta_error
+
+    calls = []
+    measured = _issp_refine.measured_rounding_bound
+
+    def recorded(source, result, W_idx, W_val, R_top):
+        value = measured(source, result, W_idx, W_val, R_top)
+        calls.append((source, result, np.asarray(W_idx), np.asarray(W_val), R_top, value))
+        return value
+
+    monkeypatch.setattr(_issp_refine, "measured_rounding_bound", recorded)
+    X, y, _, _ = _case(kind, scale, 0)
+    _trace(X, y, [])
+    source, result, W_idx, W_val, R_top, value = calls[0]
+    assert result.factor.T is None
+    G, p = result.factor.G, result.factor.G.shape[0]
+    beta = np.linalg.solve(G.T, result.theta)
+    Xa = np.column_stack([X, np.ones(N)])
+    rows = np.setdiff1d(np.arange(N), W_idx[W_val == 0])
+    fitted = Xa[rows] @ beta
+    r = np.abs(y[rows] - fitted)
+    size = np.abs(y[rows]) + np.abs(Xa[rows]) @ np.abs(beta)
+    u = np.finfo(np.float64).eps / 2
+    counted = ~((r > 2 * R_top) & (4 * u * (p + 2) * size <= r))
+    top = size[counted].max()
+    expected = u * (p + 2) * top + _theta_error(result, _column_norms(G))
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    exact = Relabel(True, beta, np.zeros(p), R0).apply(X[rows], y[rows])
+    assert np.max(np.abs(r - np.abs(exact))[counted]) <= u * (p + 2) * top
+    assert _issp_refine.residual_rounding_bound(result, R_top) >= value
