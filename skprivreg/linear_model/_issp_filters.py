@@ -368,6 +368,10 @@ def slf_engine(source, L0, k, *, n_candidates=None, schedule="geometric", dense_
 # ---------------------------------------------------------------------------
 # Stable residual filtering, Algorithm 4 (engine)
 # ---------------------------------------------------------------------------
+class _SumsOverflowed(Exception):
+    """``X~^T W y`` over the kept rows is not finite (labels near the float64 maximum)."""
+
+
 @dataclass
 class SRFResult:
     """``score_num`` = k * SCORE2 (integer); ``F_idx``/``F_level``: rows removed and the level.
@@ -377,7 +381,8 @@ class SRFResult:
     final ``theta_u`` (``beta_u = G^{-T} theta_u``); ``h_bound``: the bound on
     the leverages over ``supp(w)`` the run used. ``relabel``: ``None``, or the
     :class:`~._issp_refine.Relabel` whose labels the run read (``Fy`` and
-    ``factor.theta`` are then in those labels).
+    ``factor.theta`` are then in those labels). ``overflowed``: the run stopped
+    because ``X~^T W y`` overflowed (its score is ``k^2``).
     """
 
     score_num: int
@@ -390,8 +395,9 @@ class SRFResult:
     Fy: object = None
     Fw: object = None
     theta: object = None
-    h_bound: float = 0.0
+    h_bound: object = None
     relabel: object = None
+    overflowed: bool = False
 
 
 def srf_engine(
@@ -429,6 +435,12 @@ def srf_engine(
     if not base.pd:
         # Impossible in exact arithmetic when SCORE1 < k (Theorem 9(2)); FAIL.
         return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes)
+    if not np.all(np.isfinite(base.theta)):
+        # X~^T W y overflowed (labels near the float64 maximum): no residual is
+        # computable. The caller runs the filter again on labels scaled by a
+        # power of two (the decisions are the same in exact arithmetic).
+        return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes,
+                         base, h_bound=h_bound, overflowed=True)
     G = base.G
     if h_bound is None:
         # Exact max leverage under S_w over supp(w), and the first residual
@@ -474,6 +486,8 @@ def srf_engine(
             b = b_ref
         else:
             b = ref["b"] - terms.sum(axis=1)
+        if not np.all(np.isfinite(b)):
+            raise _SumsOverflowed
         K = np.eye(p) - (Z.T * om) @ Z
         return linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), b)
 
@@ -499,50 +513,56 @@ def srf_engine(
     level_deficit = {}
     count = 0
     sat = -1
-    for j in range(2 * k, -1, -1):
-        while True:
+    try:
+        for j in range(2 * k, -1, -1):
+            while True:
+                if count >= k:
+                    break
+                live = np.flatnonzero(alive)
+                beta_u = linalg.solve_triangular(G.T, theta_u, lower=False, check_finite=False)
+                r = np.abs(cand.y[live] - cand.X[live] @ beta_u)
+                if len(live):
+                    best = live[np.lexsort((cand.idx[live], -r))[0]]
+                    r_best = float(np.abs(cand.y[best] - cand.X[best] @ beta_u))
+                else:
+                    best, r_best = -1, -np.inf
+                if fresh:
+                    bound = cand.outside_max
+                else:
+                    bound = cand.outside_max + math.sqrt(hb) * _safe_norm(theta_u - theta_scan)
+                if r_best > R[j]:
+                    certain = fresh or bound < r_best
+                else:
+                    certain = fresh or bound <= R[j]
+                if not certain:
+                    cand = rescan(theta_u)
+                    theta_scan = theta_u.copy()
+                    alive = np.ones(len(cand.idx), dtype=bool)
+                    fresh = True
+                    continue
+                if r_best <= R[j] or best < 0:
+                    break
+                gi = int(cand.idx[best])
+                x_best = cand.X[best]
+                z = linalg.solve_triangular(G, x_best, lower=True, check_finite=False)
+                F_idx.append(gi)
+                F_level.append(j)
+                F_z.append(z)
+                F_y.append(float(cand.y[best]))
+                F_w.append(w_of.get(gi, k))
+                alive[best] = False
+                count += 1
+                theta_u = current_theta()
+                fresh = False
             if count >= k:
+                sat = j
                 break
-            live = np.flatnonzero(alive)
-            beta_u = linalg.solve_triangular(G.T, theta_u, lower=False, check_finite=False)
-            r = np.abs(cand.y[live] - cand.X[live] @ beta_u)
-            if len(live):
-                best = live[np.lexsort((cand.idx[live], -r))[0]]
-                r_best = float(np.abs(cand.y[best] - cand.X[best] @ beta_u))
-            else:
-                best, r_best = -1, -np.inf
-            if fresh:
-                bound = cand.outside_max
-            else:
-                bound = cand.outside_max + math.sqrt(hb) * _safe_norm(theta_u - theta_scan)
-            if r_best > R[j]:
-                certain = fresh or bound < r_best
-            else:
-                certain = fresh or bound <= R[j]
-            if not certain:
-                cand = rescan(theta_u)
-                theta_scan = theta_u.copy()
-                alive = np.ones(len(cand.idx), dtype=bool)
-                fresh = True
-                continue
-            if r_best <= R[j] or best < 0:
-                break
-            gi = int(cand.idx[best])
-            x_best = cand.X[best]
-            z = linalg.solve_triangular(G, x_best, lower=True, check_finite=False)
-            F_idx.append(gi)
-            F_level.append(j)
-            F_z.append(z)
-            F_y.append(float(cand.y[best]))
-            F_w.append(w_of.get(gi, k))
-            alive[best] = False
-            count += 1
-            theta_u = current_theta()
-            fresh = False
-        if count >= k:
-            sat = j
-            break
-        level_deficit[j] = deficit_E + int(sum(F_w))
+            level_deficit[j] = deficit_E + int(sum(F_w))
+    except _SumsOverflowed:
+        # Sums of the kept rows overflowed (labels near the float64 maximum): the
+        # caller runs the filter again on labels scaled by a power of two.
+        return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes,
+                         base, h_bound=hb, overflowed=True)
     score_num = k * k
     for j in range(0, k + 1):
         if j <= sat:

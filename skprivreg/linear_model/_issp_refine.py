@@ -24,6 +24,10 @@ subtracting such a row (the rebase rule). Whether a second run happens depends
 on the data, but both runs compute the same function (the exact-arithmetic
 filter, within the ladder's margin), so the choice reveals nothing.
 
+When ``X~^T W y`` overflows (labels near the float64 maximum), no residual is
+computable; the filter runs again on the labels scaled by a power of two
+(largest at most ``2^900``), exact above the subnormal range.
+
 Everything here is a secret intermediate value of
 :class:`~skprivreg.linear_model.ISSPRegressor`.
 """
@@ -45,8 +49,8 @@ from ._issp_passes import (
     rows_in,
 )
 
-__all__ = ["REFINE_TOL", "Relabel", "RelabelledSource", "measured_rounding_bound",
-           "refined_srf", "residual_rounding_bound"]
+__all__ = ["LABEL_EXPONENT_MAX", "REFINE_TOL", "Relabel", "RelabelledSource",
+           "measured_rounding_bound", "refined_srf", "residual_rounding_bound"]
 
 #: A run of residual filtering is repeated on relabelled rows when the bound on
 #: the rounding error of its residuals exceeds this fraction of ``R_0`` (a
@@ -62,7 +66,10 @@ MAX_RUNS = 8
 
 @dataclass
 class Relabel:
-    """``y -> fl(y - x~^T (b_hi + b_lo))``, rows in the original coordinates.
+    """``y -> fl(2^-exponent y - x~^T (b_hi + b_lo))``, rows in the original coordinates.
+
+    ``R0`` and ``b`` are in the scaled units (``exponent > 0`` only for labels
+    whose sums overflow; the scaling is exact above the subnormal range).
 
     A row whose terms exceed ``REFINE_TOL * R0 * 2^100`` in size is relabelled in
     exact rational arithmetic (the double-double error, about ``2^-104`` of the
@@ -73,6 +80,7 @@ class Relabel:
     b_hi: np.ndarray
     b_lo: np.ndarray
     R0: float
+    exponent: int = 0
 
     def apply(self, Xb, yb):
         """The relabelled labels of one block (float64, rounded once)."""
@@ -83,7 +91,7 @@ class Relabel:
         if self.intercept:
             A[:, d] = 1.0
         A[:, -1] = yb
-        T_hi = np.append(-self.b_hi, 1.0)[:, None]
+        T_hi = np.append(-self.b_hi, math.ldexp(1.0, -self.exponent))[:, None]
         T_lo = np.append(-self.b_lo, 0.0)[:, None]
         with np.errstate(over="ignore", invalid="ignore"):
             out = _dd_products(A, T_hi, T_lo)[:, 0]
@@ -225,32 +233,56 @@ def _two_sum(a, b):
     return s, (a - (s - v)) + (b - v)
 
 
+def _label_max_block(offset, Xb, yb, params, into=None):
+    (weights,) = params
+    wb = weights.block(offset, offset + Xb.shape[0])
+    if wb is not None:
+        yb = yb[wb > 0]
+    top = float(np.max(np.abs(yb), initial=0.0))
+    return (top if into is None else max(top, into[0]),)
+
+
+#: Labels whose sums overflow are scaled so that the largest is at most
+#: ``2^LABEL_EXPONENT_MAX`` (sums of up to ``2^100`` terms of rows of unit size
+#: stay finite).
+LABEL_EXPONENT_MAX = 900
+
+
 def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
     """Residual filtering, run again on relabelled rows while its rounding bound is too large.
 
-    ``first`` is the run on ``source`` itself. Returns the last run (its
-    ``relabel`` set when it read relabelled rows) and the passes of the extra
-    runs.
+    ``first`` is the run on ``source`` itself. If its sums overflowed, the
+    labels are first scaled by a power of two (one pass reads their largest
+    size). Returns the last run (its ``relabel`` set when it read relabelled
+    rows) and the passes of the extra runs.
     """
     result, passes = first, 0
-    if result.theta is None:  # FAIL before any residual (S_w singular)
-        return result, passes
-    R_top = float(residual_thresholds(R0, L0, k)[-1])
     p, intercept = source.p, source.fit_intercept
-    b_hi, b_lo = np.zeros(p), np.zeros(p)
     weights = RowWeights.from_pairs(W_idx, np.asarray(W_val) / k)
+    b_hi, b_lo, exponent, scale = np.zeros(p), np.zeros(p), 0, R0
     current = source
+    if result.overflowed:
+        (top,) = source.reduce(_label_max_block, _max_tuples, (weights,))
+        passes += 1
+        exponent = max(0, math.frexp(top)[1] - LABEL_EXPONENT_MAX)
+        scale = math.ldexp(R0, -exponent)
+        result, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
+                                        Relabel(intercept, b_hi, b_lo, scale, exponent),
+                                        n_candidates, h_bound=first.h_bound)
+        passes += extra
+        current = RelabelledSource(source, result.relabel)
+    if result.theta is None or result.overflowed:  # FAIL: S_w singular, or sums overflowed
+        return result, passes
+    R_top = float(residual_thresholds(scale, L0, k)[-1])
     for _ in range(MAX_RUNS - 1):
-        if not residual_rounding_bound(result, R_top) > REFINE_TOL * R0:
+        if not residual_rounding_bound(result, R_top) > REFINE_TOL * scale:
             break
         passes += 1
-        if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * R0:
+        if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * scale:
             break
-        factor = result.factor
-        beta_u = factor.to_original(_fit(result))
+        beta_u = result.factor.to_original(_fit(result))
         if not np.all(np.isfinite(beta_u)):
-            # A fit that overflowed (labels near the float64 maximum) cannot be
-            # subtracted; the run stands as it is.
+            # A fit that overflowed cannot be subtracted; the run stands as it is.
             break
         with np.errstate(over="ignore", invalid="ignore"):
             new_hi, low = _two_sum(b_hi, beta_u)
@@ -258,15 +290,25 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
             break
         b_hi, b_lo = new_hi, new_lo
-        relabel = Relabel(intercept, b_hi, b_lo, R0)
+        relabel = Relabel(intercept, b_hi, b_lo, scale, exponent)
+        result, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
+                                        relabel, n_candidates, h_bound=first.h_bound)
+        passes += extra
         current = RelabelledSource(source, relabel)
-        # The factor of S_w does not depend on the labels; only theta does.
-        theta = linalg.solve_triangular(
-            factor.G, cross_pass(current, weights, factor.T), lower=True, check_finite=False)
-        base = replace(factor, theta=theta, beta=linalg.solve_triangular(
-            factor.G.T, theta, lower=False, check_finite=False))
-        result = srf_engine(current, W_idx, W_val, L0, R0, k, n_candidates=n_candidates,
-                            base=base, h_bound=first.h_bound)
-        result.relabel = relabel
-        passes += 1 + result.n_passes
     return result, passes
+
+
+def _relabelled_run(source, result, weights, W_idx, W_val, L0, R0, k, relabel, n_candidates,
+                    h_bound=None):
+    """Residual filtering on ``relabel``'s labels, from the factor of ``result`` (whose
+    ``S_w`` does not depend on the labels; only ``theta`` does)."""
+    factor = result.factor
+    current = RelabelledSource(source, relabel)
+    theta = linalg.solve_triangular(
+        factor.G, cross_pass(current, weights, factor.T), lower=True, check_finite=False)
+    base = replace(factor, theta=theta, beta=linalg.solve_triangular(
+        factor.G.T, theta, lower=False, check_finite=False))
+    run = srf_engine(current, W_idx, W_val, L0, R0, k, n_candidates=n_candidates, base=base,
+                     h_bound=h_bound)
+    run.relabel = relabel
+    return run, 1 + run.n_passes

@@ -187,3 +187,20 @@ def test_the_rounding_bounds_cover_the_residuals_the_filter_compared(kind, scale
     exact = Relabel(True, beta, np.zeros(p), R0).apply(X[rows], y[rows])
     assert np.max(np.abs(r - np.abs(exact))[counted]) <= u * (p + 2) * top
     assert _issp_refine.residual_rounding_bound(result, R_top) >= value
+
+
+@pytest.mark.parametrize("count, big", [(2, 1.7e308), (4, 1e308)])
+def test_labels_whose_sums_overflow_are_filtered_as_smaller_huge_labels(count, big):
+    """A few labels near the float64 maximum overflow X~^T W y. The filter runs again on
+    labels scaled by a power of two, so they are removed as labels of 1e300 are. (Two
+    labels of 1.7e308 removed nothing and released NaN while one gave a normal release;
+    four of 1e308 raised ValueError after the spend.)"""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 2))
+    y = X @ [1.0, -1.0] + rng.normal(size=N)
+    huge, moderate = y.copy(), y.copy()
+    huge[:count], moderate[:count] = big, 1e300
+    a, b = _trace(X, huge, []), _trace(X, moderate, [])
+    assert a.score2_num == b.score2_num == K * count
+    assert np.array_equal(a.V, b.V)
+    np.testing.assert_allclose(a.beta_hat, b.beta_hat, rtol=1e-12, atol=1e-12)
