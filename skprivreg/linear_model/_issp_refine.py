@@ -244,39 +244,54 @@ def _label_max_block(offset, Xb, yb, params, into=None):
 
 #: Labels whose sums overflow are scaled so that the largest is at most
 #: ``2^LABEL_EXPONENT_MAX`` (sums of up to ``2^100`` terms of rows of unit size
-#: stay finite).
+#: stay finite), and never so far that ``R0`` would fall below ``2^-960``.
 LABEL_EXPONENT_MAX = 900
+
+
+def _label_exponent(source, weights, R0):
+    """The power of two the labels are divided by after their sums overflowed (one pass)."""
+    (top,) = source.reduce(_label_max_block, _max_tuples, (weights,))
+    exponent = math.frexp(top)[1] - LABEL_EXPONENT_MAX
+    return max(0, min(exponent, math.frexp(R0)[1] + 959))
 
 
 def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
     """Residual filtering, run again on relabelled rows while its rounding bound is too large.
 
-    ``first`` is the run on ``source`` itself. If its sums overflowed, the
-    labels are first scaled by a power of two (one pass reads their largest
-    size). Returns the last run (its ``relabel`` set when it read relabelled
-    rows) and the passes of the extra runs.
+    ``first`` is the run on ``source`` itself. When a run's sums overflow, the
+    labels are scaled by a power of two (one pass reads their largest size)
+    and the run is repeated; a run that still overflows is returned as it is
+    (score ``k^2``, FAIL). Returns the last run (its ``relabel`` set when it
+    read relabelled rows) and the passes of the extra runs.
     """
-    result, passes = first, 0
     p, intercept = source.p, source.fit_intercept
     weights = RowWeights.from_pairs(W_idx, np.asarray(W_val) / k)
-    b_hi, b_lo, exponent, scale = np.zeros(p), np.zeros(p), 0, R0
-    current = source
-    if result.overflowed:
-        (top,) = source.reduce(_label_max_block, _max_tuples, (weights,))
-        passes += 1
-        exponent = max(0, math.frexp(top)[1] - LABEL_EXPONENT_MAX)
+    b_hi, b_lo, exponent = np.zeros(p), np.zeros(p), 0
+    result, passes = first, 0
+
+    def run(scaled_after_overflow):
+        nonlocal b_hi, b_lo, exponent, passes
+        if scaled_after_overflow:
+            exponent = _label_exponent(source, weights, R0)
+            passes += 1
+            b_hi, b_lo = np.ldexp(b_hi, -exponent), np.ldexp(b_lo, -exponent)
         scale = math.ldexp(R0, -exponent)
-        result, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
-                                        Relabel(intercept, b_hi, b_lo, scale, exponent),
-                                        n_candidates, h_bound=first.h_bound)
+        out, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
+                                     Relabel(intercept, b_hi, b_lo, scale, exponent),
+                                     n_candidates, h_bound=first.h_bound)
         passes += extra
-        current = RelabelledSource(source, result.relabel)
-    if result.theta is None or result.overflowed:  # FAIL: S_w singular, or sums overflowed
-        return result, passes
-    R_top = float(residual_thresholds(scale, L0, k)[-1])
+        return out
+
+    if result.overflowed:
+        result = run(True)
     for _ in range(MAX_RUNS - 1):
+        if result.theta is None or result.overflowed:  # FAIL: S_w singular, sums overflowed
+            break
+        scale = math.ldexp(R0, -exponent)
+        R_top = float(residual_thresholds(scale, L0, k)[-1])
         if not residual_rounding_bound(result, R_top) > REFINE_TOL * scale:
             break
+        current = source if result.relabel is None else RelabelledSource(source, result.relabel)
         passes += 1
         if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * scale:
             break
@@ -290,11 +305,9 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
             break
         b_hi, b_lo = new_hi, new_lo
-        relabel = Relabel(intercept, b_hi, b_lo, scale, exponent)
-        result, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
-                                        relabel, n_candidates, h_bound=first.h_bound)
-        passes += extra
-        current = RelabelledSource(source, relabel)
+        result = run(False)
+        if result.overflowed and exponent == 0:
+            result = run(True)
     return result, passes
 
 

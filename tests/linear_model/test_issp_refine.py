@@ -204,3 +204,29 @@ def test_labels_whose_sums_overflow_are_filtered_as_smaller_huge_labels(count, b
     assert a.score2_num == b.score2_num == K * count
     assert np.array_equal(a.V, b.V)
     np.testing.assert_allclose(a.beta_hat, b.beta_hat, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("offset, unit, count", [(1.0, 1e-10, 2), (0.0, 5e-288, 3)])
+def test_an_overflow_in_a_relabelled_run_or_at_a_tiny_residual_scale_is_scaled_too(
+        offset, unit, count):
+    """Labels ``offset + unit * (signal + noise)`` with ``residual_bound = 6 unit``.
+
+    At an offset of 1e10 residual scales the first run is fine (its factor is a QR) but
+    the relabelled run's sums of two labels of 1.7e308 overflow: that run is scaled too
+    (it raised AttributeError after the spend). At a residual scale of 5e-288 the
+    scaling stops before R0 leaves the normal range (R0 became 0 and the fit FAILed for
+    three labels while two passed)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 2))
+    y = offset + unit * (X @ [20.0, -20.0] + rng.normal(size=N))
+    params = {**PARAMS, "residual_bound": 6.0 * unit}
+    scores = []
+    for m in (count - 1, count):
+        labels = y.copy()
+        labels[:m] = 1.7e308
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = _issp_trace(X, labels, **params)
+        assert trace.passed and np.all(np.isfinite(trace.beta_hat))
+        scores.append(trace.score2_num)
+    assert scores == [K * (count - 1), K * count]
