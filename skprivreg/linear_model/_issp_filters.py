@@ -368,8 +368,12 @@ def slf_engine(source, L0, k, *, n_candidates=None, schedule="geometric", dense_
 # ---------------------------------------------------------------------------
 # Stable residual filtering, Algorithm 4 (engine)
 # ---------------------------------------------------------------------------
-class _SumsOverflowed(Exception):
-    """``X~^T W y`` over the kept rows is not finite (labels near the float64 maximum)."""
+class _Overflowed(Exception):
+    """``X~^T W y`` over the kept rows, the fit ``beta_u`` or a residual is not finite.
+
+    Labels near the float64 maximum, or labels far larger than the features
+    (features of ``1e-150`` and labels of ``1e308`` give a fit of ``1e458``).
+    """
 
 
 @dataclass
@@ -382,7 +386,7 @@ class SRFResult:
     the leverages over ``supp(w)`` the run used. ``relabel``: ``None``, or the
     :class:`~._issp_refine.Relabel` whose labels the run read (``Fy`` and
     ``factor.theta`` are then in those labels). ``overflowed``: the run stopped
-    because ``X~^T W y`` overflowed (its score is ``k^2``).
+    because ``X~^T W y``, the fit or a residual overflowed (its score is ``k^2``).
     """
 
     score_num: int
@@ -487,7 +491,7 @@ def srf_engine(
         else:
             b = ref["b"] - terms.sum(axis=1)
         if not np.all(np.isfinite(b)):
-            raise _SumsOverflowed
+            raise _Overflowed
         K = np.eye(p) - (Z.T * om) @ Z
         return linalg.cho_solve(linalg.cho_factor(K, lower=True, check_finite=False), b)
 
@@ -521,6 +525,11 @@ def srf_engine(
                 live = np.flatnonzero(alive)
                 beta_u = linalg.solve_triangular(G.T, theta_u, lower=False, check_finite=False)
                 r = np.abs(cand.y[live] - cand.X[live] @ beta_u)
+                if (not np.all(np.isfinite(beta_u)) or np.any(np.isnan(r))
+                        or math.isnan(cand.outside_max)):
+                    # The fit overflowed, or a residual is inf - inf: no
+                    # comparison is exact. The caller scales the labels.
+                    raise _Overflowed
                 if len(live):
                     best = live[np.lexsort((cand.idx[live], -r))[0]]
                     r_best = float(np.abs(cand.y[best] - cand.X[best] @ beta_u))
@@ -558,9 +567,9 @@ def srf_engine(
                 sat = j
                 break
             level_deficit[j] = deficit_E + int(sum(F_w))
-    except _SumsOverflowed:
-        # Sums of the kept rows overflowed (labels near the float64 maximum): the
-        # caller runs the filter again on labels scaled by a power of two.
+    except _Overflowed:
+        # Sums of the kept rows, the fit or a residual overflowed: the caller
+        # runs the filter again on labels scaled by a power of two.
         return SRFResult(k * k, np.zeros(0, np.int64), np.zeros(0, np.int64), 2 * k, passes,
                          base, h_bound=hb, overflowed=True)
     score_num = k * k

@@ -24,9 +24,10 @@ subtracting such a row (the rebase rule). Whether a second run happens depends
 on the data, but both runs compute the same function (the exact-arithmetic
 filter, within the ladder's margin), so the choice reveals nothing.
 
-When ``X~^T W y`` overflows (labels near the float64 maximum), no residual is
-computable; the filter runs again on the labels scaled by a power of two
-(largest at most ``2^900``), exact above the subnormal range.
+When ``X~^T W y``, the fit or a residual overflows (labels near the float64
+maximum, or far larger than the features), no residual is computable; the
+filter runs again on the labels scaled by a power of two, exact above the
+subnormal range.
 
 Everything here is a secret intermediate value of
 :class:`~skprivreg.linear_model.ISSPRegressor`.
@@ -49,7 +50,7 @@ from ._issp_passes import (
     rows_in,
 )
 
-__all__ = ["LABEL_EXPONENT_MAX", "REFINE_TOL", "Relabel", "RelabelledSource",
+__all__ = ["LABEL_EXPONENT_MAX", "OVERFLOW_STEP", "REFINE_TOL", "Relabel", "RelabelledSource",
            "measured_rounding_bound", "refined_srf", "residual_rounding_bound"]
 
 #: A run of residual filtering is repeated on relabelled rows when the bound on
@@ -237,44 +238,67 @@ def _label_max_block(offset, Xb, yb, params, into=None):
     (weights,) = params
     wb = weights.block(offset, offset + Xb.shape[0])
     if wb is not None:
-        yb = yb[wb > 0]
-    top = float(np.max(np.abs(yb), initial=0.0))
+        Xb, yb = Xb[wb > 0], yb[wb > 0]
+    # 2^-1024 |y_i| max(1, max_j |x_ij|) bounds every term of X~^T W y in row i
+    # (each factor halved in exponent first, so the product cannot overflow).
+    size = (np.ldexp(np.abs(yb), -512)
+            * np.ldexp(np.maximum(np.max(np.abs(Xb), axis=1, initial=0.0), 1.0), -512))
+    top = float(np.max(size, initial=0.0))
     return (top if into is None else max(top, into[0]),)
 
 
-#: Labels whose sums overflow are scaled so that the largest is at most
-#: ``2^LABEL_EXPONENT_MAX`` (sums of up to ``2^100`` terms of rows of unit size
-#: stay finite), and never so far that ``R0`` would fall below ``2^-960``.
+#: Labels whose sums overflow are scaled so that the largest term
+#: ``|y_i x~_ij|`` is at most ``2^LABEL_EXPONENT_MAX`` (sums of up to ``2^100``
+#: such terms stay finite), and never so far that ``R0`` would fall below
+#: ``2^-960``.
 LABEL_EXPONENT_MAX = 900
 
+#: When the scaled labels overflow again (the fit ``beta_u`` of labels far
+#: larger than the features), the scaling grows by this power of two.
+OVERFLOW_STEP = 256
 
-def _label_exponent(source, weights, R0):
-    """The power of two the labels are divided by after their sums overflowed (one pass)."""
+
+def _label_exponent(source, weights):
+    """The power of two making the terms of ``X~^T W y`` at most ``2^900`` (one pass)."""
     (top,) = source.reduce(_label_max_block, _max_tuples, (weights,))
-    exponent = math.frexp(top)[1] - LABEL_EXPONENT_MAX
-    return max(0, min(exponent, math.frexp(R0)[1] + 959))
+    return math.frexp(top)[1] + 1024 - LABEL_EXPONENT_MAX
 
 
 def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
     """Residual filtering, run again on relabelled rows while its rounding bound is too large.
 
-    ``first`` is the run on ``source`` itself. When a run's sums overflow, the
-    labels are scaled by a power of two (one pass reads their largest size)
-    and the run is repeated; a run that still overflows is returned as it is
-    (score ``k^2``, FAIL). Returns the last run (its ``relabel`` set when it
-    read relabelled rows) and the passes of the extra runs.
+    ``first`` is the run on ``source`` itself. When a run overflows (its sums,
+    its fit or a residual), the labels are scaled by a power of two (the first
+    time from one pass reading the largest term ``|y_i x~_ij|``, then
+    :data:`OVERFLOW_STEP` more each time) and the run is repeated; scaling is
+    exact above the subnormal range, so the decisions are those of the
+    unscaled labels in exact arithmetic. A run that still overflows when ``R0``
+    would fall below ``2^-960`` is returned as it is (score ``k^2``, FAIL).
+    Returns the last run (its ``relabel`` set when it read relabelled rows) and
+    the passes of the extra runs.
     """
     p, intercept = source.p, source.fit_intercept
     weights = RowWeights.from_pairs(W_idx, np.asarray(W_val) / k)
     b_hi, b_lo, exponent = np.zeros(p), np.zeros(p), 0
+    exponent_cap = math.frexp(R0)[1] + 959
     result, passes = first, 0
 
-    def run(scaled_after_overflow):
+    def rescale():
+        """Scale the labels further after an overflow; False when no further scaling is allowed."""
         nonlocal b_hi, b_lo, exponent, passes
-        if scaled_after_overflow:
-            exponent = _label_exponent(source, weights, R0)
+        new = exponent + OVERFLOW_STEP
+        if exponent == 0:
+            new = max(new, _label_exponent(source, weights))
             passes += 1
-            b_hi, b_lo = np.ldexp(b_hi, -exponent), np.ldexp(b_lo, -exponent)
+        new = min(new, exponent_cap)
+        if new <= exponent:
+            return False
+        b_hi, b_lo = np.ldexp(b_hi, exponent - new), np.ldexp(b_lo, exponent - new)
+        exponent = new
+        return True
+
+    def run():
+        nonlocal passes
         scale = math.ldexp(R0, -exponent)
         out, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
                                      Relabel(intercept, b_hi, b_lo, scale, exponent),
@@ -282,10 +306,10 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         passes += extra
         return out
 
-    if result.overflowed:
-        result = run(True)
+    while result.overflowed and rescale():
+        result = run()
     for _ in range(MAX_RUNS - 1):
-        if result.theta is None or result.overflowed:  # FAIL: S_w singular, sums overflowed
+        if result.theta is None or result.overflowed:  # FAIL: S_w singular, overflowed
             break
         scale = math.ldexp(R0, -exponent)
         R_top = float(residual_thresholds(scale, L0, k)[-1])
@@ -305,9 +329,9 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
             break
         b_hi, b_lo = new_hi, new_lo
-        result = run(False)
-        if result.overflowed and exponent == 0:
-            result = run(True)
+        result = run()
+        while result.overflowed and rescale():
+            result = run()
     return result, passes
 
 

@@ -230,3 +230,36 @@ def test_an_overflow_in_a_relabelled_run_or_at_a_tiny_residual_scale_is_scaled_t
         assert trace.passed and np.all(np.isfinite(trace.beta_hat))
         scores.append(trace.score2_num)
     assert scores == [K * (count - 1), K * count]
+
+
+@pytest.mark.parametrize("case", ["tiny features", "huge rows"])
+@pytest.mark.parametrize("count", [1, 2])
+def test_labels_far_beyond_the_features_or_huge_rows_are_filtered_as_moderate_ones(
+        case, count, runs):
+    """Labels of 1.7e308 on features of 1e-150 make the fit ``beta_u`` overflow
+    (about 1e458) while ``X~^T W y`` is finite: the residuals were NaN, no row was
+    removed and the release was infinite (score 0 where exact arithmetic gives ``k``).
+    On rows of norm 1e200 two such labels overflow the sums even after the labels are
+    scaled to ``2^900``, and the fit FAILed where one label passed. Each run that
+    overflows is scaled further, so these labels are removed as moderate huge labels
+    are, with the same weights. The first scaling reads the largest term ``|y_i x_ij|``,
+    so on the huge rows one scaled run suffices (three when it read the labels only)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(N, 2))
+    if case == "tiny features":
+        X *= 1e-150
+        y = X @ [1e150, -1e150] + rng.normal(size=N)
+        rows, moderate = np.arange(count), 1e100
+    else:
+        y = rng.normal(size=N)
+        X[1000:7000] *= 1e200 / np.linalg.norm(X[1000:7000], axis=1)[:, None]
+        rows, moderate = 1000 + np.arange(count), 1e50
+    huge, mid = y.copy(), y.copy()
+    huge[rows], mid[rows] = 1.7e308, moderate
+    a = _trace(X, huge, runs)
+    if case == "huge rows":
+        assert len(runs) == count - 1
+    b = _trace(X, mid, [])
+    assert a.passed and np.all(np.isfinite(a.beta_hat))
+    assert a.score2_num == b.score2_num == K * count
+    assert np.array_equal(a.V, b.V)
