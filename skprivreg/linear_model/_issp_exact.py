@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-__all__ = ["dd_matmul", "exact_dot", "exact_gram", "exact_gram_is_pd",
+__all__ = ["dd_matmul", "exact_dot", "exact_products", "exact_gram", "exact_gram_is_pd",
            "exact_whitening_transform"]
 
 _LIMB = 18  # bits per limb: |limb| < 2^18, a block of < 2^35 rows sums exactly in float64
@@ -217,8 +217,8 @@ def dd_matmul(X, T_hi, T_lo):
     with np.errstate(over="ignore", invalid="ignore"):
         magnitude = np.abs(X) @ (np.abs(T_hi) + np.abs(T_lo))
     inexact = ~(np.all(np.isfinite(out), axis=1) & np.all(magnitude <= _DD_TERMS_MAX, axis=1))
-    for i in np.flatnonzero(inexact & np.all(np.isfinite(X), axis=1)):
-        out[i] = _exact_row_product(X[i], T_hi, T_lo)
+    rows = np.flatnonzero(inexact & np.all(np.isfinite(X), axis=1))
+    out[rows] = exact_products(X[rows], T_hi, T_lo)
     return out
 
 
@@ -248,6 +248,41 @@ def _dd_products(X, T_hi, T_lo):
 # Largest sum of term magnitudes a double-double row product is trusted with:
 # its error, about 2^-104 of it, stays below 2^-40 of a unit-scale result.
 _DD_TERMS_MAX = 2.0**64
+
+
+def exact_products(X, T_hi, T_lo):
+    """``X (T_hi + T_lo)``, each entry the float64 rounding of its exact value.
+
+    Every term ``x_k (t_hi + t_lo)`` is split into eight partial products of
+    26-bit halves (:func:`_split26`), each exact in float64, and each entry is
+    their correctly rounded sum (:func:`math.fsum`): one vectorised split and
+    one ``fsum`` per entry, some microseconds per row. Halves or partial
+    products below the normal range round by at most ``2^-1074`` each (the
+    result then errs by at most ``8 q 2^-1074``). Rows where a partial product
+    overflows, or whose sum overflows on the way, are computed in exact
+    rational arithmetic (:func:`_exact_row_product`; infinite when the exact
+    value is beyond the float64 range).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    out = np.empty((X.shape[0], T_hi.shape[1]))
+    if X.shape[0] == 0:
+        return out
+    with np.errstate(over="ignore", invalid="ignore"):  # such rows are done in rationals
+        Xh, Xl = _split26(X)  # a half of an entry near the float64 maximum can overflow
+        halves = np.stack(list(_split26(T_hi)) + list(_split26(T_lo)))  # (4, q, cols)
+        # partial products (rows, q, 2, 4, cols): x halves by t halves
+        parts = np.stack([Xh, Xl], axis=-1)[:, :, :, None, None] * np.moveaxis(
+            halves, 0, 1)[None, :, None, :, :]
+    parts = np.moveaxis(parts, -1, 1).reshape(X.shape[0], T_hi.shape[1], -1)
+    finite = np.all(np.isfinite(parts), axis=2)
+    for i, j in zip(*np.nonzero(finite)):
+        try:
+            out[i, j] = math.fsum(parts[i, j].tolist())
+        except OverflowError:
+            finite[i, j] = False
+    for i in np.flatnonzero(~np.all(finite, axis=1)):
+        out[i] = _exact_row_product(X[i], T_hi, T_lo)
+    return out
 
 
 def _exact_row_product(x, T_hi, T_lo):

@@ -15,7 +15,7 @@ run (:func:`residual_rounding_bound`) exceeds :data:`REFINE_TOL` times ``R_0``,
 the filter is run again on ``y - X~ b``, ``b`` the weighted least-squares fit
 ``beta_u`` at the end of the run, each relabelled value computed in
 double-double arithmetic (error about ``2^-104`` times the size of its terms,
-exact rational arithmetic where that is not small against ``R_0``). The rows the
+the correctly rounded exact value where that is not small against ``R_0``). The rows the
 run kept then have labels on the scale of their residuals, and the second
 run's residuals are accurate to float64 precision relative to that scale.
 Rows the first run removed keep large relabelled values; the second run
@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import linalg
 
-from ._issp_exact import _dd_products, _exact_row_product
+from ._issp_exact import _dd_products, exact_products
 from ._issp_filters import residual_thresholds, srf_engine
 from ._issp_passes import (
     _EPS,
@@ -72,8 +72,8 @@ class Relabel:
     ``R0`` and ``b`` are in the scaled units (``exponent > 0`` only for labels
     whose sums overflow; the scaling is exact above the subnormal range).
 
-    A row whose terms exceed ``REFINE_TOL * R0 * 2^100`` in size is relabelled in
-    exact rational arithmetic (the double-double error, about ``2^-104`` of the
+    A row whose terms exceed ``REFINE_TOL * R0 * 2^100`` in size is relabelled
+    from its exact value (the double-double error, about ``2^-104`` of the
     terms, would not be small against ``REFINE_TOL * R0``).
     """
 
@@ -98,9 +98,9 @@ class Relabel:
             out = _dd_products(A, T_hi, T_lo)[:, 0]
             size = np.abs(A) @ (np.abs(T_hi[:, 0]) + np.abs(T_lo[:, 0]))
         limit = REFINE_TOL * self.R0 * 2.0**100
-        redo = ~(np.isfinite(out) & (size <= limit)) & np.all(np.isfinite(A), axis=1)
-        for i in np.flatnonzero(redo):
-            out[i] = _exact_row_product(A[i], T_hi, T_lo)[0]
+        redo = np.flatnonzero(~(np.isfinite(out) & (size <= limit))
+                              & np.all(np.isfinite(A), axis=1))
+        out[redo] = exact_products(A[redo], T_hi, T_lo)[:, 0]
         return out
 
 

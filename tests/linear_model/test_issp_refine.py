@@ -263,3 +263,52 @@ def test_labels_far_beyond_the_features_or_huge_rows_are_filtered_as_moderate_on
     assert a.passed and np.all(np.isfinite(a.beta_hat))
     assert a.score2_num == b.score2_num == K * count
     assert np.array_equal(a.V, b.V)
+
+
+def test_exact_products_are_the_correctly_rounded_exact_values(monkeypatch):
+    """Rows relabelled from their exact value: the float64 rounding of the exact product
+    (terms of 1e300 that cancel, entries near the float64 maximum and in the subnormal
+    range), from eight exact partial products per term summed by ``math.fsum``; only
+    rows where a partial product overflows take exact rationals (rows of 1e300 took
+    them all, about 0.2 ms a row). Partial products below the normal range may round,
+    by at most ``2^-1074`` each."""
+    from skprivreg.linear_model import _issp_exact
+
+    rng = np.random.default_rng(0)
+    blocks = []
+    for q, cols in [(2, 1), (3, 1), (4, 3), (6, 2)]:
+        e = rng.choice([0, 60, 300, 1000, -1000, -1070], size=(40, q))
+        X = rng.normal(size=(40, q)) * np.ldexp(1.0, e)
+        T_hi = rng.normal(size=(q, cols)) * np.ldexp(1.0, rng.choice([0, 90, -300], size=(q, cols)))
+        T_lo = T_hi * rng.normal(size=(q, cols)) * 2.0**-54
+        with np.errstate(all="ignore"):  # rows of cancelling terms (some overflow)
+            X[:10, 0] = np.round(-(X[:10, 1:] @ T_hi[1:, 0]) / T_hi[0, 0] * 2.0**-30) * 2.0**30
+        X[10, 0] = np.finfo(np.float64).max
+        blocks.append((X[np.all(np.isfinite(X), axis=1)], T_hi, T_lo))
+    calls = []
+    exact_row = _issp_exact._exact_row_product
+    monkeypatch.setattr(_issp_exact, "_exact_row_product",
+                        lambda *a: calls.append(1) or exact_row(*a))
+    for X, T_hi, T_lo in blocks:
+        with np.errstate(all="ignore"):
+            out = _issp_exact.exact_products(X, T_hi, T_lo)
+        for i in range(X.shape[0]):
+            ref = exact_row(X[i], T_hi, T_lo)
+            for j in range(T_hi.shape[1]):
+                if not np.isfinite(ref[j]):  # beyond the float64 range
+                    assert out[i, j] == ref[j]
+                    continue
+                exact = sum(fractions.Fraction(X[i, k]) * (fractions.Fraction(T_hi[k, j])
+                                                           + fractions.Fraction(T_lo[k, j]))
+                            for k in range(X.shape[1]))
+                assert abs(fractions.Fraction(out[i, j]) - exact) <= (
+                    abs(fractions.Fraction(ref[j]) - exact)
+                    + 8 * X.shape[1] * fractions.Fraction(2) ** -1074), (i, j)
+    # Only rows with a term near the float64 maximum (a partial product that may
+    # overflow) take exact rationals.
+    near_max = 0
+    for X, T_hi, _ in blocks:
+        with np.errstate(divide="ignore"):
+            size = np.log2(np.abs(X))[:, :, None] + np.log2(np.abs(T_hi))[None]
+        near_max += int(np.sum(np.max(size, axis=(1, 2)) > 1000))
+    assert 0 < len(calls) <= near_max < sum(X.shape[0] for X, _, _ in blocks) // 2
