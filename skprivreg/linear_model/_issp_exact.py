@@ -250,30 +250,32 @@ def _dd_products(X, T_hi, T_lo):
 _DD_TERMS_MAX = 2.0**64
 
 
-def exact_products(X, T_hi, T_lo):
-    """``X (T_hi + T_lo)``, each entry the float64 rounding of its exact value.
+def exact_products(X, *T):
+    """``X (T_1 + T_2 + ...)``, each entry the float64 rounding of its exact value.
 
-    Every term ``x_k (t_hi + t_lo)`` is split into eight partial products of
-    26-bit halves (:func:`_split26`), each exact in float64, and each entry is
-    their correctly rounded sum (:func:`math.fsum`): one vectorised split and
-    one ``fsum`` per entry, some microseconds per row. Halves or partial
-    products below the normal range round by at most ``2^-1074`` each (the
-    result then errs by at most ``8 q 2^-1074``). Rows where a partial product
+    ``T``: one or more ``(q, cols)`` float64 arrays (a double-double
+    ``T_hi, T_lo``, or a longer expansion). Every term ``x_k t_k`` is split into
+    four partial products of 26-bit halves (:func:`_split26`) per array, each
+    exact in float64, and each entry is their correctly rounded sum
+    (:func:`math.fsum`): one vectorised split and one ``fsum`` per entry, some
+    microseconds per row. Halves or partial products below the normal range
+    round by at most ``2^-1074`` each. Rows where a partial product
     overflows, or whose sum overflows on the way, are computed in exact
     rational arithmetic (:func:`_exact_row_product`; infinite when the exact
     value is beyond the float64 range).
     """
     X = np.asarray(X, dtype=np.float64)
-    out = np.empty((X.shape[0], T_hi.shape[1]))
+    cols = T[0].shape[1]
+    out = np.empty((X.shape[0], cols))
     if X.shape[0] == 0:
         return out
     with np.errstate(over="ignore", invalid="ignore"):  # such rows are done in rationals
         Xh, Xl = _split26(X)  # a half of an entry near the float64 maximum can overflow
-        halves = np.stack(list(_split26(T_hi)) + list(_split26(T_lo)))  # (4, q, cols)
-        # partial products (rows, q, 2, 4, cols): x halves by t halves
+        halves = np.stack([h for t in T for h in _split26(np.asarray(t, np.float64))])
+        # partial products (rows, q, 2, halves, cols): x halves by t halves
         parts = np.stack([Xh, Xl], axis=-1)[:, :, :, None, None] * np.moveaxis(
             halves, 0, 1)[None, :, None, :, :]
-    parts = np.moveaxis(parts, -1, 1).reshape(X.shape[0], T_hi.shape[1], -1)
+    parts = np.moveaxis(parts, -1, 1).reshape(X.shape[0], cols, -1)
     finite = np.all(np.isfinite(parts), axis=2)
     for i, j in zip(*np.nonzero(finite)):
         try:
@@ -281,18 +283,17 @@ def exact_products(X, T_hi, T_lo):
         except OverflowError:
             finite[i, j] = False
     for i in np.flatnonzero(~np.all(finite, axis=1)):
-        out[i] = _exact_row_product(X[i], T_hi, T_lo)
+        out[i] = _exact_row_product(X[i], *T)
     return out
 
 
-def _exact_row_product(x, T_hi, T_lo):
-    """``x (T_hi + T_lo)`` in exact rationals, each entry rounded once to float64."""
+def _exact_row_product(x, *T):
+    """``x (T_1 + T_2 + ...)`` in exact rationals, each entry rounded once to float64."""
     xs = [fractions.Fraction(float(v)) for v in x]
-    out = np.empty(T_hi.shape[1])
-    for j in range(T_hi.shape[1]):
-        exact = sum((xs[k] * (fractions.Fraction(float(T_hi[k, j]))
-                              + fractions.Fraction(float(T_lo[k, j])))
-                     for k in range(len(xs)) if T_hi[k, j] or T_lo[k, j]),
+    out = np.empty(T[0].shape[1])
+    for j in range(T[0].shape[1]):
+        exact = sum((xs[k] * sum(fractions.Fraction(float(t[k, j])) for t in T)
+                     for k in range(len(xs)) if any(t[k, j] for t in T)),
                     fractions.Fraction(0))
         try:
             out[j] = float(exact)

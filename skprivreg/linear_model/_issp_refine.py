@@ -1,4 +1,4 @@
-"""Residual filtering again on labels minus its first fit, computed in double-double arithmetic.
+"""Residual filtering again on labels minus a fit, computed in double-double arithmetic.
 
 Residual filtering compares float64 residuals ``|y_i - x~_i^T beta_u|`` with a
 ladder of thresholds whose consecutive ratios are
@@ -18,6 +18,12 @@ double-double arithmetic (error about ``2^-104`` times the size of its terms,
 the correctly rounded exact value where that is not small against ``R_0``). The rows the
 run kept then have labels on the scale of their residuals, and the second
 run's residuals are accurate to float64 precision relative to that scale.
+A float fit errs by about the run's rounding bound, so when that bound is
+above :data:`EXACT_FIT_FROM` residual scales (fitted values beyond about
+``1e22`` residual scales), or a relabelled run still needs another, ``b`` is
+instead the fit of the run's kept rows from exact sums (:func:`exact_fit`, one
+pass), an expansion of float64 vectors accurate to the precision the labels
+need, and every row is relabelled from its exact value.
 Rows the first run removed keep large relabelled values; the second run
 removes them again and, as any run does, sums the kept rows afresh instead of
 subtracting such a row (the rebase rule). Whether a second run happens depends
@@ -33,17 +39,19 @@ Everything here is a secret intermediate value of
 :class:`~skprivreg.linear_model.ISSPRegressor`.
 """
 
+import fractions
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg
 
-from ._issp_exact import _dd_products, exact_products
+from ._issp_exact import _dd_products, _exact_gram_add, exact_gram, exact_products
 from ._issp_filters import residual_thresholds, srf_engine
 from ._issp_passes import (
     _EPS,
     RowWeights,
+    _augment,
     _safe_norm,
     cross_pass,
     magnitude,
@@ -82,6 +90,9 @@ class Relabel:
     b_lo: np.ndarray
     R0: float
     exponent: int = 0
+    #: Further terms of ``b`` (an expansion ``b_hi + b_lo + ...`` from :func:`exact_fit`);
+    #: every row is then relabelled from its exact value.
+    b_more: tuple = ()
 
     def apply(self, Xb, yb):
         """The relabelled labels of one block (float64, rounded once)."""
@@ -94,6 +105,12 @@ class Relabel:
         A[:, -1] = yb
         T_hi = np.append(-self.b_hi, math.ldexp(1.0, -self.exponent))[:, None]
         T_lo = np.append(-self.b_lo, 0.0)[:, None]
+        if self.b_more:
+            more = [np.append(-b, 0.0)[:, None] for b in self.b_more]
+            out = np.full(A.shape[0], np.nan)
+            finite = np.flatnonzero(np.all(np.isfinite(A), axis=1))
+            out[finite] = exact_products(A[finite], T_hi, T_lo, *more)[:, 0]
+            return out
         with np.errstate(over="ignore", invalid="ignore"):
             out = _dd_products(A, T_hi, T_lo)[:, 0]
             size = np.abs(A) @ (np.abs(T_hi[:, 0]) + np.abs(T_lo[:, 0]))
@@ -264,6 +281,92 @@ def _label_exponent(source, weights):
     return math.frexp(top)[1] + 1024 - LABEL_EXPONENT_MAX
 
 
+def _exact_fit_block(offset, Xb, yb, params, into=None):
+    """Exact ``sum_i W_i a_i a_i^T``, ``a_i = (x~_i, 2^-exponent y_i)``, integers ``W_i``."""
+    intercept, weights, k, exponent = params
+    wb = weights.block(offset, offset + Xb.shape[0])
+    A = np.column_stack([_augment(Xb, intercept), np.ldexp(np.asarray(yb, np.float64), -exponent)])
+    numer = np.full(A.shape[0], k) if wb is None else np.rint(wb * k).astype(np.int64)
+    total, top = (None, np.zeros(A.shape[1])) if into is None else into
+    for W in np.unique(numer[numer > 0]).tolist():
+        rows = A[numer == W]
+        gram = {key: (t * W, e) for key, (t, e) in exact_gram(rows).items()}
+        total = gram if total is None else _exact_gram_add(total, gram)
+        top = np.maximum(top, np.max(np.abs(rows), axis=0))
+    return total, top
+
+
+def _exact_fit_combine(a, b):
+    if a[0] is None or b[0] is None:
+        total = b[0] if a[0] is None else a[0]
+    else:
+        total = _exact_gram_add(a[0], b[0])
+    return total, np.maximum(a[1], b[1])
+
+
+#: The expansion of :func:`exact_fit` stops when a term moves no kept row's fit
+#: by more than this fraction of ``R_0``.
+EXACT_FIT_TOL = 2.0**-40 * REFINE_TOL
+
+#: A run whose rounding bound exceeds this many ``R_0`` is followed by an exact
+#: fit (a run on labels minus its float fit would still be about that large,
+#: and its bound about ``1e-15`` of that, above ``REFINE_TOL``); so is every
+#: relabelled run whose bound is still too large.
+EXACT_FIT_FROM = 1e6
+
+#: At most this many terms in the expansion of :func:`exact_fit`.
+FIT_TERMS_MAX = 60
+
+
+def exact_fit(source, weights, k, exponent, tol):
+    """The weighted least-squares fit of ``2^-exponent y`` as a float64 expansion (one pass).
+
+    ``weights``: the run's weights ``u_i = W_i / k`` (integers ``W_i``). The
+    sums ``X~^T U X~`` and ``X~^T U y`` are exact (:func:`~._issp_exact.exact_gram`);
+    iterative refinement with exact residuals ``c - S b`` (rational) appends
+    one float64 vector per step, each about ``eps cond(S)`` the size of the
+    last, until a term moves no row's fit by more than ``tol``. Returns the
+    terms (original coordinates), or ``None`` when ``S`` is not positive
+    definite in float64, a sum is beyond the float64 range, or the refinement
+    does not converge within :data:`FIT_TERMS_MAX` terms.
+    """
+    p = source.p
+    total, top = source.reduce(_exact_fit_block, _exact_fit_combine,
+                               (source.fit_intercept, weights, k, exponent))
+    if total is None:
+        return None
+
+    def value(key):
+        t, e = total[key]
+        return fractions.Fraction(t) * fractions.Fraction(2) ** e
+
+    S = [[value((min(i, j), max(i, j))) for j in range(p)] for i in range(p)]
+    resid = [value((i, p)) for i in range(p)]
+    try:
+        factor = linalg.cho_factor(np.array([[float(v) for v in row] for row in S]),
+                                   check_finite=True)
+    except (OverflowError, ValueError, linalg.LinAlgError):
+        return None
+    terms, last = [], math.inf
+    for _ in range(FIT_TERMS_MAX):
+        try:
+            step = linalg.cho_solve(factor, np.array([float(v) for v in resid]))
+        except OverflowError:
+            return None
+        moved = float(np.abs(step) @ top[:p])
+        if not (np.all(np.isfinite(step)) and moved < last):
+            return None  # not converging (eps cond(S) near 1)
+        if moved == 0.0:
+            return terms
+        terms.append(step)
+        exact = [fractions.Fraction(v) for v in step.tolist()]
+        resid = [resid[i] - sum(S[i][j] * exact[j] for j in range(p)) for i in range(p)]
+        if moved <= tol:
+            return terms
+        last = moved
+    return None
+
+
 def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
     """Residual filtering, run again on relabelled rows while its rounding bound is too large.
 
@@ -279,13 +382,13 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
     """
     p, intercept = source.p, source.fit_intercept
     weights = RowWeights.from_pairs(W_idx, np.asarray(W_val) / k)
-    b_hi, b_lo, exponent = np.zeros(p), np.zeros(p), 0
+    b_hi, b_lo, b_more, exponent = np.zeros(p), np.zeros(p), (), 0
     exponent_cap = math.frexp(R0)[1] + 959
     result, passes = first, 0
 
     def rescale():
         """Scale the labels further after an overflow; False when no further scaling is allowed."""
-        nonlocal b_hi, b_lo, exponent, passes
+        nonlocal b_hi, b_lo, b_more, exponent, passes
         new = exponent + OVERFLOW_STEP
         if exponent == 0:
             new = max(new, _label_exponent(source, weights))
@@ -294,6 +397,7 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if new <= exponent:
             return False
         b_hi, b_lo = np.ldexp(b_hi, exponent - new), np.ldexp(b_lo, exponent - new)
+        b_more = tuple(np.ldexp(b, exponent - new) for b in b_more)
         exponent = new
         return True
 
@@ -301,7 +405,7 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         nonlocal passes
         scale = math.ldexp(R0, -exponent)
         out, extra = _relabelled_run(source, result, weights, W_idx, W_val, L0, scale, k,
-                                     Relabel(intercept, b_hi, b_lo, scale, exponent),
+                                     Relabel(intercept, b_hi, b_lo, scale, exponent, b_more),
                                      n_candidates, h_bound=first.h_bound)
         passes += extra
         return out
@@ -317,18 +421,36 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
             break
         current = source if result.relabel is None else RelabelledSource(source, result.relabel)
         passes += 1
-        if not measured_rounding_bound(current, result, W_idx, W_val, R_top) > REFINE_TOL * scale:
+        bound = measured_rounding_bound(current, result, W_idx, W_val, R_top)
+        if not bound > REFINE_TOL * scale:
             break
-        beta_u = result.factor.to_original(_fit(result))
-        if not np.all(np.isfinite(beta_u)):
-            # A fit that overflowed cannot be subtracted; the run stands as it is.
-            break
-        with np.errstate(over="ignore", invalid="ignore"):
-            new_hi, low = _two_sum(b_hi, beta_u)
-            new_lo = b_lo + low
-        if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
-            break
-        b_hi, b_lo = new_hi, new_lo
+        terms = None
+        if result.relabel is not None or bound > EXACT_FIT_FROM * scale:
+            # A float fit errs by about the bound, so the relabelled rows would
+            # be about that large: a run gains about -log10(eps cond) digits.
+            # Fit the run's kept rows from exact sums instead (one pass), to the
+            # precision the labels need.
+            kept = RowWeights.from_pairs(
+                np.concatenate([W_idx, result.F_idx]),
+                np.concatenate([np.asarray(W_val) / k, np.zeros(len(result.F_idx))]))
+            passes += 1
+            terms = exact_fit(source, kept, k, exponent, EXACT_FIT_TOL * scale)
+        if terms is not None:
+            b_hi, b_lo, b_more = (*terms, np.zeros(p), np.zeros(p))[:2] + (tuple(terms[2:]),)
+        else:
+            beta_u = result.factor.to_original(_fit(result))
+            if not np.all(np.isfinite(beta_u)):
+                # A fit that overflowed cannot be subtracted; the run stands as it is.
+                break
+            if b_more:
+                b_more = (*b_more, beta_u)
+            else:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    new_hi, low = _two_sum(b_hi, beta_u)
+                    new_lo = b_lo + low
+                if not (np.all(np.isfinite(new_hi)) and np.all(np.isfinite(new_lo))):
+                    break
+                b_hi, b_lo = new_hi, new_lo
         result = run()
         while result.overflowed and rescale():
             result = run()
