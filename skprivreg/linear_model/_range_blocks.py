@@ -43,7 +43,7 @@ from functools import cached_property
 import numpy as np
 
 from .._blocks import as_float64_block, is_column_strided, workspace, workspace_like
-from .._gram import cache_block_rows
+from .._gram import CACHE_BYTES, cache_block_rows, fused_layout
 from .._rows import check_block_finite
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import sqrt_at_least
@@ -318,10 +318,27 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     width = X_block.shape[1]
     XtX, XtL = np.zeros((width, width)), np.zeros((width, 2))
     clipped = 0.0
-    step = cache_block_rows(width + 2)
+    fused = raw and fused_layout(X_block, width)
+    step = cache_block_rows(width + 2, CACHE_BYTES // 2 if fused else None)
     for a in range(0, n_rows, step):
         piece, piece_labels = X_block[a:a + step], labels[a:a + step]
-        if raw:
+        if fused:
+            # Narrow Fortran-ordered rows: copied beside their labels and
+            # multiplied once, X^T [X, u, 1] (as the Gram pass does); a piece
+            # with an entry outside its range is clipped in place and
+            # multiplied again by the same call.
+            both = workspace("range fused", (len(piece), width + 2), order="F")
+            np.copyto(both[:, :width], piece, casting="unsafe")
+            both[:, width:] = piece_labels
+            X = both[:, :width]
+            with np.errstate(all="ignore"):
+                product = np.dot(X.T, both)
+            if len(piece) and not _inside(X, rmap, check=True):
+                clipped = 1.0
+                np.clip(X, *rmap.raw_affine[2:4], out=X)
+                product = np.dot(X.T, both)
+            part_xx, part_xl = product[:, :width], product[:, width:]
+        elif raw:
             X = as_float64_block(piece, scratch="range rows")
             # The products first, while the piece comes from memory (BLAS
             # overlaps the read with the arithmetic); the range check then
@@ -341,6 +358,8 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
         with np.errstate(all="ignore"):  # sums of public (unclipped) rows may overflow
             XtX += part_xx
             XtL += part_xl
+    if fused:  # symmetric as summed (X^T [X, u, 1] is not promised to be)
+        XtX = np.triu(XtX) + np.triu(XtX, 1).T
     return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(n_rows), clipped])
 
 
