@@ -251,7 +251,9 @@ _DD_TERMS_MAX = 2.0**64
 
 
 def exact_products(X, *T):
-    """``X (T_1 + T_2 + ...)``, each entry the float64 rounding of its exact value.
+    """``X (T_1 + T_2 + ...)``, each entry the float64 rounding of its exact value
+    (within ``2^-1075`` per partial product where partial products fall below the
+    normal range).
 
     ``T``: one or more ``(q, cols)`` float64 arrays (a double-double
     ``T_hi, T_lo``, or a longer expansion). Every term ``x_k t_k`` is split into
@@ -259,7 +261,8 @@ def exact_products(X, *T):
     exact in float64, and each entry is their correctly rounded sum
     (:func:`math.fsum`): one vectorised split and one ``fsum`` per entry, some
     microseconds per row. Halves or partial products below the normal range
-    round by at most ``2^-1074`` each. Rows where a partial product
+    round by at most ``2^-1075`` each (the entry may then differ from the
+    correctly rounded one by that much). Rows where a partial product
     overflows, or whose sum overflows on the way, are computed in exact
     rational arithmetic (:func:`_exact_row_product`; infinite when the exact
     value is beyond the float64 range).

@@ -20,7 +20,7 @@ from ..mechanisms import gaussian_precision_shaped, ptr_test, stability_mode
 from ._issp_filters import slf_engine, srf_engine, srf_weights
 from ._issp_passes import RowWeights, cross_pass, gram_piece_add, magnitude
 from ._issp_plan import SCORE_SENSITIVITY, SEGMENTS_PER_GROUP, r0_groups
-from ._issp_refine import refined_srf
+from ._issp_refine import Relabel, RelabelledSource, refined_srf
 
 __all__ = ["ISSPTrace", "private_residual_scale"]
 
@@ -280,14 +280,23 @@ def _issp_core(source, *, k, L0, R0, c, eps_ptr, delta_ptr, ptr_fail_prob, rng_p
         v_of = dict(zip(W_idx.tolist(), (W_val / k).tolist()))
         v_of.update(zip(srf.F_idx.tolist(), ((srf.Fw / k) * survive).tolist()))
         weights = RowWeights.from_pairs(list(v_of), list(v_of.values()))
-        b = linalg.solve_triangular(G, cross_pass(source, weights, srf.factor.T), lower=True,
+        # Labels whose sums overflowed are summed scaled by the run's power of
+        # two (exact), and the estimate scaled back once.
+        exponent = 0 if srf.relabel is None else srf.relabel.exponent
+        rows = source if not exponent else RelabelledSource(
+            source, Relabel(source.fit_intercept, np.zeros(p), np.zeros(p), srf.relabel.R0,
+                            exponent))
+        b = linalg.solve_triangular(G, cross_pass(rows, weights, srf.factor.T), lower=True,
                                     check_finite=False)
         trace.n_passes += 1
     else:
+        exponent = 0
         b = srf.factor.theta - terms.sum(axis=1)
     Lk = linalg.cholesky(K, lower=True, check_finite=False)
     theta_hat = linalg.cho_solve((Lk, True), b, check_finite=False)
     beta_hat = linalg.solve_triangular(G.T, theta_hat, lower=False, check_finite=False)
+    with np.errstate(over="ignore"):  # an estimate beyond the float64 range is infinite
+        beta_hat = np.ldexp(beta_hat, exponent)
     precision_factor = G @ Lk
     beta_tilde = gaussian_precision_shaped(beta_hat, precision_factor, c, rng_noise)
     factor = srf.factor

@@ -22,8 +22,10 @@ A float fit errs by about the run's rounding bound, so when that bound is
 above :data:`EXACT_FIT_FROM` residual scales (fitted values beyond about
 ``1e22`` residual scales), or a relabelled run still needs another, ``b`` is
 instead the fit of the run's kept rows from exact sums (:func:`exact_fit`, one
-pass), an expansion of float64 vectors accurate to the precision the labels
-need, and every row is relabelled from its exact value.
+pass, solved in exact rationals), an expansion of float64 vectors accurate to
+the precision the labels need (``None`` for a singular design), and every row
+is relabelled from its exact value. The same kept rows are not fitted twice
+(a run that keeps rows far outside the ladder stands as computed).
 Rows the first run removed keep large relabelled values; the second run
 removes them again and, as any run does, sums the kept rows afresh instead of
 subtracting such a row (the rebase rule). Whether a second run happens depends
@@ -318,17 +320,36 @@ EXACT_FIT_FROM = 1e6
 FIT_TERMS_MAX = 60
 
 
+def _solve_rational(S, c):
+    """``S b = c`` in exact rationals (Gaussian elimination), or ``None`` if ``S`` is singular."""
+    p = len(c)
+    M = [list(row) + [ci] for row, ci in zip(S, c)]
+    for i in range(p):
+        pivot = next((r for r in range(i, p) if M[r][i] != 0), None)
+        if pivot is None:
+            return None
+        M[i], M[pivot] = M[pivot], M[i]
+        for r in range(i + 1, p):
+            factor = M[r][i] / M[i][i]
+            if factor:
+                M[r][i:] = [a - factor * b for a, b in zip(M[r][i:], M[i][i:])]
+    b = [fractions.Fraction(0)] * p
+    for i in range(p - 1, -1, -1):
+        b[i] = (M[i][p] - sum(M[i][j] * b[j] for j in range(i + 1, p))) / M[i][i]
+    return b
+
+
 def exact_fit(source, weights, k, exponent, tol):
     """The weighted least-squares fit of ``2^-exponent y`` as a float64 expansion (one pass).
 
     ``weights``: the run's weights ``u_i = W_i / k`` (integers ``W_i``). The
-    sums ``X~^T U X~`` and ``X~^T U y`` are exact (:func:`~._issp_exact.exact_gram`);
-    iterative refinement with exact residuals ``c - S b`` (rational) appends
-    one float64 vector per step, each about ``eps cond(S)`` the size of the
-    last, until a term moves no row's fit by more than ``tol``. Returns the
-    terms (original coordinates), or ``None`` when ``S`` is not positive
-    definite in float64, a sum is beyond the float64 range, or the refinement
-    does not converge within :data:`FIT_TERMS_MAX` terms.
+    sums ``X~^T U X~`` and ``X~^T U y`` are exact (:func:`~._issp_exact.exact_gram`)
+    and the normal equations are solved in exact rationals (whatever their
+    condition number); the solution is written as a sum of float64 vectors,
+    each the rounding of what the previous ones leave, until the rest moves no
+    kept row's fit by more than ``tol``. Returns the terms (original
+    coordinates), or ``None`` when ``X~^T U X~`` is singular, a term is beyond
+    the float64 range, or :data:`FIT_TERMS_MAX` terms do not reach ``tol``.
     """
     p = source.p
     total, top = source.reduce(_exact_fit_block, _exact_fit_combine,
@@ -340,30 +361,22 @@ def exact_fit(source, weights, k, exponent, tol):
         t, e = total[key]
         return fractions.Fraction(t) * fractions.Fraction(2) ** e
 
-    S = [[value((min(i, j), max(i, j))) for j in range(p)] for i in range(p)]
-    resid = [value((i, p)) for i in range(p)]
-    try:
-        factor = linalg.cho_factor(np.array([[float(v) for v in row] for row in S]),
-                                   check_finite=True)
-    except (OverflowError, ValueError, linalg.LinAlgError):
+    solution = _solve_rational([[value((min(i, j), max(i, j))) for j in range(p)]
+                                for i in range(p)], [value((i, p)) for i in range(p)])
+    if solution is None:
         return None
-    terms, last = [], math.inf
+    terms, rest = [], solution
     for _ in range(FIT_TERMS_MAX):
         try:
-            step = linalg.cho_solve(factor, np.array([float(v) for v in resid]))
+            term = np.array([float(v) for v in rest])
         except OverflowError:
             return None
-        moved = float(np.abs(step) @ top[:p])
-        if not (np.all(np.isfinite(step)) and moved < last):
-            return None  # not converging (eps cond(S) near 1)
-        if moved == 0.0:
+        if not np.any(term):
             return terms
-        terms.append(step)
-        exact = [fractions.Fraction(v) for v in step.tolist()]
-        resid = [resid[i] - sum(S[i][j] * exact[j] for j in range(p)) for i in range(p)]
-        if moved <= tol:
+        terms.append(term)
+        rest = [v - fractions.Fraction(t) for v, t in zip(rest, term.tolist())]
+        if sum(float(abs(v)) * t for v, t in zip(rest, top[:p].tolist())) <= tol:
             return terms
-        last = moved
     return None
 
 
@@ -384,7 +397,7 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
     weights = RowWeights.from_pairs(W_idx, np.asarray(W_val) / k)
     b_hi, b_lo, b_more, exponent = np.zeros(p), np.zeros(p), (), 0
     exponent_cap = math.frexp(R0)[1] + 959
-    result, passes = first, 0
+    result, passes, fitted = first, 0, None
 
     def rescale():
         """Scale the labels further after an overflow; False when no further scaling is allowed."""
@@ -425,6 +438,12 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
         if not bound > REFINE_TOL * scale:
             break
         terms = None
+        kept_key = (exponent, tuple(result.F_idx.tolist()))
+        if kept_key == fitted:
+            # The exact fit of these kept rows was subtracted already: another
+            # run would repeat this one (rows far outside the ladder that the
+            # filter keeps, beyond its k removals). The run stands.
+            break
         if result.relabel is not None or bound > EXACT_FIT_FROM * scale:
             # A float fit errs by about the bound, so the relabelled rows would
             # be about that large: a run gains about -log10(eps cond) digits.
@@ -435,6 +454,7 @@ def refined_srf(source, first, W_idx, W_val, L0, R0, k, *, n_candidates=None):
                 np.concatenate([np.asarray(W_val) / k, np.zeros(len(result.F_idx))]))
             passes += 1
             terms = exact_fit(source, kept, k, exponent, EXACT_FIT_TOL * scale)
+            fitted = kept_key
         if terms is not None:
             b_hi, b_lo, b_more = (*terms, np.zeros(p), np.zeros(p))[:2] + (tuple(terms[2:]),)
         else:

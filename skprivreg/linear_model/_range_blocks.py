@@ -312,16 +312,19 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     rows of ``[u, 1]``.
     """
     n_rows = len(X_block)
-    labels = _labels_with_ones(n_rows)
-    u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
     raw = raw_space(rmap, x_clip)
     width = X_block.shape[1]
+    fused = raw and fused_layout(X_block, width)
+    if fused:  # the labels go beside each piece's rows (below)
+        u = _mapped_labels(y_block, rmap, check=True, out=workspace("range u run", n_rows))
+    else:
+        labels = _labels_with_ones(n_rows)
+        u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
     XtX, XtL = np.zeros((width, width)), np.zeros((width, 2))
     clipped = 0.0
-    fused = raw and fused_layout(X_block, width)
     step = cache_block_rows(width + 2, CACHE_BYTES // 2 if fused else None)
     for a in range(0, n_rows, step):
-        piece, piece_labels = X_block[a:a + step], labels[a:a + step]
+        piece = X_block[a:a + step]
         if fused:
             # Narrow Fortran-ordered rows: copied beside their labels and
             # multiplied once, X^T [X, u, 1] (as the Gram pass does); a piece
@@ -329,7 +332,8 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
             # multiplied again by the same call.
             both = workspace("range fused", (len(piece), width + 2), order="F")
             np.copyto(both[:, :width], piece, casting="unsafe")
-            both[:, width:] = piece_labels
+            both[:, width] = u[a:a + step]
+            both[:, width + 1] = 1.0
             X = both[:, :width]
             with np.errstate(all="ignore"):
                 product = np.dot(X.T, both)
@@ -339,6 +343,7 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
                 product = np.dot(X.T, both)
             part_xx, part_xl = product[:, :width], product[:, width:]
         elif raw:
+            piece_labels = labels[a:a + step]
             X = as_float64_block(piece, scratch="range rows")
             # The products first, while the piece comes from memory (BLAS
             # overlaps the read with the arithmetic); the range check then
@@ -353,6 +358,7 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
                 clipped = 1.0
                 part_xx, part_xl = np.dot(rows.T, rows), np.dot(rows.T, piece_labels)
         else:
+            piece_labels = labels[a:a + step]
             rows, _ = _mapped(piece, None, rmap, x_clip, check=True)
             part_xx, part_xl = np.dot(rows.T, rows), np.dot(rows.T, piece_labels)
         with np.errstate(all="ignore"):  # sums of public (unclipped) rows may overflow

@@ -37,11 +37,13 @@ def _case(kind, scale, seed):
     """``(X, y, e, b)`` with ``y = X~ b + e`` exactly and row 7 on a rung (in ``e``)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, 2))
-    if kind in ("slope", "collinear"):
+    if kind in ("slope", "collinear", "nearly singular"):
         X[:, 0] = rng.integers(-4, 5, size=N)
         b = np.array([scale, 0.0, 0.0])
     if kind == "collinear":  # scaled Gram condition number about 1e7
         X[:, 1] = X[:, 0] + 1e-3 * X[:, 1]
+    elif kind == "nearly singular":  # about 1e16: float64 cannot solve its normal equations
+        X[:, 1] = X[:, 0] + 1e-8 * X[:, 1]
     else:
         b = np.array([0.0, 0.0, scale])
     Xa = np.column_stack([X, np.ones(N)])
@@ -81,11 +83,15 @@ def runs(monkeypatch):
 
 @pytest.mark.parametrize("kind, scale", [("intercept", 2.0**52), ("slope", 2.0**48),
                                          ("collinear", 2.0**21), ("slope", 2.0**400),
-                                         ("intercept", 2.0**700)])
+                                         ("intercept", 2.0**700),
+                                         ("nearly singular", 2.0**400)])
 def test_labels_far_from_zero_get_the_filter_decisions_of_their_residuals(kind, scale, runs):
     """Slopes of 2^400 and intercepts of 2^700 residual scales: a run on labels minus a
     float fit gains about 13 digits, and the eight runs ended with other decisions than
-    on the residuals; such runs are followed by a fit from exact sums (two runs)."""
+    on the residuals; such runs are followed by a fit from exact sums (two runs), solved
+    in rationals (on nearly collinear columns, condition number about 1e16, a float64
+    refinement of that fit diverged and the seven runs FAILed where the residuals give
+    0)."""
     for seed in range(3):
         X, y, e, b = _case(kind, scale, seed)
         near = _trace(X, e, runs)
@@ -360,3 +366,21 @@ def test_the_exact_fit_is_the_rational_least_squares_fit_to_the_tolerance():
     assert len(terms) >= 3
     first = [exact[i] - F(terms[0][i]) for i in range(3)]
     assert max(abs(sum(F(A[r, i]) * first[i] for i in range(3))) for r in range(n)) > 1e20
+
+
+def test_labels_near_the_float64_maximum_give_a_finite_release():
+    """Labels of 1e306 residual scales' units (``y = u (X [1, -2] + noise)``, residual scale
+    ``6 u``): the filter scales the labels (their sums overflow); the release summed the
+    labels themselves and released NaN with the test passed. It sums them scaled too and
+    scales the estimate back: ``u = 1e306`` gives ``1e6`` times the estimate at ``1e300``."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 2))
+    y = X @ [1.0, -2.0] + rng.normal(size=N)
+    estimates = []
+    for unit in (1e300, 1e306):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trace = _issp_trace(X, unit * y, **{**PARAMS, "residual_bound": 6.0 * unit})
+        assert trace.passed
+        estimates.append(trace.beta_hat / unit)
+    np.testing.assert_allclose(estimates[1], estimates[0], rtol=1e-9)
