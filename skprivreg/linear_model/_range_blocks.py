@@ -43,7 +43,7 @@ from functools import cached_property
 import numpy as np
 
 from .._blocks import as_float64_block, is_column_strided, workspace, workspace_like
-from .._gram import CACHE_BYTES, cache_block_rows, fused_layout
+from .._gram import FUSED_PIECE_BYTES, cache_block_rows, fused_layout
 from .._rows import check_block_finite
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import sqrt_at_least
@@ -314,35 +314,18 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
     n_rows = len(X_block)
     raw = raw_space(rmap, x_clip)
     width = X_block.shape[1]
-    fused = raw and fused_layout(X_block, width)
-    if fused:  # the labels go beside each piece's rows (below)
+    if raw and fused_layout(X_block, width):  # the labels go beside each piece's rows
         u = _mapped_labels(y_block, rmap, check=True, out=workspace("range u run", n_rows))
-    else:
-        labels = _labels_with_ones(n_rows)
-        u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
+        XtX, XtL, clipped = _fused_first_pass(X_block, u, rmap)
+        return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(n_rows), clipped])
+    labels = _labels_with_ones(n_rows)
+    u = _mapped_labels(y_block, rmap, check=True, out=labels[:, 0])
     XtX, XtL = np.zeros((width, width)), np.zeros((width, 2))
     clipped = 0.0
-    step = cache_block_rows(width + 2, CACHE_BYTES // 2 if fused else None)
+    step = cache_block_rows(width + 2)
     for a in range(0, n_rows, step):
         piece = X_block[a:a + step]
-        if fused:
-            # Narrow Fortran-ordered rows: copied beside their labels and
-            # multiplied once, X^T [X, u, 1] (as the Gram pass does); a piece
-            # with an entry outside its range is clipped in place and
-            # multiplied again by the same call.
-            both = workspace("range fused", (len(piece), width + 2), order="F")
-            np.copyto(both[:, :width], piece, casting="unsafe")
-            both[:, width] = u[a:a + step]
-            both[:, width + 1] = 1.0
-            X = both[:, :width]
-            with np.errstate(all="ignore"):
-                product = np.dot(X.T, both)
-            if len(piece) and not _inside(X, rmap, check=True):
-                clipped = 1.0
-                np.clip(X, *rmap.raw_affine[2:4], out=X)
-                product = np.dot(X.T, both)
-            part_xx, part_xl = product[:, :width], product[:, width:]
-        elif raw:
+        if raw:
             piece_labels = labels[a:a + step]
             X = as_float64_block(piece, scratch="range rows")
             # The products first, while the piece comes from memory (BLAS
@@ -364,9 +347,42 @@ def first_pass_block(X_block, y_block, *, rmap, fit_intercept, x_clip=None):
         with np.errstate(all="ignore"):  # sums of public (unclipped) rows may overflow
             XtX += part_xx
             XtL += part_xl
-    if fused:  # symmetric as summed (X^T [X, u, 1] is not promised to be)
-        XtX = np.triu(XtX) + np.triu(XtX, 1).T
     return XtX, XtL, np.array([u.sum(), np.dot(u, u), float(n_rows), clipped])
+
+
+def _fused_first_pass(X_block, u, rmap):
+    """:func:`first_pass_block`'s sums over narrow Fortran-ordered rows (raw space).
+
+    Each piece of :data:`~skprivreg._gram.FUSED_PIECE_BYTES` is copied beside
+    its labels and ones and multiplied once, ``X^T [X, u, 1]`` (as the Gram
+    pass does, :func:`~skprivreg._gram.fused_layout`); a piece with an entry
+    outside its range (or NaN, refused there) is clipped in place and
+    multiplied again by the same call, so it gives the sums a piece inside
+    its range would. Few calls per piece: their Python cost is paid with
+    the interpreter lock held. Silent: a discarded product may overflow.
+    Returns ``(X^T X, X^T [u, 1], clipped)``.
+    """
+    n_rows, width = X_block.shape
+    step = cache_block_rows(width + 2, FUSED_PIECE_BYTES)
+    total = np.zeros((width, width + 2))
+    clipped = 0.0
+    with np.errstate(all="ignore"):
+        for a in range(0, n_rows, step):
+            piece = X_block[a:a + step]
+            both = workspace("range fused", (len(piece), width + 2), order="F")
+            X = both[:, :width]
+            np.copyto(X, piece, casting="unsafe")
+            both[:, width] = u[a:a + step]
+            both[:, width + 1] = 1.0
+            product = np.dot(X.T, both)
+            if not _inside(X, rmap, check=True):
+                clipped = 1.0
+                np.clip(X, *rmap.raw_affine[2:4], out=X)
+                product = np.dot(X.T, both)
+            total += product
+    # Symmetric as summed (a product X^T [X, u, 1] is not promised to be).
+    XtX = np.triu(total[:, :width]) + np.triu(total[:, :width], 1).T
+    return XtX, total[:, width:].copy(), clipped
 
 
 def _labels_with_ones(n_rows):
