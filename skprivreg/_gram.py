@@ -314,11 +314,12 @@ def _gram_of_block(X, labels, params, acc, fused=False):
             XtY1 += np.dot(X.T, labels)
 
 
-#: Widest rows multiplied as ``X^T [X, Y, 1]`` in one product (:func:`fused_layout`).
+#: Most features (with one output; one fewer per further output) multiplied as
+#: ``X^T [X, Y, 1]`` in one product (:func:`fused_layout`).
 FUSED_MAX_COLUMNS = 12
 
 
-def fused_layout(X, n_columns):
+def fused_layout(X, n_columns, n_outputs=1):
     """Whether the pieces of block ``X`` are multiplied as one ``X^T [X, Y, 1]``.
 
     For narrow Fortran-ordered rows (a data frame's), which are copied anyway
@@ -327,9 +328,11 @@ def fused_layout(X, n_columns):
     the CPU time of a symmetric product and a second product for the labels
     at ten features (n = 1e6, one thread; pieces above the core's L2 cache
     ran 1.5x slower). The layout alone decides, never the values, so a
-    clipped piece is multiplied as its unclipped neighbours are.
+    clipped piece is multiplied as its unclipped neighbours are. Not with
+    many outputs (``Y`` would be copied once more per piece).
     """
-    return memory_order(np.asarray(X)) == "F" and n_columns <= FUSED_MAX_COLUMNS
+    return (memory_order(np.asarray(X)) == "F"
+            and n_columns + n_outputs <= FUSED_MAX_COLUMNS + 1)
 
 
 def run_pieces(bounds, run, n_threads, into, combine):
@@ -376,7 +379,7 @@ def gram_block(offset, X, Y, params, into=None):
     """
     X = np.asarray(X)
     d = X.shape[1] if params.columns is None else len(params.columns)
-    fused = fused_layout(X, d)
+    fused = fused_layout(X, d, params.n_outputs)
     cache = params.cache_bytes
     if fused and cache is None:
         cache = FUSED_PIECE_BYTES
