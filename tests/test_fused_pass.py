@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from skprivreg import BudgetAccountant
-from skprivreg._gram import cache_block_rows, gram_statistics, source_block_rows
+from skprivreg._gram import (
+    FUSED_MAX_COLUMNS,
+    cache_block_rows,
+    fused_layout,
+    gram_statistics,
+    source_block_rows,
+)
 from skprivreg._rows import RowSource
 from skprivreg.bounds import clip_rows
 from skprivreg.linear_model import AdaSSPRegressor, LinearRegression, SSPRegressor
@@ -1090,3 +1096,20 @@ def test_pass_workspace_keeps_large_buffers_only_within_it():
         a = workspace("t big", big)
         assert np.shares_memory(a, workspace("t big", big))
     assert not np.shares_memory(a, workspace("t big", big))
+
+
+def test_one_product_pieces_only_for_narrow_fortran_rows_with_few_outputs():
+    """``X^T [X, Y, 1]`` in one product: a data frame's rows (Fortran-ordered) of at most
+    12 features with one output (one feature fewer per further output); never C-ordered
+    rows (used as stored, no copy) nor many outputs (Y would be copied once more per
+    piece). The layout alone decides."""
+    from skprivreg._gram import FUSED_MAX_COLUMNS, fused_layout
+
+    F = np.asfortranarray(np.zeros((100, FUSED_MAX_COLUMNS)))
+    assert fused_layout(F, FUSED_MAX_COLUMNS, 1)
+    assert fused_layout(F[10:50], 10, 3)
+    assert not fused_layout(F[10:50], 10, 4)
+    assert not fused_layout(F, FUSED_MAX_COLUMNS, 2)
+    assert not fused_layout(np.asfortranarray(np.zeros((100, 13))), 13, 1)
+    assert not fused_layout(np.zeros((100, 10)), 10, 1)
+    assert not fused_layout(F, FUSED_MAX_COLUMNS, 1000)
