@@ -1103,8 +1103,6 @@ def test_one_product_pieces_only_for_narrow_fortran_rows_with_few_outputs():
     12 features with one output (one feature fewer per further output); never C-ordered
     rows (used as stored, no copy) nor many outputs (Y would be copied once more per
     piece). The layout alone decides."""
-    from skprivreg._gram import FUSED_MAX_COLUMNS, fused_layout
-
     F = np.asfortranarray(np.zeros((100, FUSED_MAX_COLUMNS)))
     assert fused_layout(F, FUSED_MAX_COLUMNS, 1)
     assert fused_layout(F[10:50], 10, 3)
