@@ -384,3 +384,20 @@ def test_labels_near_the_float64_maximum_give_a_finite_release():
         assert trace.passed
         estimates.append(trace.beta_hat / unit)
     np.testing.assert_allclose(estimates[1], estimates[0], rtol=1e-9)
+
+
+def test_the_same_kept_rows_are_fitted_from_exact_sums_once(monkeypatch):
+    """A run whose bound stays too large after the exact fit of its kept rows (rows far
+    outside the ladder that the filter keeps) would get the same fit and the same run
+    again, up to the eighth run (30 labels of 1e100 with k = 24 took 145 s): with the
+    bounds forced large, the exact fit of one kept set runs once and the run stands."""
+    calls = []
+    fit = _issp_refine.exact_fit
+    monkeypatch.setattr(_issp_refine, "exact_fit",
+                        lambda *a, **kw: calls.append(1) or fit(*a, **kw))
+    monkeypatch.setattr(_issp_refine, "residual_rounding_bound", lambda *a: np.inf)
+    monkeypatch.setattr(_issp_refine, "measured_rounding_bound", lambda *a: np.inf)
+    X, y, _, _ = _case("slope", 2.0**48, 0)
+    trace = _trace(X, y, [])
+    assert len(calls) == 1
+    assert trace.passed
