@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import linalg
 
+from .._blocks import is_file_backed
 from ._issp_exact import _dd_products, _exact_gram_add, exact_gram, exact_products
 from ._issp_filters import residual_thresholds, srf_engine
 from ._issp_passes import (
@@ -131,8 +132,22 @@ class _RelabelledBlock:
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
     def __call__(self, offset, Xb, yb, params, into=None):
-        inner, relabel = params
-        return self.fn(offset, Xb, relabel.apply(Xb, yb), inner, into)
+        inner, relabel, cache = params
+        if cache is None:
+            labels = relabel.apply(Xb, yb)
+        else:
+            key = (offset, Xb.shape[0])
+            labels = cache.get(key)
+            if labels is None:
+                labels = cache[key] = relabel.apply(Xb, yb)
+        return self.fn(offset, Xb, labels, inner, into)
+
+
+#: A relabelled source over rows in memory keeps their relabelled labels (8
+#: bytes a row) up to this size, so the passes of a run relabel each row once
+#: (rows of exact terms cost microseconds each, in every pass). Never for Dask
+#: or a file (whose values may change between passes; each pass reads them).
+RELABEL_CACHE_BYTES = 256 << 20
 
 
 class RelabelledSource:
@@ -143,10 +158,14 @@ class RelabelledSource:
         self.relabel = relabel
         self.n, self.d, self.p = source.n, source.d, source.p
         self.fit_intercept = source.fit_intercept
+        X = getattr(source, "X", None)
+        in_memory = (not getattr(source, "is_dask", True) and isinstance(X, np.ndarray)
+                     and not is_file_backed(X))
+        self._cache = {} if in_memory and 8 * self.n <= RELABEL_CACHE_BYTES else None
 
     def reduce(self, fn, combine, params=None, *, stop=None, label=""):
-        return self.source.reduce(_RelabelledBlock(fn), combine, (params, self.relabel),
-                                  stop=stop, label=label)
+        return self.source.reduce(_RelabelledBlock(fn), combine,
+                                  (params, self.relabel, self._cache), stop=stop, label=label)
 
 
 def residual_rounding_bound(result, R_top):

@@ -401,3 +401,24 @@ def test_the_same_kept_rows_are_fitted_from_exact_sums_once(monkeypatch):
     trace = _trace(X, y, [])
     assert len(calls) == 1
     assert trace.passed
+
+
+def test_relabelled_labels_are_kept_for_rows_in_memory_only(monkeypatch, tmp_path):
+    """A relabelled run over rows in memory relabels each row once (its passes read the
+    kept labels) and decides as when every pass relabels; a file's rows are relabelled
+    in every pass (the file may change between reads)."""
+    from skprivreg._rows import RowSource
+
+    X, y, _, _ = _case("slope", 2.0**400, 1)
+    relabel = Relabel(True, np.zeros(3), np.zeros(3), R0)
+    assert _issp_refine.RelabelledSource(RowSource(X, y, fit_intercept=True), relabel)._cache == {}
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    on_file = RowSource(np.load(path, mmap_mode="r"), y, fit_intercept=True)
+    assert _issp_refine.RelabelledSource(on_file, relabel)._cache is None
+    kept = _trace(X, y, [])
+    monkeypatch.setattr(_issp_refine, "RELABEL_CACHE_BYTES", 0)
+    every_pass = _trace(X, y, [])
+    assert (kept.score2_num, kept.passed) == (every_pass.score2_num, every_pass.passed)
+    assert np.array_equal(kept.V, every_pass.V)
+    np.testing.assert_array_equal(kept.beta_hat, every_pass.beta_hat)
