@@ -1111,3 +1111,23 @@ def test_one_product_pieces_only_for_narrow_fortran_rows_with_few_outputs():
     assert not fused_layout(np.asfortranarray(np.zeros((100, 13))), 13, 1)
     assert not fused_layout(np.zeros((100, 10)), 10, 1)
     assert not fused_layout(F, FUSED_MAX_COLUMNS, 1000)
+
+
+def test_one_product_pieces_clip_their_entries_to_the_declared_ranges():
+    """The Gram pass over a data frame's rows with a column selection and per-entry ranges
+    (the Lasso's refit) clips in the one-product buffer: the sums equal, bit for bit,
+    those of rows clipped beforehand, and an entry far outside its range counts as its
+    range's end."""
+    rng = np.random.default_rng(5)
+    X = np.asfortranarray(rng.uniform(-1.0, 1.0, size=(30_000, 9)))
+    X[17, 2], X[29_000, 5] = 50.0, -1e6
+    y = rng.uniform(-1.0, 1.0, size=30_000)
+    columns = np.array([0, 2, 5, 8])
+    low, high = np.full(4, -1.0), np.full(4, 1.0)
+    clipped = np.asfortranarray(np.clip(X[:, columns], low, high))
+    stats = [gram_statistics(RowSource(Z, y, raw_blocks=True), x_bound=None, y_bound=1.0,
+                             intercept_scaling=1.0, **extra)
+             for Z, extra in [(X, {"columns": columns, "x_range": (low, high)}),
+                              (clipped, {})]]
+    for a, b in zip(*stats):
+        np.testing.assert_array_equal(a, b)
