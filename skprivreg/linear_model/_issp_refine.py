@@ -49,7 +49,14 @@ import numpy as np
 from scipy import linalg
 
 from .._blocks import is_file_backed
-from ._issp_exact import _dd_products, _exact_gram_add, exact_gram, exact_products
+from ._issp_exact import (
+    _bareiss,
+    _dd_products,
+    _exact_gram_add,
+    _exact_matrix,
+    exact_gram,
+    exact_products,
+)
 from ._issp_filters import residual_thresholds, srf_engine
 from ._issp_passes import (
     _EPS,
@@ -339,22 +346,21 @@ EXACT_FIT_FROM = 1e6
 FIT_TERMS_MAX = 60
 
 
-def _solve_rational(S, c):
-    """``S b = c`` in exact rationals (Gaussian elimination), or ``None`` if ``S`` is singular."""
-    p = len(c)
-    M = [list(row) + [ci] for row, ci in zip(S, c)]
-    for i in range(p):
-        pivot = next((r for r in range(i, p) if M[r][i] != 0), None)
-        if pivot is None:
-            return None
-        M[i], M[pivot] = M[pivot], M[i]
-        for r in range(i + 1, p):
-            factor = M[r][i] / M[i][i]
-            if factor:
-                M[r][i:] = [a - factor * b for a, b in zip(M[r][i:], M[i][i:])]
+def _solve_augmented(total, p):
+    """``S b = c`` exactly, from the exact sums of ``[X~, y]`` (``None`` if ``S`` is singular).
+
+    The exact ``L D L^T`` of the augmented matrix ``[[S, c], [c^T, y^T y]]``
+    (:func:`~._issp_exact._bareiss`, as the exact rank decision uses) has last
+    row ``l^T = c^T L_S^{-T} D_S^{-1}``, so ``b = L_S^{-T} l`` by back substitution.
+    """
+    columns, minors = _bareiss(_exact_matrix(total, p + 1)[0], p + 1)
+    if len(columns) < p:
+        return None
     b = [fractions.Fraction(0)] * p
     for i in range(p - 1, -1, -1):
-        b[i] = (M[i][p] - sum(M[i][j] * b[j] for j in range(i + 1, p))) / M[i][i]
+        b[i] = (fractions.Fraction(columns[i][p], minors[i + 1])
+                - sum(fractions.Fraction(columns[i][j], minors[i + 1]) * b[j]
+                      for j in range(i + 1, p)))
     return b
 
 
@@ -375,13 +381,7 @@ def exact_fit(source, weights, k, exponent, tol):
                                (source.fit_intercept, weights, k, exponent))
     if total is None:
         return None
-
-    def value(key):
-        t, e = total[key]
-        return fractions.Fraction(t) * fractions.Fraction(2) ** e
-
-    solution = _solve_rational([[value((min(i, j), max(i, j))) for j in range(p)]
-                                for i in range(p)], [value((i, p)) for i in range(p)])
+    solution = _solve_augmented(total, p)
     if solution is None:
         return None
     terms, rest = [], solution
