@@ -319,6 +319,12 @@ def _gram_of_block(X, labels, params, acc, fused=False):
 FUSED_MAX_COLUMNS = 12
 
 
+def symmetric_from_upper(M):
+    """``M``'s upper triangle mirrored: a sum of products ``X^T [X, Y, 1]``, which
+    BLAS does not promise to be symmetric, made so."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
 def fused_layout(X, n_columns, n_outputs=1):
     """Whether the pieces of block ``X`` are multiplied as one ``X^T [X, Y, 1]``.
 
@@ -586,6 +592,5 @@ def gram_statistics(source, *, x_bound, y_bound, intercept_scaling=None, estimat
                         columns=columns, x_range=x_range)
     XtX, XtY1, y_sum = reduce_threaded(source, gram_block, add_tuples, params, label=label,
                                        n_threads=n_threads)
-    # Symmetric as summed (a product X^T [X, Y, 1] is not promised to be).
-    XtX = np.triu(XtX) + np.triu(XtX, 1).T
+    XtX = symmetric_from_upper(XtX)
     return augment_gram(XtX, XtY1, y_sum, source.n, intercept_scaling)

@@ -43,7 +43,7 @@ from functools import cached_property
 import numpy as np
 
 from .._blocks import as_float64_block, is_column_strided, workspace, workspace_like
-from .._gram import FUSED_PIECE_BYTES, cache_block_rows, fused_layout
+from .._gram import FUSED_PIECE_BYTES, cache_block_rows, fused_layout, symmetric_from_upper
 from .._rows import check_block_finite
 from ..bounds import clip_threshold, row_norms
 from ..mechanisms import sqrt_at_least
@@ -380,9 +380,7 @@ def _fused_first_pass(X_block, u, rmap):
                 np.clip(X, *rmap.raw_affine[2:4], out=X)
                 product = np.dot(X.T, both)
             total += product
-    # Symmetric as summed (a product X^T [X, u, 1] is not promised to be).
-    XtX = np.triu(total[:, :width]) + np.triu(total[:, :width], 1).T
-    return XtX, total[:, width:].copy(), clipped
+    return symmetric_from_upper(total[:, :width]), total[:, width:].copy(), clipped
 
 
 def _labels_with_ones(n_rows):
